@@ -1,0 +1,66 @@
+"""Canonical JSON: the only format the store holds.
+
+Canonical means one byte string per value (sorted keys, no spaces, UTF-8, no
+NaN), so a content hash is stable across processes and versions. Values are
+turned into plain JSON data by pydantic, which knows models, dataclasses,
+datetimes and the like; reading back never executes anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from .errors import UsageError
+
+
+def to_plain(value: Any) -> Any:
+    """Plain JSON data (dict, list, str, int, float, bool, None) for `value`."""
+    try:
+        return to_jsonable_python(value)
+    except PydanticSerializationError as exc:
+        raise UsageError(f"value is not JSON-serialisable: {exc}") from None
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON text of `value`."""
+    try:
+        return json.dumps(
+            to_plain(value),
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"value is not JSON-serialisable: {exc}") from None
+
+
+def loads(text: str | bytes) -> Any:
+    return json.loads(text)
+
+
+def sha256(text: str | bytes) -> str:
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+_adapters: dict[Any, TypeAdapter[Any]] = {}
+
+
+def adapter(annotation: Any) -> TypeAdapter[Any]:
+    """A cached pydantic TypeAdapter, used to check and rehydrate stored values."""
+    try:
+        return _adapters[annotation]
+    except (KeyError, TypeError):
+        pass
+    ad: TypeAdapter[Any] = TypeAdapter(annotation)
+    try:
+        _adapters[annotation] = ad
+    except TypeError:  # unhashable annotation: do not cache
+        pass
+    return ad

@@ -1,0 +1,115 @@
+"""What a phase function sees: `ctx.inputs`, `ctx.missing`, `ctx.step` and
+`ctx.effect`.
+
+Ordinary steps are counted and nothing more: a phase interrupted midway is
+redone from its start, which is cheap for them. Durable steps and effects
+write their own records, because recomputing them is costly or doing them
+twice is wrong.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import _json
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .runner import Runner
+
+T = TypeVar("T")
+
+
+def _returns(fn: Callable[..., Any]) -> Any:
+    try:
+        return typing.get_type_hints(fn).get("return", Any)
+    except Exception:  # noqa: BLE001 - lambdas, builtins, unresolved names
+        return Any
+
+
+class PhaseContext:
+    """The handle a phase uses to run steps and effects."""
+
+    def __init__(
+        self,
+        runner: Runner,
+        phase: str,
+        inputs: Any,
+        missing: frozenset[str],
+        saved_steps: Mapping[str, tuple[str, str]],
+    ) -> None:
+        self._runner = runner
+        self.phase = phase
+        """The name of the phase being run."""
+        self.run_id = runner.run_id
+        """The run's id."""
+        self.inputs = inputs
+        """The run's original inputs, exactly as given to its first `run`."""
+        self.missing: frozenset[str] = missing
+        """Needed outputs that are lost and were accepted as gaps (degraded run)."""
+        self.steps_done = 0
+        """Steps (of any kind) completed in this execution of the phase."""
+        self._saved = dict(saved_steps)
+        self._occurrence: dict[str, int] = {}
+        self._effects_seen: set[str] = set()
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.missing)
+
+    def step(self, name: str, fn: Callable[..., T], /, *args: Any, durable: bool = False, **kwargs: Any) -> T:
+        """Run one step. With `durable=True` its result is saved when it
+        completes and returned from the store on a replay of this phase."""
+        if not durable:
+            self.steps_done += 1
+            return fn(*args, **kwargs)
+        n = self._occurrence.get(name, 0)
+        self._occurrence[name] = n + 1
+        key = name if n == 0 else f"{name}#{n + 1}"
+        saved = self._saved.get(key)
+        annotation = _returns(fn)
+        if saved is not None:
+            value = self._runner.load_saved(saved[0], saved[1], f"durable step {key!r}")
+        else:
+            result = fn(*args, **kwargs)
+            text = _json.dumps(result)
+            self._runner.save_step(self.phase, key, text)
+            value = _json.loads(text)
+        self.steps_done += 1
+        return _rehydrate(annotation, value)
+
+    def effect(
+        self,
+        name: str,
+        fn: Callable[..., T],
+        /,
+        *,
+        idempotent: bool = False,
+        atomic: bool = False,
+    ) -> T:
+        """Do something outside the run that must not happen twice.
+
+        Its intent (name and idempotency key) is committed before `fn(key)` is
+        called, and its completion after. `idempotent=True` says the target
+        deduplicates by key, so an interrupted call may simply be repeated.
+        `atomic=True` calls `fn(key, session)` with a database session inside
+        the transaction that records completion: both commit or neither."""
+        if name in self._effects_seen:
+            raise UsageError(f"effect {name!r} is called twice in phase {self.phase!r}; effect names must be unique")
+        self._effects_seen.add(name)
+        value = self._runner.do_effect(self.phase, name, fn, idempotent=idempotent, atomic=atomic)
+        self.steps_done += 1
+        return _rehydrate(_returns(fn), value)
+
+
+def _rehydrate(annotation: Any, value: Any) -> Any:
+    """Give back the value as its function declared it (pydantic models,
+    dataclasses); plain JSON data when the function declared nothing."""
+    if annotation is Any or annotation is None:
+        return value
+    try:
+        return _json.adapter(annotation).validate_python(value)
+    except Exception:  # noqa: BLE001 - an annotation pydantic cannot build: keep plain data
+        return value

@@ -1,0 +1,377 @@
+"""The engine's front door: run a workflow, decide on a stopped run, read a
+run's status, verify and prune the store."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import _json, chain, prune as _prune
+from ._states import ANSWERS, Action, BlockKind, RunStatus
+from .errors import AlreadyDecided, DecisionError, RunNotFound, UsageError
+from .lease import holder_alive, holder_name
+from .outcome import Outcome
+from .runner import _MISSING, Runner, validate_run_id
+from .store.store import DataVersion, Store
+from .views import RunSummary, RunView, build, effective_status
+from .workflow import Workflow
+
+DEFAULT_DB = "phasegate.db"
+
+
+def default_db() -> str:
+    return os.environ.get("PHASEGATE_DB") or DEFAULT_DB
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be a number, not {raw!r}") from None
+
+
+class Engine:
+    """A phasegate store and the operations on it.
+
+    `db` is a file path (SQLite, the default) or an SQLAlchemy URL. `clock`
+    is injectable so tests and snapshots can freeze time."""
+
+    def __init__(
+        self,
+        db: str | Path | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        lease_seconds: float | None = None,
+        retention_days: float | None = None,
+        archive_dir: str | None = None,
+        create: bool = True,
+        readonly: bool = False,
+    ) -> None:
+        self.store = Store(db if db is not None else default_db(), create=create, readonly=readonly)
+        self.clock = clock
+        self.lease_seconds = lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
+        self.retention_days = (
+            retention_days if retention_days is not None else _env_float("PHASEGATE_RETENTION_DAYS", 30.0)
+        )
+        #: Checked between phases; when it returns True the run stops cleanly,
+        #: resumable, with its lease released (a worker's graceful shutdown).
+        self.should_stop: Callable[[], bool] | None = None
+        self.archive_dir = _prune.archive_dir(self.store.path, archive_dir or os.environ.get("PHASEGATE_ARCHIVE_DIR"))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- running --------------------------------------------------------------
+
+    def run(self, wf: Workflow, run_id: str, inputs: Any = None, *, target: str | None = None) -> Outcome:
+        """Start or continue a run. Always the same start sequence: look for a
+        checkpoint, verify it, compare the world, then run what is open."""
+        if not isinstance(wf, Workflow):
+            raise UsageError(f"{wf!r} is not a phasegate Workflow")
+        runner = Runner(self, wf, run_id, inputs, inputs_given=inputs is not None, target=target)
+        return runner.execute()
+
+    # -- decisions ------------------------------------------------------------
+
+    def decide(
+        self,
+        run_id: str,
+        action: str,
+        *,
+        reason: str,
+        operator: str | None = None,
+        phase: str | None = None,
+        effect: str | None = None,
+        result: Any = None,
+    ) -> dict[str, Any]:
+        """Record an operator's decision on a stopped run. It is validated
+        against why the run is stopped, kept forever, and applied at the next
+        `run` of that id (a reset is applied at once: it archives the state)."""
+        validate_run_id(run_id)
+        try:
+            act = Action(action)
+        except ValueError:
+            raise UsageError(
+                f"unknown action {action!r}; one of: {', '.join(a.value for a in Action)}"
+            ) from None
+        if not reason or not str(reason).strip():
+            raise UsageError("a decision needs a reason")
+        who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
+        now = self.clock()
+        with self.store.write() as conn:
+            run = self.store.get_run(conn, run_id)
+            if run is None:
+                raise RunNotFound(f"no run {run_id!r} in {self.store.path}")
+            if holder_alive(run, now):
+                raise DecisionError(f"run {run_id!r} is running (held by {holder_name(run)}); decide once it stops")
+            status = effective_status(run, now)
+            blocked = [b for b in _json.loads(run.blocked_json or "[]")] if status is RunStatus.BLOCKED else []
+            kinds = {BlockKind(b["kind"]) for b in blocked}
+            pending = [d for d in self.store.decisions_for(conn, run_id) if d.state == "pending"]
+            shape = [p["name"] for p in _json.loads(run.shape_json)]
+            answers: BlockKind | None = None
+            detail: dict[str, Any] = {}
+            effect_key: str | None = None
+
+            if act is Action.RESET:
+                if status is RunStatus.RESET:
+                    raise AlreadyDecided(f"run {run_id!r} has already been reset")
+            elif act is Action.REWIND:
+                if not phase:
+                    raise UsageError("rewind needs --phase NAME: the phase to re-run from")
+                if phase not in shape:
+                    raise UsageError(f"run {run_id!r} has no phase {phase!r} (phases: {', '.join(shape)})")
+                if status is RunStatus.RESET:
+                    raise DecisionError(f"run {run_id!r} was reset; there is nothing to rewind")
+                answers = next((k for k in (BlockKind.INTEGRITY, BlockKind.ENV_MISMATCH, BlockKind.BELOW_FLOOR) if k in kinds), None)
+                if any(d.action == act.value for d in pending):
+                    raise AlreadyDecided(f"run {run_id!r} already has a rewind waiting; it has already been decided")
+            else:
+                fits = [k for k in kinds if act in ANSWERS[k]]
+                if not fits:
+                    why = ", ".join(sorted(k.value for k in kinds)) or f"it is {status.value}, not blocked"
+                    raise DecisionError(f"{act.value} does not fit run {run_id!r}: {why}")
+                answers = fits[0]
+                if act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
+                    doubts = [b["effect"] for b in blocked if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
+                    if effect is None:
+                        if len(doubts) != 1:
+                            raise UsageError(f"name the effect (--effect KEY); in doubt: {', '.join(doubts)}")
+                        effect = doubts[0]
+                    matches = [d for d in doubts if d == effect or d.endswith("/" + effect)]
+                    if not matches:
+                        raise DecisionError(f"effect {effect!r} is not in doubt in run {run_id!r}")
+                    effect_key = matches[0]
+                    if result is not None:
+                        detail["result"] = _json.loads(_json.dumps(result))
+                if act is Action.APPROVE:
+                    changes = next(b for b in blocked if b["kind"] == BlockKind.ENV_MISMATCH.value).get("changes", [])
+                    detail["accepted"] = [{"probe": c["probe"], "current": c.get("current")} for c in changes]
+                for d in pending:
+                    if d.answers == answers.value and (effect_key is None or d.effect_key == effect_key):
+                        raise AlreadyDecided(
+                            f"run {run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
+                        )
+            values = {
+                "run_id": run_id, "action": act.value, "phase": phase, "effect_key": effect_key,
+                "answers": answers.value if answers else None, "reason": str(reason), "operator": who,
+                "at": now, "detail_json": _json.dumps(detail), "state": "pending",
+            }
+            if act is Action.RESET:
+                values.update(state="applied", applied_at=now)
+            decision_id = self.store.insert_decision(conn, values)
+            if act is Action.RESET:
+                self.store.archive_epoch(conn, run_id, int(run.epoch))
+                self.store.discard_steps(conn, run_id, None)
+                for d in pending:
+                    self.store.settle_decision(conn, int(d.id), "void", now)
+                self.store.update_run(conn, run_id, {
+                    "epoch": int(run.epoch) + 1, "head_seq": -1, "head_hash": "", "status": RunStatus.RESET.value,
+                    "frontier_phase": shape[0] if shape else None, "frontier_index": 0, "steps_done": 0,
+                    "blocked_json": "[]", "error_json": None, "updated_at": now,
+                    "attention": f"reset by {who}: waiting to start over from its original inputs",
+                })
+            else:
+                self.store.update_run(conn, run_id, {
+                    "updated_at": now,
+                    "attention": f"decided: {act.value} by {who}; applies at the next run",
+                })
+        return {"id": decision_id, "run_id": run_id, "action": act.value, "operator": who, "reason": reason,
+                "phase": phase, "effect": effect_key, "state": values["state"]}
+
+    # -- reading --------------------------------------------------------------
+
+    def status(self, run_id: str) -> RunView:
+        with self.store.read() as conn:
+            run = self.store.get_run(conn, run_id)
+            if run is None:
+                raise RunNotFound(f"no run {run_id!r} in {self.store.path}")
+            rows = self.store.all_checkpoints(conn, run_id)
+            steps = self.store.steps_for(conn, run_id)
+            effects = self.store.effects_for(conn, run_id)
+            decisions = self.store.decisions_for(conn, run_id)
+        now = self.clock()
+        cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days)
+        return build(run, rows, steps, effects, decisions, cands, now)
+
+    def runs(
+        self,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        statuses: Sequence[str] | None = None,
+        text: str | None = None,
+    ) -> list[RunSummary]:
+        """A page of the runs list, needs-attention first; reads the runs table only."""
+        with self.store.read() as conn:
+            rows = self.store.list_runs(conn, limit=limit, offset=offset, statuses=statuses, text=text)
+        now = self.clock()
+        return [RunSummary.from_row(r, now) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        with self.store.read() as conn:
+            return self.store.count_runs(conn)
+
+    def run_ids(self) -> Iterator[str]:
+        after = ""
+        while True:
+            with self.store.read() as conn:
+                page = self.store.run_ids(conn, after=after)
+            if not page:
+                return
+            yield from page
+            after = page[-1]
+
+    def data_version(self) -> DataVersion:
+        """A probe that tells whether another connection committed since last asked."""
+        return self.store.data_version_probe()
+
+    # -- verification ---------------------------------------------------------
+
+    def verify(self, run_id: str | None = None, *, record: bool = True) -> list[dict[str, Any]]:
+        """Verify the stored chain of every run (or one). A failure found in a
+        stopped run is recorded on it, so operators see it before anything runs."""
+        reports = []
+        ids = [run_id] if run_id else list(self.run_ids())
+        if self.store.schema_problem:
+            return [{"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.store.schema_problem}}]
+        for rid in ids:
+            with self.store.read() as conn:
+                run = self.store.get_run(conn, rid)
+                if run is None:
+                    raise RunNotFound(f"no run {rid!r} in {self.store.path}")
+                rows = self.store.chain(conn, rid, int(run.epoch))
+            v = chain.verify(rows, run_id=rid, epoch=int(run.epoch), inputs_hash=run.inputs_hash,
+                             head_seq=int(run.head_seq), head_hash=run.head_hash)
+            bytes_checked = sum(len(r.envelope) + len(r.output_json or "") for r in rows)
+            reports.append({"run_id": rid, "ok": v.failure is None, "checkpoints": len(rows), "bytes": bytes_checked,
+                            "failure": v.failure.as_dict() if v.failure else None})
+            if v.failure is not None and record and not self.store.readonly:
+                self._record_integrity(rid, v.failure)
+        return reports
+
+    def _record_integrity(self, run_id: str, failure: chain.IntegrityFailure) -> None:
+        now = self.clock()
+        with self.store.write() as conn:
+            run = self.store.get_run(conn, run_id)
+            if run is None or holder_alive(run, now):
+                return
+            blocked = _json.loads(run.blocked_json or "[]")
+            if any(b.get("kind") == "integrity" for b in blocked) and run.status == RunStatus.BLOCKED.value:
+                return
+            reason = {"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}
+            self.store.update_run(conn, run_id, {
+                "status": RunStatus.BLOCKED.value, "blocked_json": _json.dumps([reason]),
+                "attention": f"integrity: {failure.detail()}"[:300], "updated_at": now,
+            })
+
+    # -- pruning --------------------------------------------------------------
+
+    def prune_candidates(self, run_id: str | None = None) -> list[_prune.PruneCandidate]:
+        out: list[_prune.PruneCandidate] = []
+        ids = [run_id] if run_id else list(self.run_ids())
+        now = self.clock()
+        for rid in ids:
+            with self.store.read() as conn:
+                run = self.store.get_run(conn, rid)
+                if run is None:
+                    raise RunNotFound(f"no run {rid!r} in {self.store.path}")
+                rows = self.store.all_checkpoints(conn, rid)
+                steps = self.store.steps_for(conn, rid)
+            out.extend(_prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days))
+        return out
+
+    def prune(
+        self,
+        *,
+        apply: bool = False,
+        run_id: str | None = None,
+        operator: str | None = None,
+        reason: str = "prune",
+    ) -> list[_prune.PruneCandidate]:
+        """List (or with `apply`, remove) what is safe to prune. Each run's
+        candidates are re-derived inside the write transaction that removes
+        them, so nothing is removed on a judgement made before a change."""
+        listed = self.prune_candidates(run_id)
+        if not apply:
+            return listed
+        who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
+        done: list[_prune.PruneCandidate] = []
+        for rid in dict.fromkeys(c.run_id for c in listed):
+            done.extend(self._prune_run(rid, who, reason))
+        return done
+
+    def _prune_run(self, run_id: str, who: str, reason: str) -> list[_prune.PruneCandidate]:
+        now = self.clock()
+        with self.store.write() as conn:
+            run = self.store.get_run(conn, run_id)
+            if run is None:
+                return []
+            rows = self.store.all_checkpoints(conn, run_id)
+            steps = self.store.steps_for(conn, run_id)
+            cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days)
+            by_id = {int(r.id): r for r in rows}
+            folder = self.archive_dir / _prune.safe_name(run_id)
+            for c in cands:
+                if c.kind == "step_records":
+                    self.store.delete_steps(conn, list(c.refs))
+                    continue
+                for ref in c.refs:
+                    row = by_id[ref]
+                    if c.safety == "archive":
+                        payload = {"run_id": run_id, "epoch": int(row.epoch), "seq": int(row.seq), "phase": row.phase,
+                                   "output_hash": _json.loads(row.envelope).get("output_hash"), "output_json": row.output_json}
+                        path, _digest = _prune.write_archive(folder, f"{row.epoch}.{row.seq}-{row.phase}.json", payload)
+                        if self._restore_archived_path(path, payload["output_hash"]) is _MISSING:
+                            raise OSError(f"archive {path} did not read back intact; nothing removed")
+                        self.store.set_output_state(conn, ref, "archived", str(path))
+                    else:
+                        self.store.set_output_state(conn, ref, "pruned", None)
+                if c.kind == "finished_run":
+                    self.store.delete_steps(conn, [int(s.id) for s in steps])
+            if cands:
+                self.store.insert_decision(conn, {
+                    "run_id": run_id, "action": "prune", "reason": reason, "operator": who, "at": now,
+                    "state": "applied", "applied_at": now,
+                    "detail_json": _json.dumps({"pruned": [{"what": c.what, "bytes": c.bytes, "why_safe": c.why_safe} for c in cands]}),
+                })
+                self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
+        return cands
+
+    def _restore_archived(self, row: Any, output_hash: str | None) -> Any:
+        return self._restore_archived_path(Path(row.archive_path), output_hash)
+
+    @staticmethod
+    def _restore_archived_path(path: Path, output_hash: str | None) -> Any:
+        """An archived output, only if its bytes still hash to what the chain says."""
+        try:
+            doc = _json.loads(path.read_bytes())
+            text = doc["output_json"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return _MISSING
+        if not isinstance(text, str) or _json.sha256(text) != output_hash:
+            return _MISSING
+        try:
+            return _json.loads(text)
+        except ValueError:
+            return _MISSING
+
+
+def _whoami() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry in some containers
+        return "unknown"

@@ -1,0 +1,75 @@
+"""One error hierarchy: every failure a user can cause or meet has a title,
+a one-line message and the exit code the command line gives it."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class PhasegateError(Exception):
+    """Base of every error phasegate reports to a person."""
+
+    title: ClassVar[str] = "phasegate error"
+    exit_code: ClassVar[int] = 2
+
+    def __init__(self, message: str, title: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if title is not None:
+            self.title = title  # type: ignore[misc]
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(PhasegateError):
+    """Bad arguments, a target that is not a workflow, inputs that are not JSON."""
+
+    title = "bad usage"
+
+
+class StoreError(PhasegateError):
+    """The database cannot be opened, is not a phasegate store, or cannot be written."""
+
+    title = "unusable database"
+
+
+class WorkflowError(UsageError):
+    """A workflow is declared wrongly (unknown need, floor outside needs...)."""
+
+    title = "workflow declaration"
+
+
+class DecisionError(PhasegateError):
+    """A decision that does not fit why the run is stopped, or came too late."""
+
+    title = "decision refused"
+
+
+class AlreadyDecided(DecisionError):
+    title = "already decided"
+
+
+class RunNotFound(UsageError):
+    title = "no such run"
+
+
+class RunHeld(PhasegateError):
+    """Another live process holds the run's lease."""
+
+    title = "run held"
+    exit_code = 4
+
+    def __init__(self, run_id: str, holder: str, expires_in: float) -> None:
+        super().__init__(
+            f"run {run_id!r} is held by {holder} (lease expires in {max(expires_in, 0):.0f}s)"
+        )
+        self.run_id = run_id
+        self.holder = holder
+
+
+class LeaseLost(PhasegateError):
+    """This process's lease was taken over; it must stop writing at once."""
+
+    title = "lease lost"
+    exit_code = 4

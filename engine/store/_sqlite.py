@@ -1,0 +1,106 @@
+"""Everything SQLite-specific, in one place: opening a path safely, the
+connection pragmas, write transactions that take the lock up front, and what
+SQLite's errors mean to a person. A PostgreSQL backend gets its own module."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine as SAEngine
+from sqlalchemy.pool import QueuePool
+
+from ..errors import StoreError
+
+_HEADER = b"SQLite format 3\x00"
+
+#: How long a writer waits for another writer's lock before giving up. Long on
+#: purpose: a user should see a slow write, never "database is locked".
+BUSY_TIMEOUT_MS = 60_000
+
+
+def check_path(path: Path, *, create: bool) -> bool:
+    """Validate `path` before SQLite touches it. Returns True when the store is
+    new (created here, mode 0600, or an existing empty file)."""
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder, not a database file")
+    if not path.exists():
+        if not create:
+            raise StoreError(f"no phasegate database at {path}")
+        if not path.parent.exists():
+            raise StoreError(f"folder {path.parent} does not exist")
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise StoreError(f"cannot create {path}: {exc.strerror}") from None
+        os.close(fd)
+        return True
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(_HEADER))
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+    if not head:
+        return True
+    if head != _HEADER:
+        raise StoreError(f"{path} is not an SQLite database")
+    return False
+
+
+def make_engine(path: Path, *, readonly: bool) -> SAEngine:
+    url = f"sqlite:///{path}"
+    engine = create_engine(url, poolclass=QueuePool, pool_size=4, max_overflow=8)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+        # Take transaction control from the driver: we say BEGIN ourselves so
+        # that writes can take the lock up front (BEGIN IMMEDIATE) and never
+        # fail half-way on a lock upgrade.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA synchronous=FULL")
+        if readonly:
+            cur.execute("PRAGMA query_only=1")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        write = conn.get_execution_options().get("phasegate_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def enable_wal(engine: SAEngine) -> None:
+    # Outside any transaction: the journal mode cannot change inside one.
+    raw = engine.raw_connection()
+    try:
+        raw.cursor().execute("PRAGMA journal_mode=WAL")
+    finally:
+        raw.close()
+
+
+def explain(exc: BaseException, path: Path | None) -> StoreError:
+    """One clear line for a driver error."""
+    msg = str(getattr(exc, "orig", exc))
+    where = f" ({path})" if path else ""
+    low = msg.lower()
+    if "not a database" in low or "malformed" in low:
+        return StoreError(f"database is damaged or not a database{where}: {msg}")
+    if "readonly" in low or "read-only" in low:
+        return StoreError(f"database is read-only{where}; phasegate needs to write to it")
+    if "unable to open" in low:
+        return StoreError(f"cannot open database{where}: check the file and folder permissions")
+    if "disk is full" in low or "database or disk is full" in low:
+        return StoreError(f"database is full{where}: nothing was written")
+    if "database is locked" in low or "database table is locked" in low or "database is busy" in low:
+        return StoreError(f"database stayed locked by another process{where}: try again")
+    if "disk i/o" in low:
+        return StoreError(f"disk I/O error{where}: {msg}")
+    return StoreError(f"database error{where}: {msg}")

@@ -1,0 +1,371 @@
+"""The store: every read and write the engine makes, and nothing else.
+
+Reads of a run touch only that run's rows, through indexes keyed by run id,
+so a resume costs the same with ten other runs or a hundred thousand.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, inspect, or_, select, update
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+
+from ..errors import StoreError
+from . import _sqlite
+from .schema import (
+    SCHEMA_VERSION,
+    checkpoints,
+    decisions,
+    effects,
+    meta,
+    metadata,
+    runs,
+    steps,
+)
+
+
+def _looks_like_url(target: str) -> bool:
+    return "://" in target
+
+
+class Store:
+    """A phasegate database: SQLite by path (the default) or an SQLAlchemy URL."""
+
+    def __init__(self, target: str | Path, *, create: bool = True, readonly: bool = False) -> None:
+        self.target = str(target)
+        self.readonly = readonly
+        self.path: Path | None = None
+        #: Set when the stored schema is one this code does not know; the
+        #: engine treats it as an integrity failure and writes nothing.
+        self.schema_problem: str | None = None
+        if _looks_like_url(self.target) and not self.target.startswith("sqlite:///"):
+            raise StoreError(
+                f"unsupported database URL {self.target.split('://')[0]}://; "
+                "use a file path or sqlite:///PATH"
+            )
+        raw = self.target.removeprefix("sqlite:///")
+        self.path = Path(raw).expanduser().absolute()
+        fresh = _sqlite.check_path(self.path, create=create and not readonly)
+        self.sa = _sqlite.make_engine(self.path, readonly=readonly)
+        self._hot_lock = threading.Lock()
+        self._hot: Connection | None = None
+        try:
+            self._open(fresh=fresh, create=create and not readonly)
+        except SQLAlchemyError as exc:
+            self.sa.dispose()
+            raise self.explain(exc) from None
+        except StoreError:
+            self.sa.dispose()
+            raise
+
+    # -- opening --------------------------------------------------------------
+
+    def _open(self, *, fresh: bool, create: bool) -> None:
+        names = set(inspect(self.sa).get_table_names())
+        if "phasegate_meta" not in names:
+            if names:
+                shown = ", ".join(sorted(names)[:3])
+                raise StoreError(f"{self.path} is an SQLite database but not a phasegate store (it has {shown})")
+            if not create:
+                raise StoreError(f"{self.path} holds no phasegate store yet")
+            _sqlite.enable_wal(self.sa)
+            with self.sa.connect() as conn:
+                conn = conn.execution_options(phasegate_write=True)
+                with conn.begin():
+                    metadata.create_all(conn)
+                    conn.execute(insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
+            return
+        with self.sa.connect() as conn:
+            value = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
+        try:
+            version = int(value) if value is not None else None
+        except ValueError:
+            version = None
+        if version is None:
+            self.schema_problem = f"schema version {value!r} is not a number this engine understands"
+        elif version > SCHEMA_VERSION:
+            self.schema_problem = (
+                f"schema version {version} is newer than this engine knows ({SCHEMA_VERSION})"
+            )
+        elif version < SCHEMA_VERSION and create:
+            self._migrate(version)
+
+    def _migrate(self, version: int) -> None:
+        """Upgrade in code, one step at a time, each in its own transaction.
+        There is only version 1 so far; the loop is where version 2 goes."""
+        with self.write() as conn:
+            while version < SCHEMA_VERSION:
+                version += 1
+                conn.execute(
+                    update(meta).where(meta.c.key == "schema_version").values(value=str(version))
+                )
+
+    def close(self) -> None:
+        with self._hot_lock:
+            if self._hot is not None:
+                self._hot.close()
+                self._hot = None
+        self.sa.dispose()
+
+    def explain(self, exc: BaseException) -> StoreError:
+        return _sqlite.explain(exc, self.path)
+
+    # -- transactions ---------------------------------------------------------
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        try:
+            with self.sa.connect() as conn, conn.begin():
+                yield conn
+        except IntegrityError:
+            raise  # a constraint broken by our own code is a bug, not a user's problem
+        except DBAPIError as exc:
+            raise self.explain(exc) from None
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction that holds the write lock from its first
+        statement, on a fresh pooled connection (safe from any thread)."""
+        if self.readonly:
+            raise StoreError("the store is open read-only")
+        try:
+            with self.sa.connect() as conn:
+                conn = conn.execution_options(phasegate_write=True)
+                with conn.begin():
+                    yield conn
+        except IntegrityError:
+            raise  # a constraint broken by our own code is a bug, not a user's problem
+        except DBAPIError as exc:
+            raise self.explain(exc) from None
+
+    @contextmanager
+    def hot(self) -> Iterator[Connection]:
+        """The reused connection of the checkpoint path: no pool checkout, no
+        new connection per boundary. One thread at a time."""
+        if self.readonly:
+            raise StoreError("the store is open read-only")
+        with self._hot_lock:
+            if self._hot is None or self._hot.closed:
+                self._hot = self.sa.connect().execution_options(phasegate_write=True)
+            conn = self._hot
+            try:
+                with conn.begin():
+                    yield conn
+            except DBAPIError as exc:
+                raise self.explain(exc) from None
+
+    # -- runs -----------------------------------------------------------------
+
+    def get_run(self, conn: Connection, run_id: str) -> Row[Any] | None:
+        return conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+
+    def insert_run(self, conn: Connection, values: dict[str, Any]) -> None:
+        conn.execute(insert(runs).values(**values))
+
+    def update_run(
+        self, conn: Connection, run_id: str, values: dict[str, Any], *, owner: str | None = None
+    ) -> int:
+        cond = runs.c.run_id == run_id
+        if owner is not None:
+            cond = and_(cond, runs.c.lease_owner == owner)
+        return conn.execute(update(runs).where(cond).values(**values)).rowcount
+
+    def list_runs(
+        self,
+        conn: Connection,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        statuses: Sequence[str] | None = None,
+        text: str | None = None,
+        order: str = "attention",
+    ) -> list[Row[Any]]:
+        q = select(runs)
+        if statuses:
+            q = q.where(runs.c.status.in_(list(statuses)))
+        if text:
+            like = f"%{text}%"
+            q = q.where(
+                or_(runs.c.run_id.like(like), runs.c.workflow.like(like), runs.c.attention.like(like))
+            )
+        if order == "attention":
+            q = q.order_by((runs.c.attention == "").asc(), runs.c.updated_at.desc(), runs.c.run_id)
+        else:
+            q = q.order_by(runs.c.run_id)
+        if limit is not None:
+            q = q.limit(limit).offset(offset)
+        return list(conn.execute(q))
+
+    def count_runs(self, conn: Connection) -> dict[str, int]:
+        rows = conn.execute(select(runs.c.status, func.count()).group_by(runs.c.status))
+        return {r[0]: r[1] for r in rows}
+
+    def run_ids(self, conn: Connection, *, after: str = "", limit: int = 500) -> list[str]:
+        q = select(runs.c.run_id).where(runs.c.run_id > after).order_by(runs.c.run_id).limit(limit)
+        return [r[0] for r in conn.execute(q)]
+
+    def runs_waiting(self, conn: Connection, now: float, limit: int = 100) -> list[Row[Any]]:
+        """Runs a worker may pick up: a decision waiting, a reset, or a
+        `running` run (the caller skips those whose holder is alive)."""
+        pending = select(decisions.c.run_id).where(decisions.c.state == "pending")
+        q = (
+            select(runs)
+            .where(
+                or_(
+                    runs.c.status == "reset",
+                    # all running rows: a dead holder on this host is seen by pid, before its lease lapses
+                    runs.c.status == "running",
+                    runs.c.run_id.in_(pending),
+                )
+            )
+            .order_by(runs.c.updated_at)
+            .limit(limit)
+        )
+        return list(conn.execute(q))
+
+    # -- checkpoints ----------------------------------------------------------
+
+    def chain(self, conn: Connection, run_id: str, epoch: int) -> list[Row[Any]]:
+        q = (
+            select(checkpoints)
+            .where(
+                checkpoints.c.run_id == run_id,
+                checkpoints.c.epoch == epoch,
+                checkpoints.c.status == "live",
+            )
+            .order_by(checkpoints.c.seq)
+        )
+        return list(conn.execute(q))
+
+    def next_seq(self, conn: Connection, run_id: str, epoch: int) -> int:
+        q = select(func.max(checkpoints.c.seq)).where(
+            checkpoints.c.run_id == run_id, checkpoints.c.epoch == epoch
+        )
+        top = conn.execute(q).scalar()
+        return 0 if top is None else int(top) + 1
+
+    def insert_checkpoint(self, conn: Connection, values: dict[str, Any]) -> None:
+        conn.execute(insert(checkpoints).values(**values))
+
+    def set_checkpoint_status(
+        self, conn: Connection, run_id: str, epoch: int, seqs: Sequence[int], status: str
+    ) -> None:
+        if seqs:
+            conn.execute(
+                update(checkpoints)
+                .where(
+                    checkpoints.c.run_id == run_id,
+                    checkpoints.c.epoch == epoch,
+                    checkpoints.c.seq.in_(list(seqs)),
+                )
+                .values(status=status)
+            )
+
+    def archive_epoch(self, conn: Connection, run_id: str, epoch: int) -> None:
+        conn.execute(
+            update(checkpoints)
+            .where(checkpoints.c.run_id == run_id, checkpoints.c.epoch == epoch)
+            .values(status="archived")
+        )
+
+    def all_checkpoints(self, conn: Connection, run_id: str) -> list[Row[Any]]:
+        q = select(checkpoints).where(checkpoints.c.run_id == run_id).order_by(
+            checkpoints.c.epoch, checkpoints.c.seq
+        )
+        return list(conn.execute(q))
+
+    def set_output_state(
+        self, conn: Connection, ckpt_id: int, state: str, archive_path: str | None
+    ) -> None:
+        conn.execute(
+            update(checkpoints)
+            .where(checkpoints.c.id == ckpt_id)
+            .values(output_state=state, output_json=None, archive_path=archive_path)
+        )
+
+    # -- durable steps --------------------------------------------------------
+
+    def steps_for(self, conn: Connection, run_id: str, phase: str | None = None) -> list[Row[Any]]:
+        q = select(steps).where(steps.c.run_id == run_id, steps.c.discarded == False)  # noqa: E712
+        if phase is not None:
+            q = q.where(steps.c.phase == phase)
+        return list(conn.execute(q.order_by(steps.c.id)))
+
+    def insert_step(self, conn: Connection, values: dict[str, Any]) -> None:
+        conn.execute(insert(steps).values(**values))
+
+    def discard_steps(self, conn: Connection, run_id: str, phases: Sequence[str] | None) -> None:
+        cond = steps.c.run_id == run_id
+        if phases is not None:
+            cond = and_(cond, steps.c.phase.in_(list(phases)))
+        conn.execute(update(steps).where(cond).values(discarded=True))
+
+    def delete_steps(self, conn: Connection, ids: Sequence[int]) -> None:
+        if ids:
+            conn.execute(delete(steps).where(steps.c.id.in_(list(ids))))
+
+    # -- effects --------------------------------------------------------------
+
+    def effects_for(self, conn: Connection, run_id: str) -> list[Row[Any]]:
+        return list(conn.execute(select(effects).where(effects.c.run_id == run_id).order_by(effects.c.id)))
+
+    def effect_by_key(self, conn: Connection, key: str) -> Row[Any] | None:
+        return conn.execute(select(effects).where(effects.c.key == key)).first()
+
+    def insert_effect(self, conn: Connection, values: dict[str, Any]) -> None:
+        conn.execute(insert(effects).values(**values))
+
+    def update_effect(self, conn: Connection, key: str, values: dict[str, Any]) -> None:
+        conn.execute(update(effects).where(effects.c.key == key).values(**values))
+
+    # -- decisions ------------------------------------------------------------
+
+    def decisions_for(self, conn: Connection, run_id: str) -> list[Row[Any]]:
+        q = select(decisions).where(decisions.c.run_id == run_id).order_by(decisions.c.id)
+        return list(conn.execute(q))
+
+    def insert_decision(self, conn: Connection, values: dict[str, Any]) -> int:
+        res = conn.execute(insert(decisions).values(**values))
+        pk = res.inserted_primary_key
+        return int(pk[0]) if pk else 0
+
+    def settle_decision(self, conn: Connection, decision_id: int, state: str, at: float) -> None:
+        conn.execute(
+            update(decisions).where(decisions.c.id == decision_id).values(state=state, applied_at=at)
+        )
+
+    # -- live -----------------------------------------------------------------
+
+    def data_version_probe(self) -> DataVersion:
+        return DataVersion(self)
+
+
+class DataVersion:
+    """One long-lived connection that answers "did another connection commit
+    since I last asked?" via SQLite's `PRAGMA data_version`, which changes only
+    when some other connection commits."""
+
+    def __init__(self, store: Store) -> None:
+        self._conn = store.sa.raw_connection()
+        self._last: int | None = None
+
+    def changed(self) -> bool:
+        cur = self._conn.cursor()
+        try:
+            cur.execute("PRAGMA data_version")
+            row = cur.fetchone()
+        finally:
+            cur.close()
+        value = int(row[0]) if row else 0
+        changed = self._last is not None and value != self._last
+        self._last = value
+        return changed
+
+    def close(self) -> None:
+        self._conn.close()

@@ -1,0 +1,240 @@
+"""The run as an operator sees it: built from the store alone, without the
+workflow's code, so the console and `phasegate status` work anywhere."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from . import _json, chain
+from ._states import EffectState, PhaseState, RunStatus
+from .lease import holder_alive, holder_name
+from .prune import PruneCandidate
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def effective_status(row: Any, now: float) -> RunStatus:
+    """Stored `running` with no live holder is what an operator calls interrupted."""
+    status = RunStatus(row.status)
+    if status is RunStatus.RUNNING and not holder_alive(row, now):
+        return RunStatus.INTERRUPTED
+    return status
+
+
+NEEDS_ATTENTION = frozenset({RunStatus.BLOCKED, RunStatus.FAILED, RunStatus.INTERRUPTED})
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of the runs list, from the runs table alone."""
+
+    run_id: str
+    workflow: str
+    status: RunStatus
+    frontier_phase: str | None
+    frontier_index: int
+    phase_count: int
+    steps_done: int
+    last_checkpoint_at: float | None
+    updated_at: float
+    attention: str
+    blocked_kinds: tuple[str, ...]
+    pending_decision: bool = False
+
+    @property
+    def needs_attention(self) -> bool:
+        return self.status in NEEDS_ATTENTION
+
+    @property
+    def reason(self) -> str:
+        if self.status is RunStatus.INTERRUPTED:
+            return "interrupted: its process died; resume it"
+        return self.attention
+
+    @classmethod
+    def from_row(cls, row: Any, now: float) -> RunSummary:
+        blocked = _json.loads(row.blocked_json or "[]")
+        return cls(
+            run_id=row.run_id,
+            workflow=row.workflow,
+            status=effective_status(row, now),
+            frontier_phase=row.frontier_phase,
+            frontier_index=int(row.frontier_index),
+            phase_count=int(row.phase_count),
+            steps_done=int(row.steps_done),
+            last_checkpoint_at=row.last_checkpoint_at,
+            updated_at=row.updated_at,
+            attention=row.attention or "",
+            blocked_kinds=tuple(b.get("kind", "") for b in blocked),
+        )
+
+
+@dataclass
+class RunView:
+    """Everything `phasegate status --json` prints for one run."""
+
+    run_id: str
+    workflow: str
+    status: RunStatus
+    target: str | None
+    inputs: Any
+    created_at: float
+    updated_at: float
+    last_checkpoint_at: float | None
+    frontier: dict[str, Any]
+    phases: list[dict[str, Any]]
+    blocked: list[dict[str, Any]]
+    env: list[dict[str, Any]]
+    effects: list[dict[str, Any]]
+    decisions: list[dict[str, Any]]
+    prune_candidates: list[PruneCandidate]
+    outputs: list[dict[str, Any]]
+    integrity: list[dict[str, Any]]
+    lease: dict[str, Any] | None
+    error: dict[str, Any] | None
+    notes: list[str]
+    attention: str
+    epoch: int = 0
+    pending_decisions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def needs_attention(self) -> bool:
+        return self.status in NEEDS_ATTENTION
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["status"] = str(self.status)
+        d["prune_candidates"] = [c.as_dict() for c in self.prune_candidates]
+        for k in ("created_at", "updated_at", "last_checkpoint_at"):
+            d[k] = iso(d[k])
+        return d
+
+
+def build(
+    run: Any,
+    rows: list[Any],
+    steps: list[Any],
+    effects: list[Any],
+    decisions: list[Any],
+    candidates: list[PruneCandidate],
+    now: float,
+) -> RunView:
+    status = effective_status(run, now)
+    alive = holder_alive(run, now)
+    live = [r for r in rows if r.status == "live" and int(r.epoch) == int(run.epoch)]
+    verified = chain.verify(
+        live, run_id=run.run_id, epoch=int(run.epoch), inputs_hash=run.inputs_hash,
+        head_seq=int(run.head_seq), head_hash=run.head_hash,
+    )
+    state = chain.fold(verified.entries)
+    integrity = [verified.failure.as_dict()] if verified.failure else []
+    blocked = _json.loads(run.blocked_json or "[]")
+    for b in blocked:
+        if b.get("kind") == "integrity" and b.get("failure") and b["failure"] not in integrity:
+            integrity.append(b["failure"])
+    shape = _json.loads(run.shape_json)
+    error = _json.loads(run.error_json) if run.error_json else None
+
+    frontier_phase = None
+    frontier_index = len(shape)
+    for i, p in enumerate(shape):
+        if p["name"] not in state.done and p["name"] not in state.skipped:
+            frontier_phase, frontier_index = p["name"], i
+            break
+    started = {s.phase for s in steps} | {e.phase for e in effects}
+    phases = []
+    for p in shape:
+        name = p["name"]
+        d = state.done.get(name)
+        if name in state.skipped:
+            ps, missing = PhaseState.DEGRADED, [n for n in p["needs"]]
+        elif d is not None:
+            ps, missing = (PhaseState.DEGRADED if d.missing else PhaseState.DONE), d.missing
+        elif status is RunStatus.FAILED and error and error.get("phase") == name:
+            ps, missing = PhaseState.FAILED, []
+        elif name == frontier_phase and name in started:
+            ps, missing = PhaseState.PARTIAL, []
+        else:
+            ps, missing = PhaseState.OPEN, []
+        phases.append({
+            "name": name, "state": str(ps), "needs": p["needs"], "floor": p.get("floor", p["needs"]),
+            "probes": p.get("probes", []), "missing": missing,
+            "steps_done": int(d.entry.env.get("steps_done", 0)) if d else None,
+        })
+
+    if frontier_phase is None:
+        last = state.done.get(shape[-1]["name"]) if shape else None
+        fr = {"phase": shape[-1]["name"] if shape else None, "index": len(shape), "of": len(shape),
+              "steps_done": int(last.entry.env.get("steps_done", 0)) if last else 0}
+    else:
+        n_steps = sum(1 for s in steps if s.phase == frontier_phase) + sum(
+            1 for e in effects if e.phase == frontier_phase and e.state == "done"
+        )
+        fr = {"phase": frontier_phase, "index": frontier_index, "of": len(shape), "steps_done": n_steps}
+
+    effs = []
+    for e in effects:
+        if e.state == "done":
+            es = EffectState.DONE
+        elif alive:
+            es = EffectState.INTENT
+        elif e.idempotent or e.atomic or e.retry_ok:
+            es = EffectState.INTENT
+        else:
+            es = EffectState.IN_DOUBT
+        effs.append({
+            "name": e.name, "key": e.key, "phase": e.phase, "state": str(es), "attempt": int(e.attempt),
+            "idempotent": bool(e.idempotent), "atomic": bool(e.atomic), "retry_approved": bool(e.retry_ok),
+            "intent_at": iso(e.intent_at), "done_at": iso(e.done_at), "confirmed_by": e.confirmed_by,
+        })
+
+    decs = [
+        {"id": int(d.id), "action": d.action, "operator": d.operator, "reason": d.reason, "at": iso(d.at),
+         "state": d.state, "phase": d.phase, "effect": d.effect_key, "answers": d.answers, "applied_at": iso(d.applied_at)}
+        for d in decisions
+    ]
+    outputs = []
+    for d in state.done.values():
+        r = d.entry.row
+        outputs.append({
+            "phase": r.phase, "seq": int(r.seq), "bytes": int(r.output_bytes), "hash": d.entry.env.get("output_hash"),
+            "state": r.output_state if (r.output_state != "present" or d.entry.output_ok) else "lost",
+            "verified": bool(d.entry.output_ok),
+        })
+    outputs.sort(key=lambda o: o["seq"])
+    lease = None
+    if run.lease_owner:
+        lease = {"holder": holder_name(run), "expires_at": iso(run.lease_expires_at), "alive": alive,
+                 "heartbeat_at": iso(run.heartbeat_at)}
+    attention = "interrupted: its process died; resume it" if status is RunStatus.INTERRUPTED else (run.attention or "")
+    return RunView(
+        run_id=run.run_id,
+        workflow=run.workflow,
+        status=status,
+        target=run.target,
+        inputs=_json.loads(run.inputs_json),
+        created_at=run.created_at,
+        updated_at=run.updated_at,
+        last_checkpoint_at=run.last_checkpoint_at,
+        frontier=fr,
+        phases=phases,
+        blocked=blocked if status is RunStatus.BLOCKED else [],
+        env=_json.loads(run.env_json or "[]"),
+        effects=effs,
+        decisions=decs,
+        prune_candidates=candidates,
+        outputs=outputs,
+        integrity=integrity,
+        lease=lease,
+        error=error,
+        notes=_json.loads(run.notes_json or "[]"),
+        attention=attention,
+        epoch=int(run.epoch),
+        pending_decisions=[d for d in decs if d["state"] == "pending"],
+    )

@@ -1,0 +1,175 @@
+"""Declaring a workflow: its probes and its phases, in order.
+
+A workflow knows nothing of storage. It is a description the engine reads:
+which phases exist, what each needs and cannot start without, which probes of
+the outside world each depends on, and a fingerprint of each phase's code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import textwrap
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from .errors import WorkflowError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: A pseudo-probe: the age of the last checkpoint, compared with `max_age`.
+AGE_PROBE = "age"
+
+
+def _code_hash(fn: Callable[..., Any]) -> str:
+    """A fingerprint of a function's code: its source where it can be read,
+    else its bytecode and constants. Comments and blank-line changes in source
+    count as changes; an operator would rather see a false alarm than miss one."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        data = src.encode("utf-8")
+    except (OSError, TypeError):
+        code = getattr(fn, "__code__", None)
+        data = repr((code.co_code, code.co_consts)).encode() if code else repr(fn).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _return_annotation(fn: Callable[..., Any]) -> Any:
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - unresolved forward refs: treat as untyped
+        return Any
+    return hints.get("return", Any)
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    fn: Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    fn: Callable[..., Any]
+    index: int
+    needs: tuple[str, ...]
+    floor: tuple[str, ...]
+    probes: tuple[str, ...]
+    code_hash: str
+    output_type: Any = field(default=Any, compare=False)
+
+    def shape(self) -> dict[str, Any]:
+        return {"name": self.name, "needs": list(self.needs)}
+
+
+class Workflow:
+    """A named, ordered set of phases and the probes they depend on."""
+
+    def __init__(self, name: str, *, max_age: float | timedelta | None = None) -> None:
+        if not name or not isinstance(name, str):
+            raise WorkflowError("a workflow needs a non-empty name")
+        self.name = name
+        self.max_age: float | None = (
+            max_age.total_seconds() if isinstance(max_age, timedelta) else max_age
+        )
+        self.phases: list[Phase] = []
+        self.probes: dict[str, Probe] = {}
+
+    def probe(self, name: str) -> Callable[[F], F]:
+        """Register an environment probe: a function returning a JSON value that
+        describes an outside condition the workflow depends on."""
+        if name == AGE_PROBE:
+            raise WorkflowError(f"probe name {AGE_PROBE!r} is reserved for max_age")
+
+        def deco(fn: F) -> F:
+            if name in self.probes:
+                raise WorkflowError(f"probe {name!r} is declared twice in {self.name!r}")
+            self.probes[name] = Probe(name, fn)
+            return fn
+
+        return deco
+
+    def phase(
+        self,
+        name: str | None = None,
+        *,
+        needs: Iterable[str] = (),
+        floor: Iterable[str] | None = None,
+        probes: Iterable[str] = (),
+    ) -> Callable[[F], F]:
+        """Register a phase. Phases run in declaration order. `needs` names the
+        earlier phases whose outputs it reads; `floor` the subset it cannot start
+        without (all of `needs` unless given)."""
+
+        def deco(fn: F) -> F:
+            pname = name or fn.__name__
+            need_t = tuple(needs)
+            floor_t = need_t if floor is None else tuple(floor)
+            known = {p.name for p in self.phases}
+            if pname in known:
+                raise WorkflowError(f"phase {pname!r} is declared twice in {self.name!r}")
+            for n in need_t:
+                if n not in known:
+                    raise WorkflowError(
+                        f"phase {pname!r} needs {n!r}, which is not an earlier phase"
+                    )
+            for n in floor_t:
+                if n not in need_t:
+                    raise WorkflowError(f"phase {pname!r} has {n!r} in its floor but not in needs")
+            for p in probes:
+                if p not in self.probes and p != AGE_PROBE:
+                    raise WorkflowError(f"phase {pname!r} declares unknown probe {p!r}")
+            self.phases.append(
+                Phase(
+                    name=pname,
+                    fn=fn,
+                    index=len(self.phases),
+                    needs=need_t,
+                    floor=floor_t,
+                    probes=tuple(probes),
+                    code_hash=_code_hash(fn),
+                    output_type=_return_annotation(fn),
+                )
+            )
+            return fn
+
+        return deco
+
+    # -- derived descriptions ------------------------------------------------
+
+    def get(self, name: str) -> Phase:
+        for p in self.phases:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def shape(self) -> list[dict[str, Any]]:
+        """Phases and their needs, in order: what a resume must find unchanged
+        before its frontier."""
+        return [p.shape() for p in self.phases]
+
+    def code_version(self) -> str:
+        h = hashlib.sha256()
+        for p in self.phases:
+            h.update(f"{p.name}:{p.code_hash}:{','.join(p.needs)};".encode())
+        return h.hexdigest()[:16]
+
+    def describe(self) -> list[dict[str, Any]]:
+        """The shape the store keeps for operators (who may not have the code)."""
+        return [
+            {
+                "name": p.name,
+                "needs": list(p.needs),
+                "floor": list(p.floor),
+                "probes": list(p.probes),
+                "code": p.code_hash,
+            }
+            for p in self.phases
+        ]
+
+    def __repr__(self) -> str:
+        return f"Workflow({self.name!r}, phases={[p.name for p in self.phases]})"
