@@ -17,6 +17,7 @@ from ._states import (
     RunStatusName,
 )
 from .context import PhaseContext
+from .decisions import Preview
 from .engine import Engine, default_db
 from .errors import (
     AlreadyDecided,
@@ -37,7 +38,7 @@ from .workflow import Workflow
 __all__ = [
     "Action", "ActionName", "AlreadyDecided", "BlockKind", "BlockKindName", "BlockReason",
     "DecisionError", "EffectState", "EffectStateName", "Engine", "LeaseLost", "Outcome",
-    "OutcomeStatus", "PhaseContext", "PhaseState", "PhaseStateName", "PhasegateError",
+    "OutcomeStatus", "PhaseContext", "PhaseState", "PhaseStateName", "PhasegateError", "Preview",
     "PruneCandidate", "RunHeld", "RunNotFound", "RunStatus", "RunStatusName", "RunSummary",
     "RunView", "StoreError", "UsageError", "Workflow", "WorkflowError", "default_db",
 ]

@@ -154,6 +154,14 @@ def cmd_decide(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"--result is not JSON: {exc}") from None
     with _engine(args) as eng:
+        if args.dry_run:
+            pv = eng.preview(args.run_id, args.action, phase=args.phase, effect=args.effect)
+            print(pv.summary)
+            for label, items in (("re-runs", pv.rerun), ("may call again", pv.effects_again),
+                                 ("sets aside", pv.discarded), ("keeps", pv.kept)):
+                if items:
+                    print(f"  {label}: {', '.join(items)}")
+            return EXIT_OK
         d = eng.decide(args.run_id, args.action, reason=args.reason, operator=args.operator,
                        phase=args.phase, effect=args.effect, result=result)
     when = "applied" if d["state"] == "applied" else "recorded; it applies at the next run"
@@ -232,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--effect", default=None, help="for confirm_effect/retry_effect: the effect's key or name")
     s.add_argument("--result", default=None, help="for confirm_effect: the effect's result as JSON")
     s.add_argument("--operator", default=None, help="who decides (default: $PHASEGATE_OPERATOR or the login name)")
+    s.add_argument("--dry-run", action="store_true", help="say what the decision would do; record nothing")
     _db_arg(s)
     s.set_defaults(fn=cmd_decide)
 

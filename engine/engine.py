@@ -10,7 +10,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _json, chain, prune as _prune
+from . import _json, chain
+from . import decisions as _decisions
+from . import prune as _prune
 from ._states import ANSWERS, Action, BlockKind, RunStatus
 from .errors import AlreadyDecided, DecisionError, RunNotFound, UsageError
 from .lease import holder_alive, holder_name
@@ -222,8 +224,25 @@ class Engine:
         return [RunSummary.from_row(r, now) for r in rows]
 
     def counts(self) -> dict[str, int]:
+        """Runs by status as an operator sees it (a dead holder's run counts
+        as interrupted). Reads one grouped count plus the running rows only."""
+        now = self.clock()
         with self.store.read() as conn:
-            return self.store.count_runs(conn)
+            counts = self.store.count_runs(conn)
+            running = self.store.list_runs(conn, statuses=["running"]) if counts.get("running") else []
+        for r in running:
+            if effective_status(r, now) is RunStatus.INTERRUPTED:
+                counts["running"] -= 1
+                counts["interrupted"] = counts.get("interrupted", 0) + 1
+        return {k: v for k, v in counts.items() if v}
+
+    def allowed_actions(self, run_id: str) -> list[Action]:
+        """The decisions that fit this run now (the console offers only these)."""
+        return _decisions.allowed_actions(self.status(run_id))
+
+    def preview(self, run_id: str, action: str, *, phase: str | None = None, effect: str | None = None) -> _decisions.Preview:
+        """What a decision would do, without recording it."""
+        return _decisions.preview(self.status(run_id), action, phase=phase, effect=effect)
 
     def run_ids(self) -> Iterator[str]:
         after = ""

@@ -238,6 +238,10 @@ class Runner:
         for d in pending:
             self._settle(d, "applied" if d in used else "void")
 
+        for p in to_run:
+            for n in p.needs:
+                if n in state.done:
+                    self._retrievable(state, n)
         for name in rederive:
             del state.done[name]
             self.notes.append(f"output of {name} was lost; re-deriving it from its own inputs")
