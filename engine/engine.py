@@ -216,12 +216,20 @@ class Engine:
         offset: int = 0,
         statuses: Sequence[str] | None = None,
         text: str | None = None,
+        order: str = "attention",
     ) -> list[RunSummary]:
-        """A page of the runs list, needs-attention first; reads the runs table only."""
+        """A page of the runs list, needs-attention first (or by `order`: run_id,
+        workflow, status, frontier, last_checkpoint_at; "-" prefix descends);
+        reads the runs table only."""
         with self.store.read() as conn:
-            rows = self.store.list_runs(conn, limit=limit, offset=offset, statuses=statuses, text=text)
+            rows = self.store.list_runs(conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order)
         now = self.clock()
         return [RunSummary.from_row(r, now) for r in rows]
+
+    def count_runs(self, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
+        """How many runs `runs` would list with these filters (the console pages with it)."""
+        with self.store.read() as conn:
+            return self.store.count_matching(conn, statuses=statuses, text=text)
 
     def counts(self) -> dict[str, int]:
         """Runs by status as an operator sees it (a dead holder's run counts

@@ -194,13 +194,27 @@ class Store:
             q = q.where(
                 or_(runs.c.run_id.like(like), runs.c.workflow.like(like), runs.c.attention.like(like))
             )
-        if order == "attention":
+        key, desc = order.lstrip("-"), order.startswith("-")
+        if key == "attention":
             q = q.order_by((runs.c.attention == "").asc(), runs.c.updated_at.desc(), runs.c.run_id)
         else:
-            q = q.order_by(runs.c.run_id)
+            # Sortable columns of the console's runs table; a "-" prefix sorts descending.
+            col = {"workflow": runs.c.workflow, "status": runs.c.status, "frontier": runs.c.frontier_index,
+                   "last_checkpoint_at": runs.c.last_checkpoint_at}.get(key, runs.c.run_id)
+            q = q.order_by(col.desc() if desc else col.asc(), runs.c.run_id.desc() if desc else runs.c.run_id)
         if limit is not None:
             q = q.limit(limit).offset(offset)
         return list(conn.execute(q))
+
+    def count_matching(self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
+        """How many rows `list_runs` would return with the same filters (for paging)."""
+        q = select(func.count()).select_from(runs)
+        if statuses:
+            q = q.where(runs.c.status.in_(list(statuses)))
+        if text:
+            like = f"%{text}%"
+            q = q.where(or_(runs.c.run_id.like(like), runs.c.workflow.like(like), runs.c.attention.like(like)))
+        return int(conn.execute(q).scalar() or 0)
 
     def count_runs(self, conn: Connection) -> dict[str, int]:
         rows = conn.execute(select(runs.c.status, func.count()).group_by(runs.c.status))
