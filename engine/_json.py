@@ -26,8 +26,19 @@ def to_plain(value: Any) -> Any:
         raise UsageError(f"value is not JSON-serialisable: {exc}") from None
 
 
+_encode = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+).encode
+
+
 def dumps(value: Any) -> str:
     """Canonical JSON text of `value`."""
+    # Fast path: plain data goes straight to the C encoder; only values it
+    # does not know (models, dataclasses, datetimes...) pay for pydantic.
+    try:
+        return _encode(value)
+    except (TypeError, ValueError):
+        pass
     try:
         return json.dumps(
             to_plain(value),

@@ -134,6 +134,7 @@ class Runner:
 
     def _drive(self, row: Any) -> Outcome:
         self.inputs = _json.loads(row.inputs_json)
+        self.inputs_json = row.inputs_json
         self.inputs_hash = row.inputs_hash
         self.epoch = int(row.epoch)
         last_codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
@@ -247,6 +248,11 @@ class Runner:
             self.notes.append(f"output of {name} was lost; re-deriving it from its own inputs")
         to_run = [p for p in self.wf.phases if p.name not in state.done and p.name not in state.skipped]
         self.state = state
+        # One read of the run's saved durable steps, not one per phase.
+        self.saved_steps: dict[str, dict[str, tuple[str, str]]] = {}
+        with self.store.read() as conn:
+            for st in self.store.steps_for(conn, self.run_id):
+                self.saved_steps.setdefault(st.phase, {})[st.step_key] = (st.result_json, st.result_hash)
         return self._run_phases(to_run)
 
     # -- running --------------------------------------------------------------
@@ -277,9 +283,10 @@ class Runner:
                 prm = params.get(n)
                 if prm is not None and prm.default is inspect.Parameter.empty:
                     kwargs[n] = None
-            with self.store.read() as conn:
-                saved = {s.step_key: (s.result_json, s.result_hash) for s in self.store.steps_for(conn, self.run_id, p.name)}
-            ctx = PhaseContext(self, p.name, _json.loads(self.inputs_text_stored()), frozenset(missing), saved)
+            saved = self.saved_steps.get(p.name, {})
+            # Each phase gets its own copy: a phase that mutates its inputs must
+            # not change what a later phase (or a resume) sees.
+            ctx = PhaseContext(self, p.name, _json.loads(self.inputs_json), frozenset(missing), saved)
             self.phases_run.append(p.name)
             log.info("run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else "")
             try:
@@ -295,9 +302,6 @@ class Runner:
             nxt = to_run[i + 1] if i + 1 < len(to_run) else None
             self._checkpoint(p, text, ctx.steps_done, sorted(missing), nxt)
         return self._complete()
-
-    def inputs_text_stored(self) -> str:
-        return _json.dumps(self.inputs)
 
     def _checkpoint(self, p: Phase, text: str, steps_done: int, missing: list[str], nxt: Phase | None) -> None:
         now = self.clock()
@@ -322,38 +326,19 @@ class Runner:
             extra={"missing": missing, "next": {"phase": nxt.name if nxt else None, "needs": next_needs}},
         )
         frontier = nxt if nxt is not None else p
-        with self.store.hot() as conn:
-            self.store.insert_checkpoint(
-                conn,
-                {
-                    "run_id": self.run_id,
-                    "epoch": self.epoch,
-                    "seq": seq,
-                    "kind": "phase",
-                    "phase": p.name,
-                    "envelope": env_text,
-                    "payload_hash": env_hash,
-                    "prev_hash": self.state.last_hash,
-                    "output_json": text,
-                    "output_state": "present",
-                    "output_bytes": len(text.encode("utf-8")),
-                    "created_at": now,
-                },
-            )
-            n = self.store.update_run(
-                conn,
-                self.run_id,
-                {
-                    "head_seq": seq,
-                    "head_hash": env_hash,
-                    "frontier_phase": frontier.name,
-                    "frontier_index": frontier.index + (0 if nxt is not None else 1),
-                    "steps_done": 0 if nxt is not None else steps_done,
-                    "last_checkpoint_at": now,
-                    "updated_at": now,
-                },
-                owner=self.owner,
-            )
+        with self.store.hot_tx() as tx:
+            tx.exec("checkpoint", {
+                "run_id": self.run_id, "epoch": self.epoch, "seq": seq, "kind": "phase", "phase": p.name,
+                "envelope": env_text, "payload_hash": env_hash, "prev_hash": self.state.last_hash,
+                "output_json": text, "output_state": "present", "output_bytes": len(text.encode("utf-8")),
+                "created_at": now,
+            })
+            n = tx.exec("advance", {
+                "head_seq": seq, "head_hash": env_hash, "frontier_phase": frontier.name,
+                "frontier_index": frontier.index + (0 if nxt is not None else 1),
+                "steps_done": 0 if nxt is not None else steps_done, "now": now,
+                "run_id": self.run_id, "owner": self.owner,
+            })
             if n == 0:
                 raise LeaseLost(f"run {self.run_id!r}: lease lost before checkpoint of {p.name}; nothing recorded")
         self.next_seq = seq + 1
@@ -378,19 +363,22 @@ class Runner:
         except ValueError as exc:
             raise _Stop(BlockReason(BlockKind.INTEGRITY, f"saved result of {what} does not parse: {exc}", {"what": "record"})) from None
 
+    def _hot_fence(self, tx: Any, now: float) -> None:
+        if tx.exec("fence", {"now": now, "run_id": self.run_id, "owner": self.owner}) == 0:
+            raise LeaseLost(f"run {self.run_id!r}: lease lost; nothing recorded")
+
     def _fence(self, conn: Any, now: float) -> None:
         if self.store.update_run(conn, self.run_id, {"updated_at": now}, owner=self.owner) == 0:
             raise LeaseLost(f"run {self.run_id!r}: lease lost; nothing recorded")
 
     def save_step(self, phase: str, key: str, text: str) -> None:
         now = self.clock()
-        with self.store.hot() as conn:
-            self.store.insert_step(
-                conn,
-                {"run_id": self.run_id, "phase": phase, "step_key": key, "result_json": text,
-                 "result_hash": _json.sha256(text), "created_at": now},
-            )
-            self._fence(conn, now)
+        with self.store.hot_tx() as tx:
+            tx.exec("step", {
+                "run_id": self.run_id, "phase": phase, "step_key": key, "result_json": text,
+                "result_hash": _json.sha256(text), "created_at": now,
+            })
+            self._hot_fence(tx, now)
 
     def do_effect(self, phase: str, name: str, fn: Callable[..., Any], *, idempotent: bool, atomic: bool) -> Any:
         key = f"{self.run_id}/{phase}/{name}"
@@ -408,26 +396,23 @@ class Runner:
             )
         if not atomic:
             # The intent is durable (synchronous=FULL commit) before fn runs.
-            with self.store.hot() as conn:
+            with self.store.hot_tx() as tx:
                 if row is None:
-                    self.store.insert_effect(
-                        conn,
-                        {"run_id": self.run_id, "phase": phase, "name": name, "key": key, "state": "intent",
-                         "idempotent": idempotent, "atomic": False, "intent_at": now},
-                    )
+                    tx.exec("intent", {
+                        "run_id": self.run_id, "phase": phase, "name": name, "key": key,
+                        "idempotent": int(idempotent), "now": now,
+                    })
                 else:
-                    self.store.update_effect(
-                        conn, key, {"attempt": int(row.attempt) + 1, "retry_ok": False, "intent_at": now, "idempotent": idempotent}
-                    )
-                self._fence(conn, now)
+                    tx.exec("reintent", {"key": key, "idempotent": int(idempotent), "now": now})
+                self._hot_fence(tx, now)
             result = fn(key)
             text = _json.dumps(result)
             done = self.clock()
-            with self.store.hot() as conn:
-                self.store.update_effect(
-                    conn, key, {"state": "done", "done_at": done, "result_json": text, "result_hash": _json.sha256(text)}
-                )
-                self._fence(conn, done)
+            with self.store.hot_tx() as tx:
+                tx.exec("effect_done", {
+                    "key": key, "now": done, "result_json": text, "result_hash": _json.sha256(text),
+                })
+                self._hot_fence(tx, done)
         else:
             # An atomic effect and its record commit in one transaction, so it
             # can never be in doubt: no separate intent is needed.

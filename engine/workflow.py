@@ -78,6 +78,7 @@ class Workflow:
         )
         self.phases: list[Phase] = []
         self.probes: dict[str, Probe] = {}
+        self._cache: dict[str, Any] = {}
 
     def probe(self, name: str) -> Callable[[F], F]:
         """Register an environment probe: a function returning a JSON value that
@@ -123,6 +124,7 @@ class Workflow:
             for p in probes:
                 if p not in self.probes and p != AGE_PROBE:
                     raise WorkflowError(f"phase {pname!r} declares unknown probe {p!r}")
+            self._cache.clear()
             self.phases.append(
                 Phase(
                     name=pname,
@@ -150,13 +152,17 @@ class Workflow:
     def shape(self) -> list[dict[str, Any]]:
         """Phases and their needs, in order: what a resume must find unchanged
         before its frontier."""
-        return [p.shape() for p in self.phases]
+        if "shape" not in self._cache:
+            self._cache["shape"] = [p.shape() for p in self.phases]
+        return list(self._cache["shape"])
 
     def code_version(self) -> str:
-        h = hashlib.sha256()
-        for p in self.phases:
-            h.update(f"{p.name}:{p.code_hash}:{','.join(p.needs)};".encode())
-        return h.hexdigest()[:16]
+        if "code" not in self._cache:
+            h = hashlib.sha256()
+            for p in self.phases:
+                h.update(f"{p.name}:{p.code_hash}:{','.join(p.needs)};".encode())
+            self._cache["code"] = h.hexdigest()[:16]
+        return str(self._cache["code"])
 
     def describe(self) -> list[dict[str, Any]]:
         """The shape the store keeps for operators (who may not have the code)."""

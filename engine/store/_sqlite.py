@@ -17,6 +17,9 @@ from ..errors import StoreError
 
 _HEADER = b"SQLite format 3\x00"
 
+#: The driver's error base class, for errors raised outside SQLAlchemy.
+DriverError = sqlite3.Error
+
 #: How long a writer waits for another writer's lock before giving up. Long on
 #: purpose: a user should see a slow write, never "database is locked".
 BUSY_TIMEOUT_MS = 60_000

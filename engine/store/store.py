@@ -354,10 +354,88 @@ class Store:
             update(decisions).where(decisions.c.id == decision_id).values(state=state, applied_at=at)
         )
 
+    # -- the hot path -----------------------------------------------------------
+    # Checkpoints, effect records and durable steps are written with fixed SQL
+    # straight through the driver on the reused connection: building and
+    # compiling a Core statement per write costs more CPU than the write.
+
+    _HOT_SQL: dict[str, str] = {
+        "checkpoint": (
+            "INSERT INTO phasegate_checkpoints (run_id, epoch, seq, kind, phase, envelope, payload_hash,"
+            " prev_hash, output_json, output_state, output_bytes, archive_path, created_at, status)"
+            " VALUES (:run_id, :epoch, :seq, :kind, :phase, :envelope, :payload_hash, :prev_hash,"
+            " :output_json, :output_state, :output_bytes, NULL, :created_at, 'live')"
+        ),
+        "advance": (
+            "UPDATE phasegate_runs SET head_seq = :head_seq, head_hash = :head_hash,"
+            " frontier_phase = :frontier_phase, frontier_index = :frontier_index, steps_done = :steps_done,"
+            " last_checkpoint_at = :now, updated_at = :now WHERE run_id = :run_id AND lease_owner = :owner"
+        ),
+        "fence": "UPDATE phasegate_runs SET updated_at = :now WHERE run_id = :run_id AND lease_owner = :owner",
+        "step": (
+            "INSERT INTO phasegate_steps (run_id, phase, step_key, result_json, result_hash, created_at, discarded)"
+            " VALUES (:run_id, :phase, :step_key, :result_json, :result_hash, :created_at, 0)"
+        ),
+        "intent": (
+            "INSERT INTO phasegate_effects (run_id, phase, name, key, state, idempotent, atomic, attempt,"
+            " retry_ok, intent_at) VALUES (:run_id, :phase, :name, :key, 'intent', :idempotent, 0, 1, 0, :now)"
+        ),
+        "reintent": (
+            "UPDATE phasegate_effects SET attempt = attempt + 1, retry_ok = 0, intent_at = :now,"
+            " idempotent = :idempotent WHERE key = :key"
+        ),
+        "effect_done": (
+            "UPDATE phasegate_effects SET state = 'done', done_at = :now, result_json = :result_json,"
+            " result_hash = :result_hash WHERE key = :key"
+        ),
+    }
+
+    @contextmanager
+    def hot_tx(self) -> Iterator[HotTx]:
+        """One write transaction on the reused connection, driven at the
+        driver level: BEGIN IMMEDIATE, the fixed statements, COMMIT (an fsync
+        under synchronous=FULL). Rolled back on any exception."""
+        if self.readonly:
+            raise StoreError("the store is open read-only")
+        with self._hot_lock:
+            if self._hot is None or self._hot.closed:
+                self._hot = self.sa.connect().execution_options(phasegate_write=True)
+            raw = self._hot.connection.dbapi_connection
+            assert raw is not None
+            cur = raw.cursor()
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+                yield HotTx(cur)
+                cur.execute("COMMIT")
+            except BaseException as exc:
+                try:
+                    cur.execute("ROLLBACK")
+                except Exception:  # noqa: BLE001 - no transaction left to roll back
+                    pass
+                if isinstance(exc, _sqlite.DriverError):
+                    raise self.explain(exc) from None
+                raise
+            finally:
+                cur.close()
+
     # -- live -----------------------------------------------------------------
 
     def data_version_probe(self) -> DataVersion:
         return DataVersion(self)
+
+
+class HotTx:
+    """The statements a hot transaction may run, by name."""
+
+    __slots__ = ("_cur",)
+
+    def __init__(self, cur: Any) -> None:
+        self._cur = cur
+
+    def exec(self, name: str, params: dict[str, Any]) -> int:
+        """Returns the row count: 0 from a fenced update means the lease is gone."""
+        self._cur.execute(Store._HOT_SQL[name], params)
+        return int(self._cur.rowcount)
 
 
 class DataVersion:
