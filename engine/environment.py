@@ -8,6 +8,7 @@ fix-and-resume, reported but not blocking.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,18 +18,28 @@ from .chain import Folded
 from .workflow import AGE_PROBE, Workflow
 
 
-def evaluate(wf: Workflow, names: list[str] | None = None) -> dict[str, Any]:
+def evaluate(wf: Workflow, names: list[str] | None = None, inputs: Any = None) -> dict[str, Any]:
     """Current probe values. A probe that raises reads as an error value: a
-    world we cannot observe is not one we may assume unchanged."""
+    world we cannot observe is not one we may assume unchanged. A probe that
+    takes a parameter is given the run's inputs, so it can look at the files
+    that run works on rather than at one global place."""
     values: dict[str, Any] = {}
     for name, probe in wf.probes.items():
         if names is not None and name not in names:
             continue
         try:
-            values[name] = _json.loads(_json.dumps(probe.fn()))
+            value = probe.fn(inputs) if _takes_inputs(probe.fn) else probe.fn()
+            values[name] = _json.loads(_json.dumps(value))
         except Exception as exc:  # noqa: BLE001 - any failure of the probe is a finding
             values[name] = {"probe_error": f"{type(exc).__name__}: {exc}"}
     return values
+
+
+def _takes_inputs(fn: Any) -> bool:
+    try:
+        return bool(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):  # a builtin without a signature: called bare
+        return False
 
 
 @dataclass

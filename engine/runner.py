@@ -173,11 +173,11 @@ class Runner:
         # 2. an operator's rewind re-opens a phase and everything after it.
         rewind = _pick(pending, action=Action.REWIND)
         if rewind is not None:
-            self.current_probes = environment.evaluate(self.wf)
+            self.current_probes = environment.evaluate(self.wf, inputs=self.inputs)
             state = self._rewind(state, entries, rewind.phase)
             used.append(rewind)
         if not self.current_probes:
-            self.current_probes = environment.evaluate(self.wf)
+            self.current_probes = environment.evaluate(self.wf, inputs=self.inputs)
 
         blocks: list[BlockReason] = []
         to_run = [p for p in self.wf.phases if p.name not in state.done and p.name not in state.skipped]
@@ -263,7 +263,7 @@ class Runner:
                 self._finish(RunStatus.RUNNING, {"attention": "stopped between phases by a shutdown; resume it"})
                 return Outcome(self.run_id, OutcomeStatus.INTERRUPTED, phases_run=self.phases_run)
             if p.probes:
-                now_vals = environment.evaluate(self.wf, list(p.probes))
+                now_vals = environment.evaluate(self.wf, list(p.probes), inputs=self.inputs)
                 moved = [
                     {"probe": k, "saved": self.current_probes.get(k), "current": v, "changed": True, "phases": [p.name]}
                     for k, v in now_vals.items()
@@ -545,7 +545,7 @@ class Runner:
             if name in seen or name not in state.done:
                 return False
             ph = self.wf.get(name)
-            if all(derivable(f, seen | {name}) for f in ph.floor):
+            if ph.rederivable and all(derivable(f, seen | {name}) for f in ph.floor):
                 rederive.append(name)
                 return True
             return False

@@ -61,6 +61,7 @@ class Phase:
     probes: tuple[str, ...]
     code_hash: str
     output_type: Any = field(default=Any, compare=False)
+    rederivable: bool = True
 
     def shape(self) -> dict[str, Any]:
         return {"name": self.name, "needs": list(self.needs)}
@@ -82,7 +83,8 @@ class Workflow:
 
     def probe(self, name: str) -> Callable[[F], F]:
         """Register an environment probe: a function returning a JSON value that
-        describes an outside condition the workflow depends on."""
+        describes an outside condition the workflow depends on. It may take one
+        parameter, the run's inputs (to find the files that run works on)."""
         if name == AGE_PROBE:
             raise WorkflowError(f"probe name {AGE_PROBE!r} is reserved for max_age")
 
@@ -101,10 +103,14 @@ class Workflow:
         needs: Iterable[str] = (),
         floor: Iterable[str] | None = None,
         probes: Iterable[str] = (),
+        rederivable: bool = True,
     ) -> Callable[[F], F]:
         """Register a phase. Phases run in declaration order. `needs` names the
         earlier phases whose outputs it reads; `floor` the subset it cannot start
-        without (all of `needs` unless given)."""
+        without (all of `needs` unless given). `rederivable=False` says a lost
+        output of this phase cannot be recomputed by running it again (it
+        captured a moment of the outside world), so a later phase whose floor
+        needs it stops below its floor instead of silently re-running it."""
 
         def deco(fn: F) -> F:
             pname = name or fn.__name__
@@ -135,6 +141,7 @@ class Workflow:
                     probes=tuple(probes),
                     code_hash=_code_hash(fn),
                     output_type=_return_annotation(fn),
+                    rederivable=rederivable,
                 )
             )
             return fn
