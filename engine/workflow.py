@@ -48,7 +48,7 @@ def _return_annotation(fn: Callable[..., Any]) -> Any:
 @dataclass(frozen=True)
 class Probe:
     name: str
-    fn: Callable[[], Any]
+    fn: Callable[..., Any]
 
 
 @dataclass(frozen=True)
