@@ -114,9 +114,9 @@ class Engine:
         who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id)
+            run = self.store.get_run(conn, run_id, lock=True)
             if run is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.path}")
+                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             if holder_alive(run, now):
                 raise DecisionError(f"run {run_id!r} is running (held by {holder_name(run)}); decide once it stops")
             status = effective_status(run, now)
@@ -200,7 +200,7 @@ class Engine:
         with self.store.read() as conn:
             run = self.store.get_run(conn, run_id)
             if run is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.path}")
+                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             rows = self.store.all_checkpoints(conn, run_id)
             steps = self.store.steps_for(conn, run_id)
             effects = self.store.effects_for(conn, run_id)
@@ -279,7 +279,7 @@ class Engine:
             with self.store.read() as conn:
                 run = self.store.get_run(conn, rid)
                 if run is None:
-                    raise RunNotFound(f"no run {rid!r} in {self.store.path}")
+                    raise RunNotFound(f"no run {rid!r} in {self.store.where}")
                 rows = self.store.chain(conn, rid, int(run.epoch))
             v = chain.verify(rows, run_id=rid, epoch=int(run.epoch), inputs_hash=run.inputs_hash,
                              head_seq=int(run.head_seq), head_hash=run.head_hash)
@@ -315,7 +315,7 @@ class Engine:
             with self.store.read() as conn:
                 run = self.store.get_run(conn, rid)
                 if run is None:
-                    raise RunNotFound(f"no run {rid!r} in {self.store.path}")
+                    raise RunNotFound(f"no run {rid!r} in {self.store.where}")
                 rows = self.store.all_checkpoints(conn, rid)
                 steps = self.store.steps_for(conn, rid)
             out.extend(_prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days))

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from . import _json, chain, environment
@@ -77,7 +78,11 @@ class Runner:
             # Nothing in a store we cannot interpret may be changed, not even a lease.
             reason = BlockReason(BlockKind.INTEGRITY, self.store.schema_problem, {"what": "schema"})
             return Outcome(self.run_id, OutcomeStatus.BLOCKED, blocked=[reason])
-        row = self._acquire()
+        try:
+            row = self._acquire()
+        except IntegrityError:
+            # Two processes created the same new run at once; the other won.
+            row = self._acquire()
         beat = Heartbeat(self.store, self.run_id, self.owner, self.engine.lease_seconds, self.clock)
         beat.start()
         try:
@@ -90,7 +95,11 @@ class Runner:
     def _acquire(self) -> Any:
         now = self.clock()
         with self.store.write() as conn:
-            row = self.store.get_run(conn, self.run_id)
+            # Row lock where the backend has them; SKIP LOCKED so a process
+            # racing another for the same run is answered at once, not queued.
+            row = self.store.get_run(conn, self.run_id, lock=True, skip_locked=True)
+            if row is None and self.store.get_run(conn, self.run_id) is not None:
+                raise RunHeld(self.run_id, "another process taking it right now", self.engine.lease_seconds)
             lease = {
                 "lease_owner": self.owner,
                 "lease_host": self.owner.split(":")[0],
@@ -400,10 +409,10 @@ class Runner:
                 if row is None:
                     tx.exec("intent", {
                         "run_id": self.run_id, "phase": phase, "name": name, "key": key,
-                        "idempotent": int(idempotent), "now": now,
+                        "idempotent": bool(idempotent), "now": now,
                     })
                 else:
-                    tx.exec("reintent", {"key": key, "idempotent": int(idempotent), "now": now})
+                    tx.exec("reintent", {"key": key, "idempotent": bool(idempotent), "now": now})
                 self._hot_fence(tx, now)
             result = fn(key)
             text = _json.dumps(result)

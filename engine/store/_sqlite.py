@@ -19,6 +19,26 @@ _HEADER = b"SQLite format 3\x00"
 
 #: The driver's error base class, for errors raised outside SQLAlchemy.
 DriverError = sqlite3.Error
+name = "sqlite"
+#: SQLite serialises writers with BEGIN IMMEDIATE; it has no row locks.
+row_locks = False
+
+
+def hot_sql(sql: str) -> str:
+    return sql
+
+
+def hot_begin(raw: Any, cur: Any) -> None:
+    # Take the write lock up front so the transaction never fails half-way.
+    cur.execute("BEGIN IMMEDIATE")
+
+
+def hot_commit(raw: Any, cur: Any) -> None:
+    cur.execute("COMMIT")
+
+
+def hot_rollback(raw: Any, cur: Any) -> None:
+    cur.execute("ROLLBACK")
 
 #: How long a writer waits for another writer's lock before giving up. Long on
 #: purpose: a user should see a slow write, never "database is locked".

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from ..errors import StoreError
-from . import _sqlite
+from . import _postgres, _sqlite
 from .schema import (
     SCHEMA_VERSION,
     checkpoints,
@@ -35,7 +35,8 @@ def _looks_like_url(target: str) -> bool:
 
 
 class Store:
-    """A phasegate database: SQLite by path (the default) or an SQLAlchemy URL."""
+    """A phasegate database: SQLite by path (the default) or a URL
+    (sqlite:///PATH, postgresql://...)."""
 
     def __init__(self, target: str | Path, *, create: bool = True, readonly: bool = False) -> None:
         self.target = str(target)
@@ -44,19 +45,29 @@ class Store:
         #: Set when the stored schema is one this code does not know; the
         #: engine treats it as an integrity failure and writes nothing.
         self.schema_problem: str | None = None
-        if _looks_like_url(self.target) and not self.target.startswith("sqlite:///"):
+        create = create and not readonly
+        fresh = False
+        if _postgres.is_url(self.target):
+            self.dialect: Any = _postgres
+            self.where = _postgres.redact(self.target)
+            self.sa = _postgres.make_engine(self.target, readonly=readonly)
+        elif _looks_like_url(self.target) and not self.target.startswith("sqlite:///"):
             raise StoreError(
                 f"unsupported database URL {self.target.split('://')[0]}://; "
-                "use a file path or sqlite:///PATH"
+                "use a file path, sqlite:///PATH or postgresql://..."
             )
-        raw = self.target.removeprefix("sqlite:///")
-        self.path = Path(raw).expanduser().absolute()
-        fresh = _sqlite.check_path(self.path, create=create and not readonly)
-        self.sa = _sqlite.make_engine(self.path, readonly=readonly)
+        else:
+            self.dialect = _sqlite
+            raw = self.target.removeprefix("sqlite:///")
+            self.path = Path(raw).expanduser().absolute()
+            self.where = str(self.path)
+            fresh = _sqlite.check_path(self.path, create=create)
+            self.sa = _sqlite.make_engine(self.path, readonly=readonly)
+        self._hot_sql = {k: self.dialect.hot_sql(v) for k, v in self._HOT_SQL.items()}
         self._hot_lock = threading.Lock()
         self._hot: Connection | None = None
         try:
-            self._open(fresh=fresh, create=create and not readonly)
+            self._open(fresh=fresh, create=create)
         except SQLAlchemyError as exc:
             self.sa.dispose()
             raise self.explain(exc) from None
@@ -64,22 +75,33 @@ class Store:
             self.sa.dispose()
             raise
 
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect is _sqlite
+
     # -- opening --------------------------------------------------------------
 
     def _open(self, *, fresh: bool, create: bool) -> None:
         names = set(inspect(self.sa).get_table_names())
         if "phasegate_meta" not in names:
-            if names:
+            phasegate_tables = {n for n in names if n.startswith("phasegate_")}
+            if self.is_sqlite and names:
+                # A file someone else owns: never add our tables to it.
                 shown = ", ".join(sorted(names)[:3])
-                raise StoreError(f"{self.path} is an SQLite database but not a phasegate store (it has {shown})")
+                raise StoreError(f"{self.where} is an SQLite database but not a phasegate store (it has {shown})")
+            if phasegate_tables:
+                raise StoreError(f"{self.where} has phasegate tables but no schema version: a damaged store")
             if not create:
-                raise StoreError(f"{self.path} holds no phasegate store yet")
-            _sqlite.enable_wal(self.sa)
+                raise StoreError(f"{self.where} holds no phasegate store yet")
+            if self.is_sqlite:
+                _sqlite.enable_wal(self.sa)
             with self.sa.connect() as conn:
                 conn = conn.execution_options(phasegate_write=True)
                 with conn.begin():
                     metadata.create_all(conn)
                     conn.execute(insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
+                    if not self.is_sqlite:
+                        _postgres.after_create(conn)
             return
         with self.sa.connect() as conn:
             value = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
@@ -114,7 +136,7 @@ class Store:
         self.sa.dispose()
 
     def explain(self, exc: BaseException) -> StoreError:
-        return _sqlite.explain(exc, self.path)
+        return self.dialect.explain(exc, self.where)  # type: ignore[no-any-return]
 
     # -- transactions ---------------------------------------------------------
 
@@ -134,6 +156,9 @@ class Store:
         statement, on a fresh pooled connection (safe from any thread)."""
         if self.readonly:
             raise StoreError("the store is open read-only")
+        if self.schema_problem:
+            # A store this code cannot interpret is evidence: nothing may change it.
+            raise StoreError(f"{self.schema_problem}; nothing was written")
         try:
             with self.sa.connect() as conn:
                 conn = conn.execution_options(phasegate_write=True)
@@ -150,6 +175,9 @@ class Store:
         new connection per boundary. One thread at a time."""
         if self.readonly:
             raise StoreError("the store is open read-only")
+        if self.schema_problem:
+            # A store this code cannot interpret is evidence: nothing may change it.
+            raise StoreError(f"{self.schema_problem}; nothing was written")
         with self._hot_lock:
             if self._hot is None or self._hot.closed:
                 self._hot = self.sa.connect().execution_options(phasegate_write=True)
@@ -162,8 +190,16 @@ class Store:
 
     # -- runs -----------------------------------------------------------------
 
-    def get_run(self, conn: Connection, run_id: str) -> Row[Any] | None:
-        return conn.execute(select(runs).where(runs.c.run_id == run_id)).first()
+    def get_run(
+        self, conn: Connection, run_id: str, *, lock: bool = False, skip_locked: bool = False
+    ) -> Row[Any] | None:
+        """The run's row; with `lock`, held (FOR UPDATE) until the transaction
+        ends where the backend has row locks (SQLite's BEGIN IMMEDIATE already
+        serialises writers)."""
+        q = select(runs).where(runs.c.run_id == run_id)
+        if lock and self.dialect.row_locks:
+            q = q.with_for_update(skip_locked=skip_locked)
+        return conn.execute(q).first()
 
     def insert_run(self, conn: Connection, values: dict[str, Any]) -> None:
         conn.execute(insert(runs).values(**values))
@@ -374,14 +410,14 @@ class Store:
         "fence": "UPDATE phasegate_runs SET updated_at = :now WHERE run_id = :run_id AND lease_owner = :owner",
         "step": (
             "INSERT INTO phasegate_steps (run_id, phase, step_key, result_json, result_hash, created_at, discarded)"
-            " VALUES (:run_id, :phase, :step_key, :result_json, :result_hash, :created_at, 0)"
+            " VALUES (:run_id, :phase, :step_key, :result_json, :result_hash, :created_at, FALSE)"
         ),
         "intent": (
             "INSERT INTO phasegate_effects (run_id, phase, name, key, state, idempotent, atomic, attempt,"
-            " retry_ok, intent_at) VALUES (:run_id, :phase, :name, :key, 'intent', :idempotent, 0, 1, 0, :now)"
+            " retry_ok, intent_at) VALUES (:run_id, :phase, :name, :key, 'intent', :idempotent, FALSE, 1, FALSE, :now)"
         ),
         "reintent": (
-            "UPDATE phasegate_effects SET attempt = attempt + 1, retry_ok = 0, intent_at = :now,"
+            "UPDATE phasegate_effects SET attempt = attempt + 1, retry_ok = FALSE, intent_at = :now,"
             " idempotent = :idempotent WHERE key = :key"
         ),
         "effect_done": (
@@ -397,6 +433,9 @@ class Store:
         under synchronous=FULL). Rolled back on any exception."""
         if self.readonly:
             raise StoreError("the store is open read-only")
+        if self.schema_problem:
+            # A store this code cannot interpret is evidence: nothing may change it.
+            raise StoreError(f"{self.schema_problem}; nothing was written")
         with self._hot_lock:
             if self._hot is None or self._hot.closed:
                 self._hot = self.sa.connect().execution_options(phasegate_write=True)
@@ -404,15 +443,15 @@ class Store:
             assert raw is not None
             cur = raw.cursor()
             try:
-                cur.execute("BEGIN IMMEDIATE")
-                yield HotTx(cur)
-                cur.execute("COMMIT")
+                self.dialect.hot_begin(raw, cur)
+                yield HotTx(cur, self._hot_sql)
+                self.dialect.hot_commit(raw, cur)
             except BaseException as exc:
                 try:
-                    cur.execute("ROLLBACK")
+                    self.dialect.hot_rollback(raw, cur)
                 except Exception:  # noqa: BLE001 - no transaction left to roll back
                     pass
-                if isinstance(exc, _sqlite.DriverError):
+                if isinstance(exc, self.dialect.DriverError):
                     raise self.explain(exc) from None
                 raise
             finally:
@@ -420,21 +459,24 @@ class Store:
 
     # -- live -----------------------------------------------------------------
 
-    def data_version_probe(self) -> DataVersion:
-        return DataVersion(self)
+    def data_version_probe(self) -> DataVersion | _postgres.ChangeFeed:
+        if self.is_sqlite:
+            return DataVersion(self)
+        return _postgres.ChangeFeed(self.target)
 
 
 class HotTx:
     """The statements a hot transaction may run, by name."""
 
-    __slots__ = ("_cur",)
+    __slots__ = ("_cur", "_sql")
 
-    def __init__(self, cur: Any) -> None:
+    def __init__(self, cur: Any, sql: dict[str, str]) -> None:
         self._cur = cur
+        self._sql = sql
 
     def exec(self, name: str, params: dict[str, Any]) -> int:
         """Returns the row count: 0 from a fenced update means the lease is gone."""
-        self._cur.execute(Store._HOT_SQL[name], params)
+        self._cur.execute(self._sql[name], params)
         return int(self._cur.rowcount)
 
 
