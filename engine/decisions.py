@@ -49,6 +49,10 @@ def allowed_actions(view: RunView) -> list[Action]:
                     continue
                 if a not in out:
                     out.append(a)
+    if view.status is RunStatus.INTERRUPTED:
+        doubts = [e["key"] for e in view.effects if e["state"] == "in_doubt"]
+        if doubts and not all(("in_doubt_effect", e) in pending for e in doubts):
+            out += [Action.CONFIRM_EFFECT, Action.RETRY_EFFECT]
     if view.status is not RunStatus.RESET and any(p["state"] in ("done", "degraded") for p in view.phases):
         if Action.REWIND.value not in pending_actions:
             out.append(Action.REWIND)

@@ -121,6 +121,14 @@ class Engine:
                 raise DecisionError(f"run {run_id!r} is running (held by {holder_name(run)}); decide once it stops")
             status = effective_status(run, now)
             blocked = [b for b in _json.loads(run.blocked_json or "[]")] if status is RunStatus.BLOCKED else []
+            if status is RunStatus.INTERRUPTED:
+                # A dead process may have left an effect in doubt; the operator
+                # can answer it before the next run has to ask.
+                blocked = [
+                    {"kind": BlockKind.IN_DOUBT_EFFECT.value, "effect": e.key, "detail": f"effect {e.name} in doubt"}
+                    for e in self.store.effects_for(conn, run_id)
+                    if e.state == "intent" and not (e.idempotent or e.atomic or e.retry_ok)
+                ]
             kinds = {BlockKind(b["kind"]) for b in blocked}
             pending = [d for d in self.store.decisions_for(conn, run_id) if d.state == "pending"]
             shape = [p["name"] for p in _json.loads(run.shape_json)]
