@@ -159,7 +159,9 @@ def verify(
         if env.get("phase") != row.phase or env.get("kind") != row.kind:
             return fail(row, row.phase, "identity", "row does not match its envelope", row.phase, env.get("phase"))
         if env.get("prev") != prev or row.prev_hash != prev:
-            return fail(row, row.phase, "chain", "broken link to the previous checkpoint", prev, env.get("prev"))
+            # Show the link that is actually wrong: the row's column or the envelope's copy.
+            bad = env.get("prev") if env.get("prev") != prev else row.prev_hash
+            return fail(row, row.phase, "chain", "broken link to the previous checkpoint", prev, bad)
         if env.get("inputs_hash") != inputs_hash:
             return fail(row, row.phase, "inputs", "run inputs changed", env.get("inputs_hash"), inputs_hash)
         entry = Entry(row=row, env=env)

@@ -1,0 +1,191 @@
+"""Damage to the stored chain is found before anything runs, named, and
+recoverable by an operator without repeating an effect."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def _flip(text: str, at: int | None = None) -> str:
+    i = len(text) // 2 if at is None else at
+    c = text[i]
+    return text[:i] + ("0" if c != "0" else "1") + text[i + 1:]
+
+
+def _seq(h, run_id: str, phase: str) -> int:
+    return int(h.checkpoint(run_id, phase)["seq"])
+
+
+def flip_envelope(h):
+    env = h.checkpoint("r1", "price")["envelope"]
+    # change a value inside the JSON, keeping it parseable
+    h.sql("UPDATE phasegate_checkpoints SET envelope=? WHERE run_id='r1' AND phase='price'",
+          (env.replace('"steps_done":1', '"steps_done":7'),))
+    return "hash", _seq(h, "r1", "price")
+
+
+def flip_envelope_bytes(h):
+    env = h.checkpoint("r1", "price")["envelope"]
+    h.sql("UPDATE phasegate_checkpoints SET envelope=? WHERE run_id='r1' AND phase='price'", (_flip(env, 0) + "\x00",))
+    return "hash", _seq(h, "r1", "price")
+
+
+def flip_output(h):
+    out = h.checkpoint("r1", "price")["output_json"]
+    h.sql("UPDATE phasegate_checkpoints SET output_json=? WHERE run_id='r1' AND phase='price'",
+          (out.replace('"total":200', '"total":900'),))
+    return "output", _seq(h, "r1", "price")
+
+
+def flip_payload_hash(h):
+    ph = h.checkpoint("r1", "price")["payload_hash"]
+    h.sql("UPDATE phasegate_checkpoints SET payload_hash=? WHERE run_id='r1' AND phase='price'", (_flip(ph),))
+    return "hash", _seq(h, "r1", "price")
+
+
+def flip_prev_hash(h):
+    prev = h.checkpoint("r1", "charge")["prev_hash"]
+    h.sql("UPDATE phasegate_checkpoints SET prev_hash=? WHERE run_id='r1' AND phase='charge'", (_flip(prev),))
+    return "chain", _seq(h, "r1", "charge")
+
+
+def delete_middle(h):
+    seq = _seq(h, "r1", "price")
+    h.sql("DELETE FROM phasegate_checkpoints WHERE run_id='r1' AND phase='price'")
+    return "chain", seq + 1
+
+
+def delete_head(h):
+    seq = _seq(h, "r1", "charge")
+    h.sql("DELETE FROM phasegate_checkpoints WHERE run_id='r1' AND phase='charge'")
+    return "head", seq
+
+
+def splice_other_run(h):
+    assert h.run("other", kill="start:report").killed
+    seq = _seq(h, "r1", "price")
+    h.sql("DELETE FROM phasegate_checkpoints WHERE run_id='r1' AND phase='price'")
+    h.sql(
+        "INSERT INTO phasegate_checkpoints (run_id, epoch, seq, kind, phase, envelope, payload_hash, prev_hash,"
+        " output_json, output_state, output_bytes, archive_path, created_at, status)"
+        " SELECT 'r1', epoch, seq, kind, phase, envelope, payload_hash, prev_hash, output_json, output_state,"
+        " output_bytes, archive_path, created_at, status FROM phasegate_checkpoints"
+        " WHERE run_id='other' AND phase='price'"
+    )
+    return "identity", seq
+
+
+DAMAGE = [flip_envelope, flip_envelope_bytes, flip_output, flip_payload_hash, flip_prev_hash, delete_middle,
+          delete_head, splice_other_run]
+
+
+def _damaged_run(h, damage):
+    assert h.run("r1", kill="start:report").killed
+    what, seq = damage(h)
+    h.clear_trace()
+    return what, seq
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=[d.__name__ for d in DAMAGE])
+def test_damage_stops_the_run_as_integrity_before_any_phase_runs(h, damage):
+    what, seq = _damaged_run(h, damage)
+    charges = len(h.charges())
+
+    p = h.resume("r1")
+    assert p.returncode == 3, p
+    assert "integrity:" in p.stdout
+    assert f"checkpoint {seq}" in p.stdout
+    assert h.trace() == []  # no phase started
+    assert len(h.charges()) == charges
+    st = h.status("r1")
+    assert st["status"] == "blocked"
+    (b,) = st["blocked"]
+    assert b["kind"] == "integrity"
+    assert b["failure"]["what"] == what and b["failure"]["seq"] == seq
+    if what in ("hash", "output", "chain"):
+        assert b["failure"]["expected"] and b["failure"]["actual"]
+        assert b["failure"]["expected"] != b["failure"]["actual"]
+
+    v = h.cli("verify")
+    assert v.returncode == 3, v
+    assert "DAMAGED   r1" in v.stdout
+    if damage is splice_other_run:
+        assert "ok        other" in v.stdout
+
+
+@pytest.mark.parametrize("damage", [flip_output, delete_middle, delete_head, flip_prev_hash],
+                         ids=lambda d: d.__name__)
+def test_degrade_after_damage_trusts_the_prefix_and_repeats_no_effect(h, damage):
+    expected_keys = sorted(f"r1/charge/charge:inv-{i}" for i in range(3))
+    _what, seq = _damaged_run(h, damage)
+    assert h.resume("r1").returncode == 3
+    p = h.decide("r1", "degrade", reason="accept losing the damaged tail")
+    assert p.returncode == 0, p
+    p = h.resume("r1")
+    assert p.returncode == 0, p
+    # The phases from the failed checkpoint on ran again...
+    assert h.trace()[0] in {"start:price", "start:charge", "start:report"}
+    assert "start:load" not in h.trace()
+    # ...but the charges were not repeated: their completion records survive.
+    assert sorted(h.charge_keys()) == expected_keys
+    st = h.status("r1")
+    assert st["status"] == "completed"
+    assert [ph["state"] for ph in st["phases"]] == ["done"] * 4
+    assert h.cli("verify").returncode == 0
+    assert [d["state"] for d in st["decisions"]] == ["applied"]
+
+
+@pytest.mark.parametrize("damage", [flip_envelope, splice_other_run], ids=lambda d: d.__name__)
+def test_rewind_after_damage_reruns_from_the_phase(h, damage):
+    _damaged_run(h, damage)
+    assert h.resume("r1").returncode == 3
+    p = h.decide("r1", "rewind", "--phase", "load", reason="rebuild from the start")
+    assert p.returncode == 0, p
+    p = h.resume("r1")
+    assert p.returncode == 0, p
+    assert h.trace() == ["start:load", "start:price", "start:charge", "start:report"]
+    keys = [k for k in h.charge_keys() if k.startswith("r1/")]
+    assert sorted(keys) == sorted(set(keys)) and len(keys) == 3
+    assert h.cli("verify").returncode == 0
+
+
+def test_future_schema_version_is_integrity_and_nothing_is_written(h):
+    assert h.run("r1", kill="start:report").killed
+    h.sql("UPDATE phasegate_meta SET value='99' WHERE key='schema_version'")
+    h.clear_trace()
+    before = h.dump()
+
+    p = h.resume("r1")
+    assert p.returncode == 3, p
+    assert "integrity" in p.stdout and "schema version 99" in p.stdout
+    assert h.trace() == []
+    v = h.cli("verify")
+    assert v.returncode == 3 and "schema version 99" in v.stdout
+    assert h.dump() == before
+
+
+def test_future_schema_refuses_decisions_and_prune(h):
+    assert h.run("r1", kill="start:report").killed
+    h.sql("UPDATE phasegate_meta SET value='99' WHERE key='schema_version'")
+    before = h.dump()
+    p = h.decide("r1", "reset", reason="try anyway")
+    assert p.returncode in (2, 3), p
+    assert "schema" in p.stderr
+    h.cli("prune", "--apply")
+    assert h.dump() == before
+
+
+def test_verify_names_every_damaged_run_and_passes_clean_ones(h):
+    assert h.run("good").returncode == 0
+    assert h.run("r1", kill="start:report").killed
+    flip_output(h)
+    p = h.cli("verify", "--json")
+    assert p.returncode == 3
+    reports = {r["run_id"]: r for r in json.loads(p.stdout)}
+    assert reports["good"]["ok"] is True
+    assert reports["r1"]["ok"] is False and reports["r1"]["failure"]["what"] == "output"
+    # What verify found is on the run before anyone resumes it.
+    st = h.status("r1")
+    assert st["status"] == "blocked" and st["blocked"][0]["kind"] == "integrity"
