@@ -264,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(s)
     s.set_defaults(fn=cmd_worker)
 
-    for name, ref in EXTERNAL.items():
+    for _name, ref in EXTERNAL.items():
         mod, _, fn = ref.partition(":")
         try:
             adder: Callable[[Any], None] = getattr(importlib.import_module(mod), fn)

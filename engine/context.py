@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import _json
 from .errors import UsageError
@@ -78,7 +78,7 @@ class PhaseContext:
             self._runner.save_step(self.phase, key, text)
             value = _json.loads(text)
         self.steps_done += 1
-        return _rehydrate(annotation, value)
+        return cast(T, _rehydrate(annotation, value))
 
     def effect(
         self,
@@ -101,7 +101,7 @@ class PhaseContext:
         self._effects_seen.add(name)
         value = self._runner.do_effect(self.phase, name, fn, idempotent=idempotent, atomic=atomic)
         self.steps_done += 1
-        return _rehydrate(_returns(fn), value)
+        return cast(T, _rehydrate(_returns(fn), value))
 
 
 def _rehydrate(annotation: Any, value: Any) -> Any:

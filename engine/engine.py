@@ -18,7 +18,7 @@ from .errors import AlreadyDecided, DecisionError, RunNotFound, UsageError
 from .lease import holder_alive, holder_name
 from .outcome import Outcome
 from .runner import _MISSING, Runner, validate_run_id
-from .store.store import DataVersion, Store
+from .store.store import ChangeProbe, Store
 from .views import RunSummary, RunView, build, effective_status
 from .workflow import Workflow
 
@@ -270,8 +270,9 @@ class Engine:
             yield from page
             after = page[-1]
 
-    def data_version(self) -> DataVersion:
-        """A probe that tells whether another connection committed since last asked."""
+    def data_version(self) -> ChangeProbe:
+        """A probe whose `changed()` says whether another connection committed
+        since it was last asked (SQLite's data_version; PostgreSQL's LISTEN)."""
         return self.store.data_version_probe()
 
     # -- verification ---------------------------------------------------------

@@ -501,6 +501,7 @@ class Runner:
         with self.store.read() as conn:
             rows = self.store.chain(conn, self.run_id, self.epoch)
             head = self.store.get_run(conn, self.run_id)
+        assert head is not None  # we hold its lease
         v = chain.verify(rows, run_id=self.run_id, epoch=self.epoch, inputs_hash=self.inputs_hash,
                          head_seq=int(head.head_seq), head_hash=head.head_hash, check_type=self._check_type)
         if v.failure is not None:

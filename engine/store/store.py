@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import and_, delete, func, insert, inspect, or_, select, update
 from sqlalchemy.engine import Connection, Row
@@ -459,10 +459,18 @@ class Store:
 
     # -- live -----------------------------------------------------------------
 
-    def data_version_probe(self) -> DataVersion | _postgres.ChangeFeed:
+    def data_version_probe(self) -> ChangeProbe:
         if self.is_sqlite:
             return DataVersion(self)
         return _postgres.ChangeFeed(self.target)
+
+
+class ChangeProbe(Protocol):
+    """Answers whether another connection committed since the last call."""
+
+    def changed(self) -> bool: ...
+
+    def close(self) -> None: ...
 
 
 class HotTx:
