@@ -1,0 +1,36 @@
+"""phasegate's operations console: triage paused and failed runs, live.
+
+It reads and writes the store only through the engine's public API, so the
+console and the command line always agree."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from engine import Engine
+
+
+def run_console(
+    db: str,
+    *,
+    read_only: bool = False,
+    mouse: bool = True,
+    clock: Callable[[], float] = time.time,
+) -> int:
+    """Open the console on `db` until the operator quits; returns an exit code.
+
+    Opening the store happens before the screen takes over the terminal, so a
+    bad path is one line on stderr (a `PhasegateError`), not a broken screen."""
+    from .app import ConsoleApp
+
+    engine = Engine(db, create=False, readonly=read_only, clock=clock)
+    try:
+        app = ConsoleApp(engine, read_only=read_only, clock=clock)
+        app.run(mouse=mouse)
+        return app.return_code or 0
+    finally:
+        engine.close()
+
+
+__all__ = ["run_console"]

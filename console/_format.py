@@ -1,0 +1,80 @@
+"""How the console words states: every state has a word and an ASCII mark,
+so nothing depends on colour (NO_COLOR, 16-colour terminals, screen readers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+#: Run status -> (mark, style). The word is always printed beside the mark.
+RUN_MARKS: dict[str, tuple[str, str]] = {
+    "blocked": ("!!", "bold yellow"),
+    "failed": ("XX", "bold red"),
+    "interrupted": ("~~", "bold yellow"),
+    "running": (">>", "cyan"),
+    "completed": ("ok", "green"),
+    "reset": ("<<", "magenta"),
+}
+
+#: Phase state -> (mark, style) for the frontier strip.
+PHASE_MARKS: dict[str, tuple[str, str]] = {
+    "done": ("[x]", "green"),
+    "partial": ("[~]", "bold yellow"),
+    "open": ("[ ]", ""),
+    "failed": ("[!]", "bold red"),
+    "degraded": ("[-]", "yellow"),
+}
+
+EFFECT_MARKS: dict[str, tuple[str, str]] = {
+    "done": ("ok", "green"),
+    "intent": ("..", ""),
+    "in_doubt": ("??", "bold red"),
+}
+
+
+def plain(value: Any) -> Text:
+    """Text from the store, shown literally: never parsed as markup."""
+    return Text("" if value is None else str(value))
+
+
+def run_status(status: str) -> Text:
+    mark, style = RUN_MARKS.get(status, ("  ", ""))
+    return Text(f"{mark} {status}", style=style)
+
+
+def marked(table: dict[str, tuple[str, str]], state: str, label: str | None = None) -> Text:
+    """`[x] load` style: the mark, then the label (literal), styled by state."""
+    mark, style = table.get(state, ("?", ""))
+    return Text(f"{mark} {label if label is not None else state}", style=style)
+
+
+def age(seconds: float | None) -> str:
+    """A compact "time since": 45s, 12m, 3h, 9d."""
+    if seconds is None:
+        return "-"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}"
+    return f"{s // 86400}d"
+
+
+def size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+def short(value: Any, n: int = 48) -> str:
+    """A one-line rendering of a JSON-ish value, cut to `n` characters."""
+    import json
+
+    s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    s = s.replace("\n", " ")
+    return s if len(s) <= n else s[: n - 3] + "..."

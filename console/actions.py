@@ -1,0 +1,81 @@
+"""The operator's actions: one table that the bindings, the help screen, the
+command palette and the modals all read, so they cannot disagree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ConsoleActionName = Literal["approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect", "prune"]
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    name: ConsoleActionName
+    key: str
+    label: str
+    """As the command palette names it, after "run: "."""
+    help: str
+    cli: str
+    """The command-line twin, so nothing can only be done in the console."""
+
+    @property
+    def binding_id(self) -> str:
+        return f"run.{self.name}"
+
+
+ACTIONS: tuple[ActionSpec, ...] = (
+    ActionSpec("approve", "a", "approve resume", "accept the changed environment and resume",
+               "phasegate decide RUN approve --reason ..."),
+    ActionSpec("degrade", "d", "degrade", "continue without what is lost or untrusted",
+               "phasegate decide RUN degrade --reason ..."),
+    ActionSpec("rewind", "w", "rewind", "re-run from a phase you choose",
+               "phasegate decide RUN rewind --phase NAME --reason ..."),
+    ActionSpec("reset", "r", "reset", "archive every checkpoint and start over",
+               "phasegate decide RUN reset --reason ..."),
+    ActionSpec("confirm_effect", "c", "confirm effect", "record an in-doubt effect as done (it happened)",
+               "phasegate decide RUN confirm_effect --effect KEY --reason ..."),
+    ActionSpec("retry_effect", "t", "retry effect", "call an in-doubt effect again with its idempotency key",
+               "phasegate decide RUN retry_effect --effect KEY --reason ..."),
+    ActionSpec("prune", "p", "prune", "remove what is safe to prune from this run",
+               "phasegate prune --apply --run-id RUN --reason ..."),
+)
+
+BY_NAME: dict[str, ActionSpec] = {a.name: a for a in ACTIONS}
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of an action (a phase to rewind to, an effect to confirm),
+    with what choosing it would do."""
+
+    value: str | None
+    label: str
+    summary: str
+    sections: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(heading, items) pairs: "re-runs", "may call again", "sets aside", "keeps"."""
+
+
+@dataclass(frozen=True)
+class ActionRequest:
+    """Everything the confirmation modal shows; built off the UI thread."""
+
+    spec: ActionSpec
+    run_id: str
+    choices: tuple[Choice, ...]
+    choose: str = ""
+    """What the operator picks among `choices` ("phase", "effect"); empty when there is one."""
+    default: int = 0
+    type_run_id: bool = False
+    """A reset discards work: the operator types the run id to confirm."""
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What the operator confirmed."""
+
+    spec: ActionSpec
+    run_id: str
+    reason: str
+    choice: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)

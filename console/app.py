@@ -1,0 +1,159 @@
+"""The operations console: a Textual app over the engine's public API."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+
+from engine import Engine, PhasegateError
+
+from . import live, service
+from .actions import ACTIONS, ActionResult
+
+if TYPE_CHECKING:
+    from .screens._run_actions import RunActions
+
+
+class ConsoleApp(App[int]):
+    """Triage paused and failed runs, live."""
+
+    CSS_PATH: ClassVar[str] = "console.tcss"
+    TITLE = "phasegate console"
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("colon", "command_palette", "Commands", show=False, id="app.palette"),
+    ]
+
+    @dataclass
+    class DataChanged(Message):
+        """Another connection committed to the store (or this console decided)."""
+
+        source: str
+        """"files", "poll" or "decision": what noticed it."""
+
+    @dataclass
+    class Decided(Message):
+        """An action landed in the store."""
+
+        run_id: str
+        text: str
+
+    @dataclass
+    class ActionFailed(Message):
+        """The engine refused an action, or the store could not be written."""
+
+        title: str
+        text: str
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        read_only: bool = False,
+        clock: Callable[[], float] = time.time,
+        live_events: bool = True,
+        poll_interval: float = 2.0,
+        page_size: int = 200,
+    ) -> None:
+        super().__init__()
+        self.engine = engine
+        """The store, reached only through the engine's public API."""
+        self.read_only = read_only
+        self.clock = clock
+        """Injectable so "time since the last checkpoint" is stable in snapshots."""
+        self.live_events = live_events
+        self.poll_interval = poll_interval
+        self.page_size = page_size
+        self._stop_live = threading.Event()
+        # No animation by default: over SSH it costs bandwidth and reads badly.
+        self.animation_level = "none"
+        if read_only:
+            self.sub_title = "read-only"
+
+    def on_mount(self) -> None:
+        from .screens.runs import RunsScreen
+
+        self.push_screen(RunsScreen())
+        if self.engine.store.path is not None and self.poll_interval > 0:
+            self._watch_store()
+
+    def on_unmount(self) -> None:
+        self._stop_live.set()
+
+    # -- live -----------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="live")
+    def _watch_store(self) -> None:
+        path = self.engine.store.path
+        assert path is not None
+        live.watch_store(
+            path, self.engine.data_version, lambda source: self.post_message(self.DataChanged(source)),
+            self._stop_live, poll=self.poll_interval, use_events=self.live_events,
+        )
+
+    def on_console_app_data_changed(self, message: DataChanged) -> None:
+        # Every screen on the stack refreshes in place; an open modal stays open.
+        for screen in self.screen_stack:
+            refresh = getattr(screen, "refresh_data", None)
+            if refresh is not None:
+                refresh()
+
+    # -- actions --------------------------------------------------------------
+
+    @work(thread=True, exclusive=False, exit_on_error=False, group="decide")
+    def submit(self, result: ActionResult) -> None:
+        """Write the operator's decision through the engine, off the UI thread."""
+        try:
+            text = service.apply(self.engine, result)
+        except PhasegateError as exc:
+            self.post_message(self.ActionFailed(exc.title, exc.message))
+            return
+        self.post_message(self.Decided(result.run_id, text))
+
+    def on_console_app_decided(self, message: Decided) -> None:
+        self.notify(message.text, title="decision recorded", markup=False)
+        self.post_message(self.DataChanged("decision"))
+
+    def on_console_app_action_failed(self, message: ActionFailed) -> None:
+        self.notify(message.text, title=message.title, severity="error", markup=False, timeout=10)
+
+    def report_error(self, exc: PhasegateError) -> None:
+        """Errors are shown in one place, as a notification, never a traceback."""
+        self.notify(exc.message, title=exc.title, severity="error", markup=False, timeout=10)
+
+    def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    # -- command palette --------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        from .screens._run_actions import RunActions
+
+        if isinstance(screen, RunActions):
+            actor: RunActions = screen
+            for spec in ACTIONS:
+                if actor.action_fits(spec.name):
+                    yield SystemCommand(
+                        f"run: {spec.label}", f"{spec.help} ({spec.key}; or {spec.cli})",
+                        partial(actor.action_decide, spec.name),
+                    )
+        for title, help_text, action in getattr(screen, "PALETTE", ()):
+            yield SystemCommand(title, help_text, partial(screen.run_action, action))
+        yield SystemCommand("console: help", "every key binding (?)", self.action_help)

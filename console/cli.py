@@ -1,0 +1,27 @@
+"""`phasegate console`: registered by the engine's CLI when this package is
+installed (see `engine.cli.EXTERNAL`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from engine import default_db
+
+
+def add_console(subparsers: Any) -> None:
+    p = subparsers.add_parser("console", help="open the operations console (a terminal UI)")
+    add_arguments(p)
+    p.set_defaults(fn=cmd_console)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default=None, help="database path (default: $PHASEGATE_DB, else ./phasegate.db)")
+    p.add_argument("--read-only", action="store_true", help="show everything, offer no action, write nothing")
+    p.add_argument("--no-mouse", action="store_true", help="leave the terminal's own text selection free")
+
+
+def cmd_console(args: argparse.Namespace) -> int:
+    from . import run_console
+
+    return run_console(args.db or default_db(), read_only=args.read_only, mouse=not args.no_mouse)

@@ -1,0 +1,85 @@
+"""Noticing that another process changed the store, without a key press.
+
+File events (watchfiles on the database's folder, filtered to the database,
+its `-wal` and its `-journal`; not `-shm`, which every reader rewrites) say
+*something* touched the files; `PRAGMA data_version` on one long-lived
+connection says whether another connection really committed. Where events do
+not arrive (network filesystems, some containers), the same loop asks
+`data_version` every `poll` seconds anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+log = logging.getLogger("phasegate.console")
+
+
+class Probe(Protocol):
+    def changed(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+def store_files(db: Path) -> frozenset[str]:
+    """The file names whose changes may mean a commit."""
+    return frozenset({db.name, db.name + "-wal", db.name + "-journal"})
+
+
+def watch_store(
+    db: Path,
+    make_probe: Callable[[], Probe],
+    on_change: Callable[[str], None],
+    stop: threading.Event,
+    *,
+    poll: float = 2.0,
+    debounce_ms: int = 200,
+    use_events: bool = True,
+) -> None:
+    """Call `on_change(source)` after each commit by another connection until
+    `stop` is set. Blocking: run it in a thread. The probe is created and used
+    in this thread only (one SQLite connection, one thread)."""
+    probe = make_probe()
+    try:
+        probe.changed()  # the first answer only sets the baseline
+        if use_events:
+            try:
+                _watch_events(db, probe, on_change, stop, poll=poll, debounce_ms=debounce_ms)
+                return
+            except Exception as exc:  # noqa: BLE001 - no inotify, too many watches...: polling still works
+                log.warning("file events unavailable (%s); polling every %gs", exc, poll)
+        while not stop.wait(poll):
+            if probe.changed():
+                on_change("poll")
+    finally:
+        probe.close()
+
+
+def _watch_events(
+    db: Path, probe: Probe, on_change: Callable[[str], None], stop: threading.Event, *, poll: float, debounce_ms: int
+) -> None:
+    import watchfiles
+
+    names = store_files(db)
+
+    def only_store(_change: watchfiles.Change, path: str) -> bool:
+        return Path(path).name in names
+
+    for changes in watchfiles.watch(
+        db.parent,
+        watch_filter=only_store,
+        debounce=debounce_ms,
+        step=50,
+        stop_event=stop,
+        rust_timeout=int(poll * 1000),
+        yield_on_timeout=True,
+        recursive=False,
+        raise_interrupt=False,
+    ):
+        # An empty batch is the poll timeout: ask anyway, events may be missing.
+        if probe.changed():
+            on_change("files" if changes else "poll")

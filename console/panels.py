@@ -1,0 +1,136 @@
+"""The run detail's panels as Rich renderables, built from a `RunView`.
+
+Every value read from the store goes in as `Text` (never as a markup string),
+so a run id, an error or a probe value is shown exactly as stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from engine import RunView
+
+from ._format import EFFECT_MARKS, marked, plain, short, size
+
+NONE = Text("none", style="dim")
+
+
+def _table(*columns: str) -> Table:
+    t = Table(box=None, show_header=True, header_style="bold", pad_edge=False, expand=True, padding=(0, 1))
+    for c in columns:
+        t.add_column(c, overflow="fold")
+    return t
+
+
+def summary(v: RunView, now: float) -> Text:
+    line = Text()
+    line.append(v.run_id, style="bold")
+    line.append(f"  ({v.workflow})  ")
+    from ._format import age, run_status
+
+    line.append_text(run_status(v.status.value))
+    since = None if v.last_checkpoint_at is None else now - v.last_checkpoint_at
+    line.append(f"  last checkpoint {age(since)} ago" if since is not None else "  no checkpoint yet")
+    if v.attention:
+        line.append("\n")
+        line.append(v.attention)
+    for b in v.blocked[1:]:
+        line.append("\n")
+        line.append(f"{b.get('kind')}: {b.get('detail')}")
+    if v.pending_decisions:
+        for d in v.pending_decisions:
+            line.append("\n")
+            line.append(f"waiting: {d['action']} by {d['operator']} (decision {d['id']}) applies at the next run", style="italic")
+    return line
+
+
+def outputs(v: RunView) -> tuple[RenderableType, bool]:
+    if not v.outputs:
+        return NONE, True
+    t = _table("phase", "size", "hash", "state")
+    for o in v.outputs:
+        ok = o["verified"]
+        state = Text("verified" if ok else f"NOT verified ({o['state']})", style="" if ok else "bold red")
+        t.add_row(plain(o["phase"]), Text(size(o["bytes"])), plain(str(o["hash"] or "-")[:16]), state)
+    return t, False
+
+
+def integrity(v: RunView) -> tuple[RenderableType, bool]:
+    if not v.integrity:
+        return NONE, True
+    parts: list[RenderableType] = []
+    for f in v.integrity:
+        head = Text()
+        head.append(f"checkpoint {f.get('seq')}", style="bold")
+        if f.get("phase"):
+            head.append(" (")
+            head.append(str(f["phase"]))
+            head.append(")")
+        head.append(f": {f.get('what')} failure: ")
+        head.append(str(f.get("message") or ""))
+        parts.append(head)
+        if f.get("expected") is not None or f.get("actual") is not None:
+            parts.append(Text(f"  expected {f.get('expected')}\n  actual   {f.get('actual')}"))
+        parts.append(Text(f"  {f.get('meaning') or ''}", style="italic"))
+    return Group(*parts), False
+
+
+def environment(v: RunView) -> tuple[RenderableType, bool]:
+    rows = v.env
+    changes = {c["probe"]: c for b in v.blocked if b.get("kind") == "env_mismatch" for c in b.get("changes", [])}
+    merged = {r["probe"]: r for r in rows}
+    merged.update(changes)
+    if not merged:
+        return NONE, True
+    t = _table("", "probe", "saved", "current", "declared by")
+    for name, r in merged.items():
+        changed = bool(r.get("changed"))
+        mark = Text("CHANGED" if changed else "same", style="bold yellow" if changed else "dim")
+        style = "bold" if changed else ""
+        t.add_row(mark, plain(name), Text(short(r.get("saved"), 30), style=style),
+                  Text(short(r.get("current"), 30), style=style), plain(", ".join(r.get("phases") or []) or "-"))
+    return t, False
+
+
+def effects(v: RunView) -> tuple[RenderableType, bool]:
+    if not v.effects:
+        return NONE, True
+    t = _table("state", "effect", "key", "attempt")
+    for e in v.effects:
+        label = {"in_doubt": "IN DOUBT", "intent": "intent", "done": "done"}[e["state"]]
+        t.add_row(marked(EFFECT_MARKS, e["state"], label), plain(f"{e['name']} ({e['phase']})"), plain(e["key"]),
+                  Text(str(e["attempt"])))
+    return t, False
+
+
+def prune(v: RunView) -> tuple[RenderableType, bool]:
+    if not v.prune_candidates:
+        return NONE, True
+    t = _table("what", "size", "why it is safe")
+    for c in v.prune_candidates:
+        t.add_row(plain(c.what), Text(size(c.bytes)), plain(c.why_safe))
+    return t, False
+
+
+def decisions(v: RunView) -> tuple[RenderableType, bool]:
+    if not v.decisions:
+        return NONE, True
+    t = _table("when", "who", "what", "state", "why")
+    for d in v.decisions:
+        what = d["action"] + (f" {d['phase']}" if d.get("phase") else "") + (f" {d['effect']}" if d.get("effect") else "")
+        t.add_row(Text(str(d["at"] or "-").replace("T", " ").rstrip("Z")), plain(d["operator"]), plain(what),
+                  Text(d["state"]), plain(d["reason"]))
+    return t, False
+
+
+def error(v: RunView) -> tuple[RenderableType, bool]:
+    e: dict[str, Any] | None = v.error
+    if not e:
+        return NONE, True
+    line = Text()
+    line.append(f"in phase {e.get('phase')}: ", style="bold")
+    line.append(f"{e.get('type')}: {e.get('message')}")
+    return line, False

@@ -1,0 +1,113 @@
+"""The confirmation modal of an action: what will happen, a reason, and for a
+reset the run id typed out. Enter confirms, Esc cancels; the key that opened
+the modal types into the reason field, so it can never confirm by itself."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from ..actions import ActionRequest, ActionResult, Choice
+
+
+def describe(choice: Choice) -> Text:
+    text = Text(choice.summary)
+    for heading, items in choice.sections:
+        text.append("\n")
+        text.append(f"{heading}: ", style="bold")
+        text.append("; ".join(items))
+    return text
+
+
+class ActionModal(ModalScreen[ActionResult | None]):
+    """Confirm one action on one run."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="modal.cancel"),
+        Binding("up", "choose(-1)", "Previous choice", show=False, id="modal.choice_up"),
+        Binding("down", "choose(1)", "Next choice", show=False, id="modal.choice_down"),
+    ]
+
+    def __init__(self, request: ActionRequest) -> None:
+        super().__init__()
+        self.request = request
+        """What to confirm; read from the store before the modal opened."""
+        self.index = request.default
+
+    def compose(self) -> ComposeResult:
+        req = self.request
+        with Vertical(id="dialog") as box:
+            title = Text(f"{req.spec.label}: ", style="bold")
+            title.append(req.run_id)  # literal, whatever it contains
+            box.border_title = f"{req.spec.label} ({req.spec.key})"
+            yield Static(title, id="modal-title")
+            if req.choose:
+                yield Label(f"choose the {req.choose} (up/down):")
+                yield OptionList(*[Option(Text(c.label), id=str(i)) for i, c in enumerate(req.choices)], id="choices")
+            yield Static(id="preview")
+            yield Input(placeholder="reason (required, kept in the decision log)", id="reason")
+            if req.type_run_id:
+                yield Label("this discards work: type the run id to confirm")
+                yield Input(placeholder="run id", id="typed")
+            yield Static(id="problem")
+            yield Static(Text(f"Enter confirm   Esc cancel   or: {req.spec.cli}", style="dim"), id="hint")
+
+    def on_mount(self) -> None:
+        for box in self.query(Input):
+            box.cursor_blink = False  # no animation; stable snapshots
+        if self.request.choose:
+            self.query_one("#choices", OptionList).highlighted = self.index
+        self._show_choice()
+        self.query_one("#reason", Input).focus()
+
+    def _show_choice(self) -> None:
+        if self.request.choices:
+            self.query_one("#preview", Static).update(describe(self.request.choices[self.index]))
+
+    def action_choose(self, delta: int) -> None:
+        if not self.request.choose:
+            return
+        self.index = (self.index + delta) % len(self.request.choices)
+        self.query_one("#choices", OptionList).highlighted = self.index
+        self._show_choice()
+
+    @on(OptionList.OptionHighlighted, "#choices")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_index is not None and event.option_index != self.index:
+            self.index = event.option_index
+            self._show_choice()
+
+    @on(OptionList.OptionSelected, "#choices")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        self.query_one("#reason", Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.action_confirm()
+
+    def _problem(self, text: str, focus: str) -> None:
+        self.query_one("#problem", Static).update(Text(text, style="bold red"))
+        self.query_one(focus, Input).focus()
+
+    def action_confirm(self) -> None:
+        req = self.request
+        reason = self.query_one("#reason", Input).value.strip()
+        if not reason:
+            self._problem("! a reason is required", "#reason")
+            return
+        if req.type_run_id and self.query_one("#typed", Input).value != req.run_id:
+            self._problem("! type the run id exactly to confirm the reset", "#typed")
+            return
+        choice = req.choices[self.index].value if req.choices else None
+        self.dismiss(ActionResult(req.spec, req.run_id, reason, choice))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,100 @@
+"""One run: its frontier, what it carries, and why it stopped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Footer, Static
+
+from engine import PhasegateError, RunView
+
+from .. import panels, service
+from ..widgets import InfoPanel, PhaseStrip
+from ._run_actions import RunActions
+
+PANELS: tuple[tuple[str, str], ...] = (
+    ("integrity", "integrity failures"),
+    ("environment", "environment"),
+    ("effects", "effects"),
+    ("error", "error"),
+    ("outputs", "carried outputs"),
+    ("prune", "prune candidates"),
+    ("decisions", "decision log"),
+)
+
+
+class DetailScreen(RunActions):
+    """The detail of one run; Esc goes back to the list."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", id="detail.back"),
+        Binding("j", "scroll('down')", "Down", show=False, id="detail.down"),
+        Binding("k", "scroll('up')", "Up", show=False, id="detail.up"),
+        Binding("g", "scroll('home')", "Top", show=False, id="detail.top"),
+        Binding("G", "scroll('end')", "Bottom", show=False, id="detail.bottom"),
+    ]
+
+    @dataclass
+    class Loaded(Message):
+        view: RunView | None
+        allowed: list[str]
+        error: str | None = None
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        """The run shown (fixed for the life of the screen)."""
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="detail"):
+            yield Static(Text("reading ") + Text(self.run_id), id="summary")
+            yield PhaseStrip(id="strip")
+            for key, title in PANELS:
+                yield InfoPanel(title, id=f"panel-{key}")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#detail").focus()
+        self.refresh_data()
+
+    def refresh_data(self) -> None:
+        self._read(self.run_id)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
+    def _read(self, run_id: str) -> None:
+        engine = self.console.engine
+        try:
+            view = engine.status(run_id)
+            allowed = service.allowed(engine, view)
+        except PhasegateError as exc:
+            self.post_message(self.Loaded(None, [], exc.message))
+            return
+        self.post_message(self.Loaded(view, allowed))
+
+    def on_detail_screen_loaded(self, message: Loaded) -> None:
+        if message.view is None:
+            self.query_one("#summary", Static).update(Text(message.error or "not found"))
+            self.set_target(None, [])
+            return
+        v = message.view
+        self.query_one("#summary", Static).update(panels.summary(v, self.console.clock()))
+        self.query_one(PhaseStrip).show(v.phases, v.frontier)
+        for key, _title in PANELS:
+            renderable, empty = getattr(panels, key)(v)
+            panel = self.query_one(f"#panel-{key}", InfoPanel)
+            panel.show(renderable, empty=empty)
+        self.set_target(v, message.allowed)
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_scroll(self, where: str) -> None:
+        box = self.query_one("#detail", VerticalScroll)
+        {"down": box.scroll_down, "up": box.scroll_up, "home": box.scroll_home, "end": box.scroll_end}[where](animate=False)

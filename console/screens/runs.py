@@ -1,0 +1,272 @@
+"""The runs screen: every run, those that need a decision first."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.events import Resize
+from textual.message import Message
+from textual.widgets import DataTable, Footer, Input, Static
+
+from engine import PhasegateError, RunView
+
+from .. import service
+from ..widgets import CountsBar, RunsTable
+from ..widgets.runs_table import COLUMNS
+from ._run_actions import RunActions
+
+SORTS: tuple[tuple[str, str], ...] = (("attention", "needs attention first"),) + tuple(
+    (order, label) for _k, label, _w, order in COLUMNS[:-1]
+)
+"""The sort cycle: needs attention first (the default), then each column."""
+
+
+class RunsScreen(RunActions):
+    """Runs by attention; Enter opens one."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open", id="runs.open"),
+        Binding("slash", "filter", "Filter", id="runs.filter"),
+        Binding("f", "cycle_status", "Show", id="runs.status_filter"),
+        Binding("s", "cycle_sort", "Sort", id="runs.sort"),
+        Binding("S", "reverse_sort", "Reverse", show=False, id="runs.reverse_sort"),
+        Binding("escape", "clear_filter", "Clear", show=False, id="runs.clear_filter"),
+    ]
+
+    AUTO_FOCUS = "#runs"
+
+    PALETTE: ClassVar[tuple[tuple[str, str, str], ...]] = (
+        ("runs: filter by text", "run id, workflow or reason (/)", "filter"),
+        ("runs: cycle status filter", "all, needs attention, running, failed, completed (f)", "cycle_status"),
+        ("runs: cycle sort column", "needs attention first, or by a column (s)", "cycle_sort"),
+        ("runs: reverse sort", "(S)", "reverse_sort"),
+    )
+
+    @dataclass
+    class PageLoaded(Message):
+        page: service.RunsPage
+        cursor: str
+        """Where the cursor goes: "keep", "first" or "last"."""
+
+    @dataclass
+    class SelectionLoaded(Message):
+        view: RunView | None
+        allowed: list[str]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.page_offset = 0
+        self.filter_index = 0
+        self.text = ""
+        self.sort_index = 0
+        self.descending = False
+        self._width = 0
+        self._selected: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield CountsBar(id="counts")
+        yield Input(placeholder="filter: run id, workflow or reason (Enter keeps it, Esc clears)", id="filter")
+        yield RunsTable(id="runs")
+        yield Static(id="why")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._layout(self.app.size.width)
+        self.load()
+
+    def on_resize(self, event: Resize) -> None:
+        self._layout(event.size.width)
+
+    def _layout(self, width: int) -> None:
+        if width and width != self._width:
+            self._width = width
+            table = self.query_one(RunsTable)
+            table.set_columns(width)
+            if self._page is not None:
+                self._show(self._page, "keep")
+
+    _page: service.RunsPage | None = None
+
+    # -- reading --------------------------------------------------------------
+
+    @property
+    def order(self) -> str:
+        order = SORTS[self.sort_index][0]
+        if self.descending:
+            order = order[1:] if order.startswith("-") else "-" + order
+        return order
+
+    def load(self, cursor: str = "keep") -> None:
+        self._read(self.page_offset, self.filter_index, self.text, self.order, cursor)
+
+    def refresh_data(self) -> None:
+        self.load("keep")
+        if self._selected is not None:
+            self._read_selection(self._selected)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
+    def _read(self, offset: int, filter_index: int, text: str, order: str, cursor: str) -> None:
+        engine = self.console.engine
+        try:
+            page = service.read_page(engine, offset=offset, limit=self.console.page_size,
+                                     filter_index=filter_index, text=text, order=order)
+        except PhasegateError as exc:
+            self.console.post_message(self.console.ActionFailed(exc.title, exc.message))
+            return
+        self.post_message(self.PageLoaded(page, cursor))
+
+    def on_runs_screen_page_loaded(self, message: PageLoaded) -> None:
+        self._page = message.page
+        self.page_offset = message.page.offset
+        self._show(message.page, message.cursor)
+
+    def _show(self, page: service.RunsPage, cursor: str) -> None:
+        table = self.query_one(RunsTable)
+        keep_id = self._selected
+        keep_row, scroll_y = table.cursor_row, table.scroll_y
+        table.show(page.rows, self.console.clock())
+        table.has_previous = page.offset > 0
+        table.has_next = page.offset + page.fetched < page.total
+        if cursor == "first":
+            row = 0
+        elif cursor == "last":
+            row = max(table.row_count - 1, 0)
+        else:
+            found = table.index_of(keep_id) if keep_id is not None else None
+            row = found if found is not None else min(keep_row, max(table.row_count - 1, 0))
+        if table.row_count:
+            table.move_cursor(row=row, animate=False, scroll=False)
+            if cursor == "keep":
+                table.scroll_to(y=scroll_y, animate=False, immediate=True)
+            table.move_cursor(row=row, animate=False, scroll=True)
+        else:
+            self._select(None)
+        label = service.STATUS_FILTERS[self.filter_index][0]
+        sort_label = SORTS[self.sort_index][1] + (" (reversed)" if self.descending else "")
+        first = page.offset + 1 if page.rows else 0
+        shown = f"rows {first}-{page.offset + page.fetched} of {page.total}"
+        self.query_one(CountsBar).show(page.counts, filter_label=label, sort_label=sort_label, text=self.text, shown=shown)
+        if not page.rows:
+            self.query_one("#why", Static).update(Text("no runs match" if (self.text or self.filter_index) else "no runs yet"))
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._select(str(event.row_key.value) if event.row_key is not None else None)
+
+    def _select(self, run_id: str | None) -> None:
+        changed = run_id != self._selected
+        self._selected = run_id
+        why = self.query_one("#why", Static)
+        if run_id is None:
+            self.set_target(None, [])
+            return
+        page = self._page
+        summary = next((r for r in page.rows if r.run_id == run_id), None) if page else None
+        if summary is not None:
+            line = Text()
+            line.append(run_id, style="bold")
+            line.append(": ")
+            line.append(summary.reason or f"{summary.status.value}; nothing to decide")
+            why.update(line)
+        if changed:
+            self.set_target(None, [])
+        self._read_selection(run_id)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="selection")
+    def _read_selection(self, run_id: str) -> None:
+        engine = self.console.engine
+        try:
+            view = engine.status(run_id)
+            allowed = service.allowed(engine, view)
+        except PhasegateError:
+            view, allowed = None, []
+        self.post_message(self.SelectionLoaded(view, allowed))
+
+    def on_runs_screen_selection_loaded(self, message: SelectionLoaded) -> None:
+        if message.view is not None and message.view.run_id == self._selected:
+            self.set_target(message.view, message.allowed)
+
+    # -- paging, filtering, sorting ---------------------------------------------
+
+    @on(RunsTable.PageRequested)
+    def _page_requested(self, event: RunsTable.PageRequested) -> None:
+        size = self.console.page_size
+        total = self._page.total if self._page else 0
+        if event.where == "next":
+            self.page_offset += size
+            cursor = "first"
+        elif event.where == "previous":
+            self.page_offset = max(0, self.page_offset - size)
+            cursor = "last"
+        elif event.where == "first":
+            self.page_offset, cursor = 0, "first"
+        else:
+            self.page_offset, cursor = max(0, (total - 1) // size * size), "last"
+        self.load(cursor)
+
+    @on(DataTable.RowSelected, "#runs")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        from .detail import DetailScreen
+
+        if self._selected is not None:
+            self.app.push_screen(DetailScreen(self._selected))
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.text = event.value.strip()
+        self.page_offset = 0
+        self.load("first")
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        if not self.text:
+            event.input.display = False
+        self.query_one(RunsTable).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        if box.value or box.display:
+            box.value = ""
+            box.display = False
+            self.query_one(RunsTable).focus()
+
+    def action_cycle_status(self) -> None:
+        self.filter_index = (self.filter_index + 1) % len(service.STATUS_FILTERS)
+        self.page_offset = 0
+        self.load("first")
+
+    def action_cycle_sort(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self.descending = False
+        self.page_offset = 0
+        self.load("first")
+
+    def action_reverse_sort(self) -> None:
+        self.descending = not self.descending
+        self.page_offset = 0
+        self.load("first")
+
+    @on(DataTable.HeaderSelected, "#runs")
+    def _header(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        order = next(o for k, _l, _w, o in COLUMNS if k == key)
+        index = next(i for i, (o, _l) in enumerate(SORTS) if o == order)
+        if index == self.sort_index:
+            self.descending = not self.descending
+        else:
+            self.sort_index, self.descending = index, False
+        self.page_offset = 0
+        self.load("first")

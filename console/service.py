@@ -1,0 +1,107 @@
+"""The console's only door to the store: blocking calls on the engine's public
+API, run from worker threads. Nothing here imports Textual."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine import Engine, Preview, RunStatus, RunSummary, RunView
+
+from ._format import size
+from .actions import BY_NAME, ActionRequest, ActionResult, Choice
+
+#: The status filter cycle: label -> stored statuses to ask for (None = all).
+STATUS_FILTERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
+    ("all", None),
+    ("needs attention", ("blocked", "failed", "running")),
+    ("running", ("running",)),
+    ("failed", ("failed",)),
+    ("completed", ("completed",)),
+)
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    rows: list[RunSummary]
+    offset: int
+    fetched: int
+    """Rows the store returned (before dropping live/dead runs the filter excludes)."""
+    total: int
+    counts: dict[str, int]
+
+
+def read_page(engine: Engine, *, offset: int, limit: int, filter_index: int, text: str, order: str) -> RunsPage:
+    label, statuses = STATUS_FILTERS[filter_index]
+    rows = engine.runs(limit=limit, offset=offset, statuses=statuses, text=text or None, order=order)
+    fetched = len(rows)
+    # Stored "running" covers both live runs and interrupted ones (a dead
+    # holder); the engine tells them apart with the clock, so this filter does.
+    if label == "needs attention":
+        rows = [r for r in rows if r.needs_attention]
+    elif label == "running":
+        rows = [r for r in rows if r.status is RunStatus.RUNNING]
+    total = engine.count_runs(statuses=statuses, text=text or None)
+    return RunsPage(rows, offset, fetched, total, engine.counts())
+
+
+def allowed(engine: Engine, view: RunView) -> list[str]:
+    """The console actions that fit this run now (decisions plus prune)."""
+    if view.status is RunStatus.RUNNING:
+        return []
+    names = [str(a) for a in engine.allowed_actions(view.run_id)]
+    if view.prune_candidates:
+        names.append("prune")
+    return names
+
+
+def _sections(pv: Preview) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    out = []
+    for label, items in (("re-runs", pv.rerun), ("may call again", pv.effects_again),
+                         ("sets aside", pv.discarded), ("keeps", pv.kept)):
+        if items:
+            out.append((label, tuple(items)))
+    return tuple(out)
+
+
+def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
+    """What the modal for `name` on `run_id` will say, from a fresh read."""
+    spec = BY_NAME[name]
+    view = engine.status(run_id)
+    if name == "prune":
+        cands = view.prune_candidates
+        total = sum(c.bytes for c in cands)
+        items = tuple(f"{c.what} ({size(c.bytes)}): {c.why_safe}" for c in cands)
+        summary = f"Prune {len(cands)} item(s), {size(total)}, from this run. Archived items are read back and hash-matched first."
+        return ActionRequest(spec, run_id, (Choice(None, "", summary, (("removes", items),)),))
+    if name == "rewind":
+        phases = [p["name"] for p in view.phases if p["state"] in ("done", "degraded")]
+        choices = tuple(_choice(engine.preview(run_id, name, phase=p), p, p) for p in phases)
+        return ActionRequest(spec, run_id, choices, choose="phase", default=max(len(choices) - 1, 0))
+    if name in ("confirm_effect", "retry_effect"):
+        keys = [e["key"] for e in view.effects if e["state"] == "in_doubt"]
+        if len(keys) > 1:
+            choices = tuple(_choice(engine.preview(run_id, name, effect=k), k, k) for k in keys)
+            return ActionRequest(spec, run_id, choices, choose="effect")
+        only = keys[0] if keys else None
+        return ActionRequest(spec, run_id, (_choice(engine.preview(run_id, name, effect=only), only, only or ""),))
+    pv = engine.preview(run_id, name)
+    return ActionRequest(spec, run_id, (_choice(pv, None, ""),), type_run_id=name == "reset")
+
+
+def _choice(pv: Preview, value: str | None, label: str) -> Choice:
+    return Choice(value, label, pv.summary, _sections(pv))
+
+
+def apply(engine: Engine, result: ActionResult) -> str:
+    """Record the operator's decision; returns one line saying what landed."""
+    name = result.spec.name
+    if name == "prune":
+        done = engine.prune(apply=True, run_id=result.run_id, reason=result.reason)
+        return f"pruned {len(done)} item(s), {size(sum(c.bytes for c in done))}, from {result.run_id}"
+    d = engine.decide(
+        result.run_id, name, reason=result.reason,
+        phase=result.choice if name == "rewind" else None,
+        effect=result.choice if name in ("confirm_effect", "retry_effect") else None,
+    )
+    when = "applied" if d["state"] == "applied" else "recorded; it applies at the next run"
+    return f"{d['action']} on {result.run_id} by {d['operator']} {when} (decision {d['id']})"

@@ -1,0 +1,32 @@
+"""The header line of the runs screen: runs by status, filter and sort."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from .._format import RUN_MARKS
+
+ORDER = ("blocked", "interrupted", "failed", "running", "reset", "completed")
+
+
+class CountsBar(Static):
+    """Counts by status, each with its word and mark (never colour alone)."""
+
+    def show(self, counts: dict[str, int], *, filter_label: str, sort_label: str, text: str, shown: str) -> None:
+        total = sum(counts.values())
+        line = Text(f"{total} runs ", style="bold")
+        for status in ORDER:
+            n = counts.get(status, 0)
+            if not n:
+                continue
+            mark, style = RUN_MARKS[status]
+            line.append(" ")
+            line.append(f"{mark} {n} {status}", style=style)
+        second = Text(f"show: {filter_label}  sort: {sort_label}  ")
+        if text:
+            second.append("filter: ")
+            second.append(text, style="bold")  # literal: appended as text, never parsed
+            second.append("  ")
+        second.append(shown, style="dim")
+        self.update(Text("\n").join([line, second]))

@@ -1,0 +1,138 @@
+"""The runs list: one page of runs at a time, paged as the cursor moves."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import DataTable
+
+from engine import RunSummary
+
+from .._format import age, plain, run_status
+
+#: (key, label, width or None for "what is left", store order when sorted by it)
+COLUMNS: tuple[tuple[str, str, int | None, str], ...] = (
+    ("run_id", "run id", 18, "run_id"),
+    ("workflow", "workflow", 12, "workflow"),
+    ("status", "status", 14, "status"),
+    ("frontier", "frontier", 14, "frontier"),
+    ("age", "ckpt", 5, "-last_checkpoint_at"),
+    ("reason", "needs attention because", None, "attention"),
+)
+
+
+def column_widths(total: int) -> dict[str, int]:
+    """Fit the table to the terminal: fixed columns, the reason takes the rest."""
+    widths = {k: w for k, _l, w, _o in COLUMNS if w is not None}
+    if total < 100:
+        widths.update(run_id=15, workflow=8, frontier=12, age=4)
+    padding = 2 * len(COLUMNS)
+    used = sum(widths.values()) + padding + 1  # the vertical scrollbar
+    widths["reason"] = max(10, total - used)
+    return widths
+
+
+def frontier(r: RunSummary) -> str:
+    if r.frontier_index >= r.phase_count:
+        return f"{r.phase_count}/{r.phase_count} done"
+    steps = f" +{r.steps_done}" if r.steps_done else ""
+    return f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}{steps}"
+
+
+class RunsTable(DataTable[Text]):
+    """A DataTable holding one page of runs. Moving past either end of the
+    page asks for the next or previous one, so memory stays bounded however
+    many runs the store holds."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor_down", "Down", show=False, id="runs.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="runs.up"),
+        Binding("g", "first", "First", show=False, id="runs.first"),
+        Binding("G", "last", "Last", show=False, id="runs.last"),
+    ]
+
+    @dataclass
+    class PageRequested(Message):
+        """The cursor went past the edge of the page."""
+
+        table: RunsTable
+        where: str
+        """"next", "previous", "first" or "last"."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
+        self.has_next = False
+        """More runs after this page."""
+        self.has_previous = False
+
+    def set_columns(self, width: int) -> None:
+        widths = column_widths(width)
+        self.clear(columns=True)
+        for key, label, _w, _order in COLUMNS:
+            self.add_column(label, width=widths[key], key=key)
+
+    def show(self, rows: Sequence[RunSummary], now: float) -> None:
+        self.clear()
+        for r in rows:
+            self.add_row(
+                plain(r.run_id),
+                plain(r.workflow),
+                run_status(r.status.value),
+                plain(frontier(r)),
+                Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
+                plain(r.reason or "-"),
+                key=r.run_id,
+            )
+
+    def run_id_at(self, row: int) -> str | None:
+        if 0 <= row < self.row_count:
+            key = self.coordinate_to_cell_key((row, 0)).row_key
+            return str(key.value)
+        return None
+
+    def index_of(self, run_id: str) -> int | None:
+        try:
+            return self.get_row_index(run_id)
+        except Exception:  # noqa: BLE001 - RowDoesNotExist: the run left this page
+            return None
+
+    def _edge(self, where: str, inner: Callable[[], None], at_edge: bool, more: bool) -> None:
+        if at_edge and more:
+            self.post_message(self.PageRequested(self, where))
+        else:
+            inner()
+
+    def action_cursor_down(self) -> None:
+        self._edge("next", super().action_cursor_down, self.cursor_row >= self.row_count - 1, self.has_next)
+
+    def action_cursor_up(self) -> None:
+        self._edge("previous", super().action_cursor_up, self.cursor_row <= 0, self.has_previous)
+
+    def action_page_down(self) -> None:
+        self._edge("next", super().action_page_down, self.cursor_row >= self.row_count - 1, self.has_next)
+
+    def action_page_up(self) -> None:
+        self._edge("previous", super().action_page_up, self.cursor_row <= 0, self.has_previous)
+
+    def action_first(self) -> None:
+        if self.has_previous:
+            self.post_message(self.PageRequested(self, "first"))
+        else:
+            self.move_cursor(row=0)
+
+    def action_last(self) -> None:
+        if self.has_next:
+            self.post_message(self.PageRequested(self, "last"))
+        else:
+            self.move_cursor(row=max(self.row_count - 1, 0))
+
+    def action_scroll_top(self) -> None:
+        self.action_first()
+
+    def action_scroll_bottom(self) -> None:
+        self.action_last()
