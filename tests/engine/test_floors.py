@@ -5,11 +5,11 @@ non-floor need is gone, and the run stops `below_floor` when neither holds."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import pytest
 
-FLOORS = f"{Path(__file__).parent / 'workflows' / 'floors.py'}:wf"
+from engine_harness import HERE_WORKFLOWS
+
+FLOORS = f"{HERE_WORKFLOWS / 'floors.py'}:wf"
 
 
 def lose(h, run_id: str, phase: str, how: str = "null") -> None:

@@ -1,0 +1,258 @@
+"""The harness for the engine's tests: the real command line in a real child
+process, killed with SIGKILL where a test says, and the store read back the
+way an operator (`phasegate status --json`) or a forensic tool (sqlite3)
+would read it.
+
+Most runs fork this interpreter and call `engine.cli.main` in the child
+instead of starting `python -m engine`: the child is a separate process that
+parses the same argv, opens the store itself, exits with the same code and
+dies as hard under SIGKILL, but skips ~0.5 s of imports, which keeps the suite
+inside its CI budget. A few tests (`real=True`) go through `python -m engine`
+to hold the actual entry point to the same contract.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / "tests" / "workflows"
+HERE_WORKFLOWS = Path(__file__).resolve().parent / "workflows"
+BILLING_FILE = WORKFLOWS / "billing.py"
+
+try:  # warm the parser (and any console commands it adds) once, so forks inherit it
+    from engine import cli as _cli
+
+    _cli.build_parser()
+except Exception:  # noqa: BLE001 - a broken optional command must not hide the engine's tests
+    pass
+
+
+@dataclass
+class Proc:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def killed(self) -> bool:
+        return self.returncode == -signal.SIGKILL
+
+
+class Child:
+    """A forked CLI process still running (for lease tests)."""
+
+    def __init__(self, pid: int, out: Any, err: Any) -> None:
+        self.pid, self._out, self._err = pid, out, err
+        self.result: Proc | None = None
+
+    def alive(self) -> bool:
+        if self.result is not None:
+            return False
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            return True
+        self._finish(status)
+        return False
+
+    def _finish(self, status: int) -> Proc:
+        self._out.seek(0)
+        self._err.seek(0)
+        self.result = Proc(os.waitstatus_to_exitcode(status), self._out.read().decode(), self._err.read().decode())
+        self._out.close()
+        self._err.close()
+        return self.result
+
+    def wait(self, timeout: float = 60) -> Proc:
+        if self.result is not None:
+            return self.result
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                return self._finish(status)
+            time.sleep(0.01)
+        os.kill(self.pid, signal.SIGKILL)
+        _, status = os.waitpid(self.pid, 0)
+        raise AssertionError(f"child {self.pid} did not finish in {timeout}s: {self._finish(status)}")
+
+    def kill(self) -> Proc:
+        os.kill(self.pid, signal.SIGKILL)
+        _, status = os.waitpid(self.pid, 0)
+        return self._finish(status)
+
+
+def _child_main(args: list[str], env: dict[str, str], out: Any, err: Any) -> None:
+    code = 70
+    try:
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
+        os.environ.update(env)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        from engine.cli import main
+
+        code = main(args)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - a traceback must show up in the test's failure
+        traceback.print_exc()
+        code = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def spawn(args: list[str], env: dict[str, str] | None = None) -> Child:
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        _child_main(args, env or {}, out, err)
+    return Child(pid, out, err)
+
+
+def real_cli(args: list[str], env: dict[str, str] | None = None) -> Proc:
+    full = {**os.environ, **(env or {})}
+    full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
+    p = subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, env=full,
+                       timeout=120, cwd=ROOT)
+    return Proc(p.returncode, p.stdout, p.stderr)
+
+
+class Harness:
+    """One test's world: a store, a gateway ledger, a phase trace and a tax
+    table file, all under the test's own tmp folder."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.db = tmp / "runs.db"
+        self.ledger = tmp / "gateway.jsonl"
+        self.trace_file = tmp / "trace.txt"
+        self.tax = tmp / "tax.txt"
+        self.tax.write_text("vat-2026-v1")
+        self.env = {
+            "PHASEGATE_TEST_TRACE": str(self.trace_file),
+            "PHASEGATE_TEST_TAX": str(self.tax),
+            "PHASEGATE_TEST_KILL_AT": "",
+            "PHASEGATE_TEST_SLOW": "0",
+            "PHASEGATE_OPERATOR": "tester",
+            "PHASEGATE_DB": "",
+        }
+
+    # -- the command line ---------------------------------------------------
+
+    def cli(self, *args: str, env: dict[str, str] | None = None, real: bool = False, db: bool = True) -> Proc:
+        argv = [*args, "--db", str(self.db)] if db else list(args)
+        full = {**self.env, **(env or {})}
+        if real:
+            return real_cli(argv, full)
+        return spawn(argv, full).wait()
+
+    def inputs(self, **extra: Any) -> str:
+        return json.dumps({"ledger": str(self.ledger), **extra})
+
+    def run(self, run_id: str = "r1", *, target: str | None = None, kill: str = "", real: bool = False,
+            env: dict[str, str] | None = None, **inputs: Any) -> Proc:
+        target = target or f"{BILLING_FILE}:wf"
+        return self.cli("run", target, "--run-id", run_id, "--input", self.inputs(**inputs),
+                        env={"PHASEGATE_TEST_KILL_AT": kill, **(env or {})}, real=real)
+
+    def resume(self, run_id: str = "r1", *, kill: str = "", real: bool = False, env: dict[str, str] | None = None) -> Proc:
+        return self.cli("resume", run_id, env={"PHASEGATE_TEST_KILL_AT": kill, **(env or {})}, real=real)
+
+    def decide(self, run_id: str, action: str, *extra: str, reason: str = "checked by a test") -> Proc:
+        return self.cli("decide", run_id, action, "--reason", reason, *extra)
+
+    def status(self, run_id: str = "r1") -> dict[str, Any]:
+        p = self.cli("status", run_id, "--json")
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    # -- what the outside world saw -------------------------------------------
+
+    def trace(self) -> list[str]:
+        return self.trace_file.read_text().splitlines() if self.trace_file.exists() else []
+
+    def clear_trace(self) -> None:
+        self.trace_file.unlink(missing_ok=True)
+
+    def charges(self) -> list[dict[str, Any]]:
+        if not self.ledger.exists():
+            return []
+        return [json.loads(line) for line in self.ledger.read_text().splitlines()]
+
+    def charge_keys(self) -> list[str]:
+        return [c["key"] for c in self.charges()]
+
+    # -- the store, as a forensic tool sees it ----------------------------------
+
+    def sql(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        con = sqlite3.connect(self.db)
+        try:
+            rows = con.execute(statement, params).fetchall()
+            con.commit()
+            return rows
+        finally:
+            con.close()
+
+    def dump(self) -> str:
+        con = sqlite3.connect(self.db)
+        try:
+            return "\n".join(con.iterdump())
+        finally:
+            con.close()
+
+    def checkpoint(self, run_id: str, phase: str) -> dict[str, Any]:
+        con = sqlite3.connect(self.db)
+        con.row_factory = sqlite3.Row
+        try:
+            row = con.execute(
+                "SELECT * FROM phasegate_checkpoints WHERE run_id=? AND phase=? AND status='live' AND kind='phase'"
+                " ORDER BY epoch DESC, seq DESC LIMIT 1",
+                (run_id, phase),
+            ).fetchone()
+        finally:
+            con.close()
+        assert row is not None, f"no live checkpoint of {phase} in {run_id}"
+        return dict(row)
+
+    def report_hash(self, run_id: str = "r1") -> str:
+        outs = {o["phase"]: o for o in self.status(run_id)["outputs"]}
+        return str(outs["report"]["hash"])
+
+    def copy_workflow(self, name: str = "billing_copy.py", source: Path = BILLING_FILE) -> Path:
+        dst = self.tmp / name
+        shutil.copy(source, dst)
+        return dst
+
+
+def one_line_error(p: Proc, code: int = 2) -> str:
+    """The error contract of the command line: one line on stderr, no traceback."""
+    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, p.stderr
+    assert "Traceback" not in p.stderr and "Traceback" not in p.stdout
+    assert lines[0].startswith("phasegate: "), lines[0]
+    return lines[0]
+
+
+Harness.one_line_error = staticmethod(one_line_error)  # type: ignore[attr-defined]

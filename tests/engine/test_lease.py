@@ -1,0 +1,94 @@
+"""One process at a time: a second process is told who holds the run; a dead
+holder's run is `interrupted` and can be resumed at once."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from engine_harness import BILLING_FILE, spawn
+
+HOST = socket.gethostname()
+
+
+def _wait_for(pred, timeout=30.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.02)
+    raise AssertionError("condition not reached")
+
+
+def _start_slow(h, run_id="r1"):
+    """A holder that sits inside its first charge (intent committed) until killed."""
+    child = spawn(
+        ["run", f"{BILLING_FILE}:wf", "--run-id", run_id, "--input", h.inputs(idempotent=True), "--db", str(h.db)],
+        {**h.env, "PHASEGATE_TEST_SLOW": "60"},
+    )
+    _wait_for(lambda: h.db.exists() and "start:charge" in h.trace() and h.sql(
+        "SELECT count(*) FROM phasegate_effects WHERE run_id=?", (run_id,)) == [(1,)])
+    assert child.alive()
+    return child
+
+
+def test_second_process_is_refused_naming_the_holder_then_dead_holder_is_resumed(h):
+    child = _start_slow(h)
+    try:
+        st = h.status("r1")
+        assert st["status"] == "running"
+        assert st["lease"]["holder"] == f"{HOST}:{child.pid}" and st["lease"]["alive"] is True
+        before = h.sql("SELECT output_state FROM phasegate_checkpoints WHERE run_id='r1'")
+
+        p = h.resume("r1")
+        line = h.one_line_error(p, 4)
+        assert f"held by {HOST}:{child.pid}" in line
+        p = h.run("r1", idempotent=True)
+        assert p.returncode == 4 and f"{HOST}:{child.pid}" in p.stderr
+
+        # No decision and no pruning under a live run.
+        p = h.decide("r1", "reset", reason="while it runs")
+        assert "is running" in h.one_line_error(p, 2)
+        p = h.cli("prune", "--apply")
+        assert p.returncode == 0 and "0 pruned" in p.stdout
+        assert h.sql("SELECT output_state FROM phasegate_checkpoints WHERE run_id='r1'") == before
+        assert child.alive()
+    finally:
+        dead = child.kill()
+    assert dead.killed
+
+    # Same host, dead pid: interrupted at once, without waiting for the lease to lapse.
+    st = h.status("r1")
+    assert st["status"] == "interrupted"
+    assert st["lease"]["alive"] is False
+    h.clear_trace()
+    p = h.resume("r1")
+    assert p.returncode == 0, p
+    assert h.trace() == ["start:charge", "start:report"]
+    keys = h.charge_keys()
+    assert len(keys) == 3 and len(set(keys)) == 3
+    assert h.status("r1")["lease"] is None
+
+
+def test_a_holder_on_another_host_counts_until_its_lease_expires(h):
+    assert h.run("r1", kill="start:report").killed
+    future = time.time() + 600
+    h.sql("UPDATE phasegate_runs SET lease_owner='elsewhere:4242:abcd', lease_host='elsewhere', lease_pid=4242,"
+          " lease_expires_at=? WHERE run_id='r1'", (future,))
+    assert h.status("r1")["status"] == "running"
+    p = h.resume("r1")
+    assert "held by elsewhere:4242" in h.one_line_error(p, 4)
+
+    h.sql("UPDATE phasegate_runs SET lease_expires_at=? WHERE run_id='r1'", (time.time() - 1,))
+    assert h.status("r1")["status"] == "interrupted"
+    assert h.resume("r1").returncode == 0
+
+
+def test_status_list_counts_a_dead_holder_as_interrupted(h):
+    assert h.run("r1", kill="start:price").killed
+    assert h.run("r2").returncode == 0
+    p = h.cli("status")
+    lines = {ln.split()[0]: ln for ln in p.stdout.splitlines()}
+    assert "interrupted" in lines["r1"] and "completed" in lines["r2"]
+    runs = {r["run_id"]: r["status"] for r in __import__("json").loads(h.cli("status", "--json").stdout)}
+    assert runs == {"r1": "interrupted", "r2": "completed"}
