@@ -135,13 +135,23 @@ class Runner:
                 )
             if holder_alive(row, now):
                 raise RunHeld(self.run_id, holder_name(row), (row.lease_expires_at or now) - now)
-            values = {**lease, "status": RunStatus.RUNNING.value, "updated_at": now, "phase_count": len(self.wf.phases)}
+            # The shape (with each phase's code) this process runs with: the
+            # next start compares against it to see which code changed.
+            values = {**lease, "status": RunStatus.RUNNING.value, "updated_at": now,
+                      "phase_count": len(self.wf.phases), "shape_json": _json.dumps(self.wf.describe())}
             if self.target and not row.target:
                 values["target"] = self.target
             self.store.update_run(conn, self.run_id, values)
             return row
 
     def _drive(self, row: Any) -> Outcome:
+        if _json.sha256(row.inputs_json) != row.inputs_hash:
+            # Damaged inputs must not be parsed, let alone run with.
+            return self._block([BlockReason(
+                BlockKind.INTEGRITY, "the run's stored inputs do not match the hash they were saved with",
+                {"failure": {"seq": -1, "phase": None, "what": "inputs", "expected": row.inputs_hash,
+                             "actual": _json.sha256(row.inputs_json), "message": "stored inputs damaged"}},
+            )])
         self.inputs = _json.loads(row.inputs_json)
         self.inputs_json = row.inputs_json
         self.inputs_hash = row.inputs_hash
@@ -213,6 +223,7 @@ class Runner:
 
         # 4. effects whose outcome nobody knows.
         open_phases = {p.name for p in to_run}
+        blocks.extend(self._damaged_records(open_phases))
         for eff in list(self.effects.values()):
             if eff.state != "intent" or eff.idempotent or eff.atomic or eff.retry_ok or eff.phase not in open_phases:
                 continue
@@ -248,6 +259,12 @@ class Runner:
         for d in pending:
             self._settle(d, "applied" if d in used else "void")
 
+        # Durable steps saved by older code of an open phase are not trusted
+        # to mean what the new code would compute: they are recomputed.
+        recode = [p.name for p in to_run if last_codes.get(p.name) not in (None, p.code_hash)]
+        if recode:
+            with self.store.write() as conn:
+                self.store.discard_steps(conn, self.run_id, recode)
         for p in to_run:
             for n in p.needs:
                 if n in state.done:
@@ -357,6 +374,20 @@ class Runner:
         self.output_hashes[p.name] = out_hash
 
     # -- durable steps and effects (called by PhaseContext) -----------------
+
+    def _damaged_records(self, open_phases: set[str]) -> list[BlockReason]:
+        """Saved step and effect results an open phase will read back, checked
+        before any phase starts (not half-way through one)."""
+        with self.store.read() as conn:
+            saved = [(f"durable step {s.step_key!r} of {s.phase}", s.result_json, s.result_hash)
+                     for s in self.store.steps_for(conn, self.run_id) if s.phase in open_phases]
+        saved += [(f"effect {e.name!r} of {e.phase}", e.result_json, e.result_hash)
+                  for e in self.effects.values() if e.state == "done" and e.phase in open_phases]
+        return [
+            BlockReason(BlockKind.INTEGRITY, f"saved result of {what} does not match its hash", {"what": "record"})
+            for what, text, digest in saved
+            if text is None or _json.sha256(text) != digest
+        ]
 
     def load_saved(self, text: str | None, digest: str | None, what: str) -> Any:
         if text is None or _json.sha256(text) != digest:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import textwrap
+import types
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -24,17 +25,53 @@ F = TypeVar("F", bound=Callable[..., Any])
 AGE_PROBE = "age"
 
 
-def _code_hash(fn: Callable[..., Any]) -> str:
-    """A fingerprint of a function's code: its source where it can be read,
-    else its bytecode and constants. Comments and blank-line changes in source
-    count as changes; an operator would rather see a false alarm than miss one."""
+def _source_bytes(obj: Any) -> bytes:
     try:
-        src = textwrap.dedent(inspect.getsource(fn))
-        data = src.encode("utf-8")
+        return textwrap.dedent(inspect.getsource(obj)).encode("utf-8")
     except (OSError, TypeError):
-        code = getattr(fn, "__code__", None)
-        data = repr((code.co_code, code.co_consts)).encode() if code else repr(fn).encode()
-    return hashlib.sha256(data).hexdigest()[:16]
+        code = getattr(obj, "__code__", None)
+        return repr((code.co_code, code.co_consts)).encode() if code else repr(obj).encode()
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """Global names a code object (and the functions nested in it) refers to."""
+    out = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _names(const)
+    return out
+
+
+def _code_hash(fn: Callable[..., Any]) -> str:
+    """A fingerprint of a phase's code: its source, and the source of every
+    function or class of the same module it reaches through global names
+    (helpers such as the step functions it calls), recursively. A fix in a
+    helper is a code change of the phase. Comments count too: an operator
+    would rather see a false alarm than miss a change."""
+    module = getattr(fn, "__module__", None)
+    seen: dict[str, bytes] = {}
+    todo: list[Any] = [fn]
+    while todo:
+        obj = todo.pop()
+        key = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', repr(obj))}"
+        if key in seen:
+            continue
+        seen[key] = _source_bytes(obj)
+        code = getattr(obj, "__code__", None)
+        glb = getattr(obj, "__globals__", None)
+        if code is None or glb is None:
+            continue
+        for name in sorted(_names(code)):
+            ref = glb.get(name)
+            if (inspect.isfunction(ref) or inspect.isclass(ref)) and getattr(ref, "__module__", None) == module:
+                if inspect.isclass(ref):
+                    seen.setdefault(f"{module}.{ref.__qualname__}", _source_bytes(ref))
+                else:
+                    todo.append(ref)
+    h = hashlib.sha256()
+    for key in sorted(seen):
+        h.update(key.encode() + b"\0" + seen[key] + b"\0")
+    return h.hexdigest()[:16]
 
 
 def _return_annotation(fn: Callable[..., Any]) -> Any:
