@@ -96,7 +96,10 @@ def candidates(
                            f"no future value: {why}", "no_future_value", "superseded_output", (int(r.id),))
         )
 
-    done_steps = [s for s in steps if s.phase in state.done]
+    # A done phase whose stored output is lost still has its durable steps as
+    # the only record of what they produced: those are evidence, not garbage.
+    lost = {n for n, d in state.done.items() if d.entry.row.output_state == "present" and not d.entry.output_ok}
+    done_steps = [s for s in steps if s.phase in state.done and s.phase not in lost]
     if done_steps:
         by_phase: dict[str, list[Any]] = {}
         for s in done_steps:
