@@ -14,7 +14,7 @@ from . import _json, chain
 from . import decisions as _decisions
 from . import prune as _prune
 from ._states import ANSWERS, Action, BlockKind, RunStatus
-from .errors import AlreadyDecided, DecisionError, RunNotFound, UsageError
+from .errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, UsageError
 from .lease import holder_alive, holder_name
 from .outcome import Outcome
 from .runner import _MISSING, Runner, validate_run_id
@@ -347,7 +347,16 @@ class Engine:
         who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
         done: list[_prune.PruneCandidate] = []
         for rid in dict.fromkeys(c.run_id for c in listed):
-            done.extend(self._prune_run(rid, who, reason))
+            try:
+                done.extend(self._prune_run(rid, who, reason))
+            except OSError as exc:
+                # The run's transaction was rolled back: an archive we could not
+                # write (or read back) is no confirmation, so nothing was removed.
+                raise PhasegateError(
+                    f"cannot write the archive for run {rid!r} under {self.archive_dir}: {exc.strerror or exc}; "
+                    "nothing of that run was pruned",
+                    title="archive not written",
+                ) from None
         return done
 
     def _prune_run(self, run_id: str, who: str, reason: str) -> list[_prune.PruneCandidate]:
