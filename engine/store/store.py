@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from ..errors import StoreError
-from . import _postgres, _sqlite
+from . import _postgres, _rowcheck, _sqlite
 from .schema import (
     SCHEMA_VERSION,
     checkpoints,
@@ -199,7 +199,7 @@ class Store:
         q = select(runs).where(runs.c.run_id == run_id)
         if lock and self.dialect.row_locks:
             q = q.with_for_update(skip_locked=skip_locked)
-        return conn.execute(q).first()
+        return _rowcheck.check(conn.execute(q).first())
 
     def insert_run(self, conn: Connection, values: dict[str, Any]) -> None:
         conn.execute(insert(runs).values(**values))
@@ -240,7 +240,7 @@ class Store:
             q = q.order_by(col.desc() if desc else col.asc(), runs.c.run_id.desc() if desc else runs.c.run_id)
         if limit is not None:
             q = q.limit(limit).offset(offset)
-        return list(conn.execute(q))
+        return [_rowcheck.check(r) for r in conn.execute(q)]
 
     def count_matching(self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
         """How many rows `list_runs` would return with the same filters (for paging)."""

@@ -1,0 +1,76 @@
+"""Checking a run's row before anything reads it.
+
+The checkpoints are hash-chained; the run's own row (status, lease, shape,
+the operator's summary) is not, because it changes on every beat. Damage
+there must still end in one clear error, not a traceback deep in a view, so
+every run row is checked here as it leaves the store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .._states import RunStatus
+from ..errors import StoreError
+
+_JSON = {"inputs_json": False, "shape_json": False, "blocked_json": False, "env_json": False,
+         "notes_json": False, "error_json": True}
+_INTS = {"epoch": False, "head_seq": False, "frontier_index": False, "phase_count": False, "steps_done": False,
+         "lease_pid": True}
+_TIMES = {"created_at": False, "updated_at": False, "last_checkpoint_at": True, "lease_expires_at": True,
+          "heartbeat_at": True}
+_TEXT = {"run_id": False, "workflow": False, "inputs_hash": False, "head_hash": False, "attention": False,
+         "target": True, "frontier_phase": True, "lease_owner": True, "lease_host": True}
+_STATUSES = frozenset(s.value for s in RunStatus)
+#: A UNIX time past this (year 5138) is damage, not a date.
+_MAX_TIME = 1e11
+
+
+def problem(row: Any) -> str | None:
+    """What is wrong with a run row, or None when it can be read safely."""
+    m = row._mapping
+    for col, nullable in _TEXT.items():
+        v = m.get(col)
+        if not (isinstance(v, str) or (nullable and v is None)):
+            return f"{col} is {type(v).__name__}, not text"
+    if m.get("status") not in _STATUSES:
+        return f"status {str(m.get('status'))[:40]!r} is not a run status"
+    for col, nullable in _INTS.items():
+        v = m.get(col)
+        if not ((isinstance(v, int) and not isinstance(v, bool)) or (nullable and v is None)):
+            return f"{col} {str(v)[:40]!r} is not a whole number"
+    for col, nullable in _TIMES.items():
+        v = m.get(col)
+        if v is None and nullable:
+            continue
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not 0 <= v < _MAX_TIME:
+            return f"{col} {str(v)[:40]!r} is not a time"
+    for col, nullable in _JSON.items():
+        v = m.get(col)
+        if v is None and nullable:
+            continue
+        try:
+            value = json.loads(v)
+        except (TypeError, ValueError):
+            return f"{col} is not readable JSON"
+        if col in ("shape_json", "blocked_json", "env_json", "notes_json") and not isinstance(value, list):
+            return f"{col} is not a list"
+        if col == "shape_json" and not all(isinstance(p, dict) and isinstance(p.get("name"), str) for p in value):
+            return "shape_json does not describe phases"
+        if col == "blocked_json" and not all(isinstance(b, dict) and isinstance(b.get("kind"), str) for b in value):
+            return "blocked_json does not describe block reasons"
+    return None
+
+
+def check(row: Any) -> Any:
+    """The row itself, or a StoreError naming the run and the damage."""
+    if row is None:
+        return row
+    why = problem(row)
+    if why is not None:
+        rid = row._mapping.get("run_id")
+        raise StoreError(f"run {str(rid)[:80]!r}: its stored record is damaged ({why}); nothing was changed",
+                         title="damaged record")
+    return row

@@ -1,0 +1,261 @@
+"""Crash torture: run the torture workflow in child processes, SIGKILL them
+at random instants and at kill points, resume each time, answer in-doubt
+effects the way an operator would, and check what must hold afterwards."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sqlite3
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import proc
+
+WORKFLOWS = proc.ROOT / "tests" / "workflows"
+TARGET = f"{WORKFLOWS / 'torture.py'}:wf"
+
+
+def _wfmod() -> Any:
+    from engine.loader import load
+
+    load(TARGET)  # warms the loader's module cache, so forked children start at once
+    import sys
+
+    return next(m for n, m in sys.modules.items() if n.startswith("phasegate_target_") and getattr(m, "wf", None)
+                is not None and m.wf.name == "test-torture")
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    seed: int
+    kills: int = 0
+    point_kills: int = 0
+    attempts: int = 0
+    decisions: Counter[str] = field(default_factory=Counter)
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+class Torture:
+    """One torture session: a folder, a database, a reference result."""
+
+    def __init__(self, workdir: Path, *, items: int = 4, pace: float = 0.002, mode: str = "fork",
+                 point_share: float = 0.3, log: Any = print) -> None:
+        self.dir = workdir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.db = self.dir / "torture.db"
+        self.items = items
+        self.pace = pace
+        self.mode = mode
+        self.point_share = point_share
+        self.log = log
+        self.mod = _wfmod()
+        self.reference, self.duration = self._reference()
+
+    # -- helpers --------------------------------------------------------------
+
+    def cli(self, *args: str) -> proc.Result:
+        if self.mode == "exec":
+            return proc.run(args, mode="exec")
+        return proc.inproc(args)
+
+    def inputs(self, run_id: str) -> dict[str, Any]:
+        return {"items": self.items, "pace": self.pace, "ledger": str(self.dir / f"{run_id}.ledger"),
+                "mailbox": str(self.dir / f"{run_id}.mailbox")}
+
+    def status(self, run_id: str) -> dict[str, Any]:
+        r = self.cli("status", run_id, "--json", "--db", str(self.db))
+        if r.rc != 0:
+            raise AssertionError(f"status {run_id} exited {r.rc}: {r.stderr.strip()}")
+        return json.loads(r.stdout)
+
+    def _reference(self) -> tuple[dict[str, str], float]:
+        """Output hashes of an uninterrupted run, and how long one takes."""
+        rid = "reference"
+        t0 = time.monotonic()
+        r = proc.run(["run", TARGET, "--run-id", rid, "--input", json.dumps(self.inputs(rid)), "--db", str(self.db)],
+                     mode=self.mode)
+        took = time.monotonic() - t0
+        if r.rc != 0:
+            raise AssertionError(f"the uninterrupted reference run failed ({r.rc}): {r.stdout}{r.stderr}")
+        return _hashes(self.status(rid)), took
+
+    # -- one tortured run ---------------------------------------------------------
+
+    def torture_run(self, run_id: str, seed: int, kills: int) -> RunReport:
+        rng = random.Random(seed)
+        rep = RunReport(run_id, seed)
+        trace = self.dir / f"{run_id}.trace"
+        env = {"PHASEGATE_TEST_TRACE": str(trace)}
+        first = ["run", TARGET, "--run-id", run_id, "--input", json.dumps(self.inputs(run_id)), "--db", str(self.db)]
+        resume = ["resume", run_id, "--db", str(self.db)]
+        points = self.mod.kill_points(self.items)
+        reported: list[tuple[frozenset[str], int]] = []  # (phases status said were done, trace length after)
+        started = False
+        limit = kills * 6 + 40
+        while rep.attempts < limit:
+            rep.attempts += 1
+            args = resume if started else first
+            want_kill = rep.kills < kills
+            kill_env = dict(env)
+            point = None
+            if want_kill and rng.random() < self.point_share:
+                point = rng.choice(points)
+                kill_env["PHASEGATE_TEST_KILL_AT"] = point
+            child = proc.start(args, env=kill_env, mode=self.mode)
+            if want_kill and point is None:
+                delay = rng.uniform(0, self.duration * 1.1)
+                if rng.random() < 0.4:
+                    # read status while the child checkpoints, then kill it
+                    time.sleep(delay / 2)
+                    started = self._observe(run_id, trace, reported, rep) or started
+                    time.sleep(delay / 2)
+                else:
+                    time.sleep(delay)
+                child.kill()
+            try:
+                res = child.wait(120)
+            except TimeoutError as exc:
+                rep.violations.append(str(exc))
+                break
+            if res.killed:
+                rep.kills += 1
+                rep.point_kills += point is not None
+                started = self._observe(run_id, trace, reported, rep) or started
+                continue
+            if res.traceback:
+                rep.violations.append(f"attempt {rep.attempts}: traceback:\n{res.stderr[-2000:]}")
+                break
+            started = True
+            if res.rc == 0:
+                break
+            if res.rc == 3 and self._answer(run_id, rep):
+                continue
+            rep.violations.append(f"attempt {rep.attempts}: exit {res.rc}: {res.stdout.strip()} {res.stderr.strip()}")
+            break
+        else:
+            rep.violations.append(f"no completion after {limit} attempts")
+        self._check(run_id, trace, reported, rep)
+        return rep
+
+    def _observe(self, run_id: str, trace: Path, reported: list[tuple[frozenset[str], int]], rep: RunReport) -> bool:
+        """Read status as an operator would; False when the run does not exist yet."""
+        try:
+            st = self.status(run_id)
+        except AssertionError as exc:
+            if "no such run" in str(exc):
+                return False  # killed before its first write
+            rep.violations.append(str(exc))
+            return True
+        done = frozenset(p["name"] for p in st["phases"] if p["state"] in ("done", "degraded"))
+        reported.append((done, len(_trace(trace))))
+        return True
+
+    def _answer(self, run_id: str, rep: RunReport) -> bool:
+        """Answer every in-doubt effect from the gateway's own ledger. False
+        when the run is blocked for any other reason (that is a finding)."""
+        st = self.status(run_id)
+        blocked = st["blocked"]
+        if not blocked or any(b["kind"] != "in_doubt_effect" for b in blocked):
+            rep.violations.append(f"blocked for something other than an in-doubt effect: {blocked}")
+            return False
+        ledger = {r["key"]: r for r in self.mod.read_lines(self.inputs(run_id)["ledger"])}
+        for b in blocked:
+            key = b["effect"]
+            if key in ledger:
+                rec = ledger[key]
+                args = ["decide", run_id, "confirm_effect", "--effect", key, "--result",
+                        json.dumps({"charge_id": rec["charge_id"], "amount": rec["amount"]}),
+                        "--reason", "gateway ledger shows the charge", "--operator", "torture"]
+                action = "confirm_effect"
+            else:
+                args = ["decide", run_id, "retry_effect", "--effect", key,
+                        "--reason", "gateway ledger has no such charge", "--operator", "torture"]
+                action = "retry_effect"
+            r = self.cli(*args, "--db", str(self.db))
+            if r.rc != 0:
+                rep.violations.append(f"decide {action} {key} exited {r.rc}: {r.stderr.strip()}")
+                return False
+            rep.decisions[action] += 1
+        return True
+
+    def _check(self, run_id: str, trace: Path, reported: list[tuple[frozenset[str], int]], rep: RunReport) -> None:
+        st = self.status(run_id)
+        v = rep.violations
+        if st["status"] != "completed":
+            v.append(f"ended {st['status']}, not completed")
+        hashes = _hashes(st)
+        if hashes != self.reference:
+            v.append(f"phase outputs differ from an uninterrupted run's: {hashes} != {self.reference}")
+        ins = self.inputs(run_id)
+        charges = Counter(r["key"] for r in self.mod.read_lines(ins["ledger"]))
+        twice = {k: n for k, n in charges.items() if n > 1}
+        if twice:
+            v.append(f"non-idempotent charges reached the gateway more than once: {twice}")
+        if len(charges) != self.items:
+            v.append(f"{len(charges)} distinct charges at the gateway, expected {self.items}")
+        mails = Counter(r["key"] for r in self.mod.read_lines(ins["mailbox"]))
+        if len(mails) != self.items or any(n > 1 for n in mails.values()):
+            v.append(f"mailbox holds {dict(mails)}, expected each of {self.items} keys once")
+        with sqlite3.connect(self.db) as conn:
+            books = conn.execute("SELECT count(*), count(DISTINCT key) FROM torture_books WHERE key LIKE ?",
+                                 (f"{run_id}/%",)).fetchone()
+        if tuple(books) != (self.items, self.items):
+            v.append(f"atomic bookings {tuple(books)}, expected {self.items} once each")
+        lines = _trace(trace)
+        for done, pos in reported:
+            again = [ln for ln in lines[pos:] if ln.startswith("start:") and ln[6:] in done]
+            if again:
+                v.append(f"phases reported done were started again: {again} (done: {sorted(done)})")
+                break
+        r = self.cli("verify", "--db", str(self.db))
+        if r.rc != 0:
+            v.append(f"verify exited {r.rc}: {r.stdout.strip()[-500:]}")
+
+
+def _trace(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _hashes(status: dict[str, Any]) -> dict[str, str]:
+    return {o["phase"]: o["hash"] for o in status["outputs"]}
+
+
+def torture(kills: int, seed: int, workdir: Path, *, mode: str = "fork", kills_per_run: int = 6,
+            items: int = 4, log: Any = print, run_seed: int | None = None) -> list[RunReport]:
+    """Torture runs until `kills` kills have landed. Prints each run's seed."""
+    t = Torture(workdir, items=items, mode=mode, log=log)
+    log(f"torture: seed {seed}, {kills} kills, mode {mode}, reference run {t.duration * 1000:.0f} ms")
+    reports: list[RunReport] = []
+    total = 0
+    i = 0
+    while total < kills:
+        rs = run_seed if run_seed is not None else seed * 100_003 + i
+        rep = t.torture_run(f"t{seed}-{i}", rs, min(kills_per_run, kills - total))
+        reports.append(rep)
+        total += rep.kills
+        mark = "ok  " if rep.ok else "FAIL"
+        log(f"  {mark} run {rep.run_id} run-seed {rs}: {rep.kills} kills ({rep.point_kills} at kill points), "
+            f"{rep.attempts} attempts, decisions {dict(rep.decisions) or '-'}")
+        for line in rep.violations:
+            log(f"       {line}")
+        i += 1
+        if run_seed is not None:
+            break
+        if rep.kills == 0 and rep.ok and i > kills * 3:
+            log("  no kill landed in many runs; stopping")
+            break
+    return reports
+
+
+def cleanup(workdir: Path) -> None:
+    shutil.rmtree(workdir, ignore_errors=True)

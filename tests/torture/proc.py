@@ -1,0 +1,167 @@
+"""Running the real `phasegate` command line as a child process.
+
+Two ways, same code path: `fork` runs `engine.cli.main` in a forked child of
+this (already warmed-up) interpreter, which makes hundreds of kills cheap;
+`exec` spawns `python -m engine`, the way a deploy script runs it. Either way
+the child is a separate process that a SIGKILL ends for real.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+KILLED = -signal.SIGKILL
+
+
+@dataclass
+class Result:
+    """How a child ended: its exit code (KILLED when SIGKILL ended it)."""
+
+    rc: int
+    stdout: str
+    stderr: str
+    pid: int = 0
+
+    @property
+    def killed(self) -> bool:
+        return self.rc == KILLED
+
+    @property
+    def traceback(self) -> bool:
+        return "Traceback (most recent call last)" in self.stderr or "Traceback" in self.stdout
+
+
+class Child:
+    """A running `phasegate` child; `kill()` SIGKILLs it, `wait()` reaps it."""
+
+    def __init__(self, pid: int, out: Path, err: Path, popen: subprocess.Popen[bytes] | None = None) -> None:
+        self.pid = pid
+        self._out, self._err, self._popen = out, err, popen
+        self.rc: int | None = None
+
+    def poll(self) -> int | None:
+        if self.rc is not None:
+            return self.rc
+        if self._popen is not None:
+            self.rc = self._popen.poll()
+            return self.rc
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            return None
+        self.rc = os.waitstatus_to_exitcode(status)
+        return self.rc
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self, timeout: float = 120.0) -> Result:
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                self.kill()
+                self.wait(5)
+                raise TimeoutError(f"child {self.pid} ran longer than {timeout}s")
+            time.sleep(0.002)
+        out = self._out.read_text(errors="replace")
+        err = self._err.read_text(errors="replace")
+        for p in (self._out, self._err):
+            p.unlink(missing_ok=True)
+        assert self.rc is not None
+        return Result(self.rc, out, err, self.pid)
+
+
+def _outfiles() -> tuple[Path, Path]:
+    fd1, p1 = tempfile.mkstemp(prefix="pg-out-")
+    fd2, p2 = tempfile.mkstemp(prefix="pg-err-")
+    os.close(fd1)
+    os.close(fd2)
+    return Path(p1), Path(p2)
+
+
+def start(
+    args: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    mode: str = "fork",
+    before: Callable[[], None] | None = None,
+    preexec: Callable[[], None] | None = None,
+    wrapper: Sequence[str] = (),
+) -> Child:
+    """Start `phasegate ARGS` in a child. `before` runs in a forked child just
+    before the command (a test hook, e.g. to cap the database size)."""
+    out, err = _outfiles()
+    if mode == "exec":
+        full = {**os.environ, **(env or {})}
+        full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
+        with out.open("wb") as o, err.open("wb") as e:
+            popen = subprocess.Popen([*wrapper, sys.executable, "-m", "engine", *args], stdout=o, stderr=e,
+                                     env=full, cwd=ROOT, preexec_fn=preexec)
+        return Child(popen.pid, out, err, popen)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        rc = 1
+        try:
+            os.environ.update(env or {})
+            fo = os.open(out, os.O_WRONLY | os.O_TRUNC)
+            fe = os.open(err, os.O_WRONLY | os.O_TRUNC)
+            os.dup2(fo, 1)
+            os.dup2(fe, 2)
+            sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            if preexec is not None:
+                preexec()
+            if before is not None:
+                before()
+            from engine.cli import main
+
+            rc = main(list(args))
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:  # noqa: BLE001 - what the interpreter would print for an uncaught error
+            traceback.print_exc()
+            rc = 1
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(rc)
+    return Child(pid, out, err)
+
+
+def run(args: Sequence[str], *, env: dict[str, str] | None = None, mode: str = "fork", timeout: float = 120.0,
+        before: Callable[[], None] | None = None, preexec: Callable[[], None] | None = None,
+        wrapper: Sequence[str] = ()) -> Result:
+    return start(args, env=env, mode=mode, before=before, preexec=preexec, wrapper=wrapper).wait(timeout)
+
+
+def inproc(args: Sequence[str]) -> Result:
+    """`phasegate ARGS` in this process (for quick reads and decisions)."""
+    from engine.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(list(args))
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 1
+        except Exception:  # noqa: BLE001 - reported like the interpreter would
+            traceback.print_exc()
+            rc = 1
+    return Result(rc, out.getvalue(), err.getvalue(), os.getpid())
