@@ -33,11 +33,26 @@ WORKFLOWS = ROOT / "tests" / "workflows"
 HERE_WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 BILLING_FILE = WORKFLOWS / "billing.py"
 
-try:  # warm the parser (and any console commands it adds) once, so forks inherit it
-    from engine import cli as _cli
+def _warm_up() -> None:
+    """Run the command line once in this process, so every forked child
+    inherits the imports and caches instead of paying for them itself."""
+    import contextlib
 
-    _cli.build_parser()
-except Exception:  # noqa: BLE001 - a broken optional command must not hide the engine's tests
+    from engine import cli
+
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        db = str(Path(tmp) / "warm.db")
+        inputs = json.dumps({"ledger": str(Path(tmp) / "ledger")})
+        for argv in (["run", f"{BILLING_FILE}:wf", "--run-id", "warm", "--input", inputs],
+                     ["status", "warm", "--json"], ["status"], ["verify"], ["prune"],
+                     ["decide", "warm", "rewind", "--phase", "load", "--reason", "warm-up"], ["resume", "warm"]):
+            cli.main([*argv, "--db", db])
+
+
+try:
+    _warm_up()
+except Exception:  # noqa: BLE001 - only a speed-up; the tests themselves will show what is broken
     pass
 
 
