@@ -290,8 +290,14 @@ class Engine:
                 if run is None:
                     raise RunNotFound(f"no run {rid!r} in {self.store.where}")
                 rows = self.store.chain(conn, rid, int(run.epoch))
-            v = chain.verify(rows, run_id=rid, epoch=int(run.epoch), inputs_hash=run.inputs_hash,
-                             head_seq=int(run.head_seq), head_hash=run.head_hash)
+            actual_inputs = _json.sha256(run.inputs_json)
+            if actual_inputs != run.inputs_hash:
+                # The same check the start sequence makes before it parses the inputs.
+                v = chain.Verified([], chain.IntegrityFailure(
+                    -1, None, "inputs", run.inputs_hash, actual_inputs, "stored inputs damaged"))
+            else:
+                v = chain.verify(rows, run_id=rid, epoch=int(run.epoch), inputs_hash=run.inputs_hash,
+                                 head_seq=int(run.head_seq), head_hash=run.head_hash)
             bytes_checked = sum(len(r.envelope) + len(r.output_json or "") for r in rows)
             reports.append({"run_id": rid, "ok": v.failure is None, "checkpoints": len(rows), "bytes": bytes_checked,
                             "failure": v.failure.as_dict() if v.failure else None})

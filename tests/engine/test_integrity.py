@@ -189,3 +189,26 @@ def test_verify_names_every_damaged_run_and_passes_clean_ones(h):
     # What verify found is on the run before anyone resumes it.
     st = h.status("r1")
     assert st["status"] == "blocked" and st["blocked"][0]["kind"] == "integrity"
+
+
+def test_damaged_inputs_stop_the_run_and_verify_names_them(h):
+    assert h.run("r1", kill="start:charge").killed
+    h.sql("UPDATE phasegate_runs SET inputs_json=replace(inputs_json, '\"ledger\"', '\"invoices\":9,\"ledger\"')")
+    h.clear_trace()
+    p = h.resume("r1")
+    assert p.returncode == 3 and "integrity" in p.stdout and "inputs" in p.stdout, p
+    assert h.trace() == [] and h.charges() == []
+    v = h.cli("verify", "--json")
+    assert v.returncode == 3
+    (r,) = json.loads(v.stdout)
+    assert r["run_id"] == "r1" and r["failure"]["what"] == "inputs"
+
+
+def test_a_damaged_effect_record_stops_the_run_without_charging_again(h):
+    assert h.run("r1", kill="after:charge:inv-1", idempotent=True).killed
+    h.sql("UPDATE phasegate_effects SET result_json=replace(result_json, 'ch_', 'xx_') WHERE name='charge:inv-0'")
+    charges = len(h.charges())
+    p = h.resume("r1")
+    assert p.returncode == 3, p
+    assert "integrity" in p.stdout and "charge:inv-0" in p.stdout
+    assert len(h.charges()) == charges
