@@ -1,0 +1,83 @@
+"""`python -m bench [--quick] [--json FILE]`: every figure, in one run."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from . import checkpoint, console, effects, resume, verify
+from ._util import RUNS, Figure, _disk_tmp, scratch
+from .report import machine, table, write_json
+
+log = logging.getLogger("bench")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="CI-sized: small stores, no peers, under two minutes")
+    ap.add_argument("--json", type=Path, default=None, help="write the figures as a list of JSON rows")
+    ap.add_argument("--rounds", type=int, default=RUNS, help=f"runs behind each median (at least {RUNS})")
+    ap.add_argument("--only", default="", help="comma-separated groups: checkpoint,effects,resume,verify,console,live")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING, format="%(asctime)s %(message)s")
+    # The engine logs every blocked and failed run; the fixtures make thousands.
+    logging.getLogger("phasegate").setLevel(logging.CRITICAL)
+    rounds = max(a.rounds, RUNS)
+    only = {x for x in a.only.split(",") if x}
+    meta = machine(Path(_disk_tmp()))
+    meta["mode"] = "quick" if a.quick else "full"
+    meta["rounds"] = rounds
+    started = time.time()
+    figs: list[Figure] = []
+
+    def group(name: str, fn: Callable[[], list[Figure]]) -> None:
+        if only and name not in only:
+            return
+        t0 = time.perf_counter()
+        figs.extend(fn())
+        log.warning("%s done in %.1fs", name, time.perf_counter() - t0)
+
+    group("checkpoint", lambda: checkpoint.run(a.quick, rounds))
+    group("effects", lambda: effects.run(a.quick, rounds))
+    with scratch("pgbench-stores-") as d:
+        resume_sizes = [10, 1_000] if a.quick else [10, 1_000, 100_000]
+        console_sizes = [100, 2_000] if a.quick else [100, 10_000, 100_000]
+        needed = sorted(
+            set(
+                (resume_sizes if not only or "resume" in only else [])
+                + (console_sizes if not only or "console" in only else [])
+            )
+        )
+        stores, info = resume.build_stores(d, needed)
+        meta["fixtures"] = {str(k): v for k, v in info.items()}
+        group("resume", lambda: resume.run(a.quick, rounds, {n: stores[n] for n in resume_sizes}))
+        group("console", lambda: console.run_scale(a.quick, rounds, {n: stores[n] for n in console_sizes}))
+
+        def _verify() -> list[Figure]:
+            path = d / "verify.db"
+            verify.build(path, 8 if a.quick else 40, 64 * 1024)
+            return verify.run(a.quick, rounds, path)
+
+        group("verify", _verify)
+
+        def _live() -> list[Figure]:
+            path = d / "live.db"
+            from . import fixture
+
+            fixture.build(path, 600)
+            return console.run_live(a.quick, path)
+
+        group("live", _live)
+    meta["seconds"] = round(time.time() - started, 1)
+    print(table(figs))
+    print(
+        f"\n{meta['mode']} run, {rounds} runs per median, {meta['seconds']} s; {meta['cpu']} x{meta['cpus']}, "
+        f"SQLite {meta['sqlite']}, Python {meta['python']}, {meta['filesystem']}"
+    )
+    if a.json is not None:
+        write_json(a.json, figs, meta)
+    return 0

@@ -1,0 +1,302 @@
+"""Figures 7 and 8: the console at scale and live latency, headless.
+
+Each measurement runs in a child process (`python -m bench.console ...`) so
+peak memory (RSS) is the console's own and nothing is shared between sizes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ._util import Figure, at_most, below, median, p95
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def available() -> str | None:
+    try:
+        from console.app import ConsoleApp  # noqa: F401
+        from console.widgets.runs_table import RunsTable  # noqa: F401
+    except ImportError as exc:
+        return f"console not importable yet ({exc})"
+    return None
+
+
+def _child(*args: str, timeout: float = 600) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "NO_COLOR": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.console", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+    )
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"console child {args[0]} failed (exit {proc.returncode}): {proc.stderr[-1500:]}")
+    return dict(json.loads(lines[-1]))
+
+
+def run_scale(quick: bool, rounds: int, stores: dict[int, Path]) -> list[Figure]:
+    skip = available()
+    sizes = sorted(stores)
+    if skip is not None:
+        return [
+            Figure(
+                f"console first paint, {sizes[-1]:,} runs / {sizes[0]:,}",
+                None,
+                "x",
+                "<= 2x",
+                None,
+                group="7 console",
+                skipped=skip,
+            ),
+            Figure(
+                f"console peak RSS, {sizes[-1]:,} runs", None, "MB", "< 200 MB", None, group="7 console", skipped=skip
+            ),
+        ]
+    res: dict[int, list[dict[str, Any]]] = {n: [] for n in sizes}
+    for _ in range(rounds):
+        for n in sizes:  # round-robin, so every size sees the same machine load
+            res[n].append(_child("scale", "--db", str(stores[n])))
+    figs: list[Figure] = []
+    for n in sizes:
+        paint = [r["paint"] for r in res[n]]
+        end = [r["end"] for r in res[n]]
+        rss = [r["rss_mb"] for r in res[n]]
+        figs.append(
+            Figure(
+                f"console first paint, {n:,} runs",
+                median(paint) * 1e3,
+                "ms",
+                group="7 console",
+                detail=f"App.run_test() entered to the runs table painted with rows ({res[n][0]['rows']} rows shown of {res[n][0]['total']:,})",
+                samples=[x * 1e3 for x in paint],
+            )
+        )
+        figs.append(
+            Figure(
+                f"console scroll to end, {n:,} runs",
+                median(end) * 1e3,
+                "ms",
+                group="7 console",
+                detail="'G' pressed to the last run under the cursor",
+                samples=[x * 1e3 for x in end],
+            )
+        )
+        tgt, met = below(max(rss), 200, " MB") if n == sizes[-1] else (None, None)
+        figs.append(
+            Figure(
+                f"console peak RSS, {n:,} runs",
+                max(rss),
+                "MB",
+                tgt,
+                met,
+                group="7 console",
+                detail="ru_maxrss of the console's process (Python, Textual and the engine included); the largest of the runs",
+                samples=rss,
+            )
+        )
+    lo, hi = sizes[0], sizes[-1]
+    a = median([r["paint"] for r in res[lo]])
+    b = median([r["paint"] for r in res[hi]])
+    tgt, met = at_most(b / a, 2.0)
+    figs.append(
+        Figure(
+            f"console first paint, {hi:,} runs / {lo:,}",
+            b / a,
+            "x",
+            tgt,
+            met,
+            group="7 console",
+            baseline=f"{lo:,} runs: {a * 1e3:.0f} ms",
+            detail=f"{hi:,} runs: {b * 1e3:.0f} ms",
+            samples=[y["paint"] / x["paint"] for x, y in zip(res[lo], res[hi], strict=True)],
+        )
+    )
+    return figs
+
+
+def run_live(quick: bool, store: Path) -> list[Figure]:
+    skip = available()
+    name = "live latency: commit in another process to the console showing it"
+    if skip is not None:
+        return [
+            Figure(name + " (median)", None, "s", "< 0.5 s", None, group="8 live", skipped=skip),
+            Figure(name + " (p95)", None, "s", None, None, group="8 live", skipped=skip),
+        ]
+    n = 10 if quick else 50
+    r = _child("live", "--db", str(store), "--commits", str(n), timeout=60 + n * 30)
+    lat = r["latencies"]
+    tgt, met = below(median(lat), 0.5, " s")
+    detail = (
+        f"{len(lat)} commits: Engine.decide(RUN, 'approve') (what `phasegate decide` runs) in one long-lived "
+        f"child process; from the decision's own timestamp (taken before its commit) to the decided run's row "
+        f"showing it in the headless console (file events on, its defaults); "
+        f"{r['missed']} not seen within 10 s (counted as 10 s)"
+    )
+    return [
+        Figure(name + " (median)", median(lat), "s", tgt, met, group="8 live", detail=detail, samples=lat),
+        Figure(name + " (p95)", p95(lat), "s", None, None, group="8 live", samples=lat),
+    ]
+
+
+# -- the child side --------------------------------------------------------------
+
+
+async def _until(cond: Any, pilot: Any, timeout: float = 120.0) -> None:
+    # A bare sleep, not pilot.pause(): the app runs on this same loop, and
+    # pause() first waits for every widget's queue, which would be measured too.
+    end = time.perf_counter() + timeout
+    while not cond():
+        if time.perf_counter() > end:
+            raise TimeoutError("the console did not get there in time")
+        await asyncio.sleep(0.002)
+
+
+def _table(app: Any) -> Any:
+    from console.widgets.runs_table import RunsTable
+
+    try:
+        return app.screen.query_one(RunsTable)
+    except Exception:  # noqa: BLE001 - the runs screen is not mounted yet
+        return None
+
+
+async def _scale(db: str) -> dict[str, Any]:
+    from console.app import ConsoleApp
+    from engine import Engine
+
+    t0 = time.perf_counter()
+    engine = Engine(db, create=False, readonly=True)
+    app = ConsoleApp(engine, read_only=True, poll_interval=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _until(lambda: (t := _table(app)) is not None and t.row_count > 0, pilot)
+        await pilot.pause()  # one more turn of the loop: the rows are on screen
+        paint = time.perf_counter() - t0
+        table = _table(app)
+        rows = table.row_count
+        total = engine.counts()
+        table.focus()
+        t1 = time.perf_counter()
+        await pilot.press("G")
+        await _until(
+            lambda: not table.has_next and table.row_count > 0 and table.cursor_row == table.row_count - 1, pilot
+        )
+        await pilot.pause()
+        end = time.perf_counter() - t1
+    engine.close()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"paint": paint, "end": end, "rss_mb": rss, "rows": rows, "total": sum(total.values())}
+
+
+async def _live(db: str, commits: int) -> dict[str, Any]:
+    from console.app import ConsoleApp
+    from engine import Engine
+
+    engine = Engine(db, create=False)
+    blocked = [r.run_id for r in engine.runs(statuses=["blocked"]) if not r.attention.startswith("decided")][:commits]
+    if len(blocked) < commits:
+        raise RuntimeError(f"the live store holds {len(blocked)} blocked runs; {commits} needed")
+    app = ConsoleApp(engine, read_only=True)
+    lat: list[float] = []
+    missed = 0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _until(lambda: (t := _table(app)) is not None and t.row_count > 0, pilot)
+        await pilot.pause(0.5)
+        # One long-lived committer process: a fresh interpreter per commit would
+        # make the figure wait on Python start-up, not on the console.
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.console",
+            "commit",
+            "--db",
+            db,
+            env=env,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        for rid in blocked:
+            await pilot.pause(0.3)  # let the previous refresh settle
+            proc.stdin.write((rid + "\n").encode())
+            await proc.stdin.drain()
+
+            def shown(rid: str = rid) -> bool:
+                t = _table(app)
+                if t is None or t.index_of(rid) is None:
+                    return False
+                return "decided" in str(t.get_row(rid)[-1])
+
+            seen = None
+            end = time.time() + 10
+            while time.time() < end:
+                if shown():
+                    seen = time.time()
+                    break
+                await asyncio.sleep(0.002)
+            reply = json.loads((await proc.stdout.readline()).decode() or "{}")
+            if "at" not in reply:
+                raise RuntimeError(f"the committer failed: {reply}")
+            if seen is None:
+                missed += 1
+                lat.append(10.0)
+            else:
+                lat.append(max(0.0, seen - float(reply["at"])))
+        proc.stdin.close()
+        await proc.wait()
+    engine.close()
+    return {"latencies": lat, "missed": missed}
+
+
+def _commit(db: str) -> None:
+    """Decide `approve` on each run id read from stdin, through the engine (the
+    same path as `phasegate decide`), and answer with the decision's timestamp,
+    taken before its commit: the latency measured includes the commit itself."""
+    from engine import Engine
+
+    with Engine(db, create=False) as engine:
+        for line in sys.stdin:
+            rid = line.strip()
+            try:
+                engine.decide(rid, "approve", reason="bench: live latency", operator="bench")
+            except Exception as exc:  # noqa: BLE001 - reported to the parent, which stops
+                print(json.dumps({"error": str(exc)}), flush=True)
+                continue
+            conn = sqlite3.connect(db)
+            at = conn.execute("SELECT max(at) FROM phasegate_decisions WHERE run_id = ?", (rid,)).fetchone()[0]
+            conn.close()
+            print(json.dumps({"at": at, "after_commit": time.time()}), flush=True)
+
+
+def _main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["scale", "live", "commit"])
+    ap.add_argument("--db", required=True)
+    ap.add_argument("--commits", type=int, default=50)
+    a = ap.parse_args(argv)
+    if a.what == "commit":
+        _commit(a.db)
+        return
+    if a.what == "scale":
+        out = asyncio.run(_scale(a.db))
+    else:
+        out = asyncio.run(_live(a.db, a.commits))
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -1,0 +1,105 @@
+"""Figures 3 and 4: one effect (intent + completion) against raw commits, and
+the overhead of an ordinary `ctx.step` against a plain call."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engine import Engine, Workflow
+
+from . import raw
+from ._util import Figure, at_most, below, median, scratch
+from .workloads import Marks, effects_workflow
+
+RESULT = {"charge_id": "ch_00000000", "amount": 1234, "currency": "EUR"}
+
+
+def run(quick: bool, rounds: int) -> list[Figure]:
+    count = 10 if quick else 25
+    eff: list[float] = []
+    one: list[float] = []
+    small = "x" * 300  # about what an effect's intent row holds
+    for _ in range(rounds):
+        with scratch() as d:
+            one.append(raw.commit_cost(d / "raw.db", small, "FULL", 2 * count))
+            marks = Marks()
+            with Engine(d / "pg.db") as eng:
+                eng.run(effects_workflow("warm", 2, Marks(), RESULT), "warm")
+                eng.run(effects_workflow("effects", count, marks, RESULT), "r1")
+            eff.append(median(marks.gaps()))
+    E, R = median(eff), median(one)
+    tgt, met = at_most(E / R, 2.3)
+    figs = [
+        Figure(
+            "effect (intent + completion) / one raw FULL commit",
+            E / R,
+            "x",
+            tgt,
+            met,
+            group="3 effect",
+            baseline=f"one raw FULL commit of a small row: {R * 1e6:.0f} us (two: {2 * R * 1e6:.0f} us)",
+            detail=f"one effect {E * 1e6:.0f} us: gap between consecutive effect calls in one phase",
+            samples=[e / r for e, r in zip(eff, one, strict=True)],
+        )
+    ]
+    figs.extend(_steps(quick, rounds))
+    return figs
+
+
+def _trivial(x: int) -> int:
+    return x
+
+
+def _steps(quick: bool, rounds: int) -> list[Figure]:
+    n = 50_000 if quick else 200_000
+    over: list[float] = []
+    ratio: list[float] = []
+    plain_us: list[float] = []
+    wf = Workflow("steps")
+
+    @wf.phase()
+    def loop(ctx: Any) -> Any:
+        for _ in range(rounds):
+            f = _trivial
+            t0 = time.perf_counter()
+            for i in range(n):
+                f(i)
+            t1 = time.perf_counter()
+            step = ctx.step
+            for i in range(n):
+                step("trivial", f, i)
+            t2 = time.perf_counter()
+            plain, stepped = (t1 - t0) / n, (t2 - t1) / n
+            over.append((stepped - plain) * 1e6)
+            ratio.append(stepped / plain)
+            plain_us.append(plain * 1e6)
+        return None
+
+    with scratch() as d, Engine(d / "steps.db") as eng:
+        eng.run(wf, "steps")
+    over_us = median(over)
+    tgt, met = below(over_us, 5.0, " us")
+    return [
+        Figure(
+            "ordinary ctx.step overhead",
+            over_us,
+            "us",
+            tgt,
+            met,
+            group="4 step",
+            baseline=f"plain call of a trivial function: {median(plain_us):.3f} us",
+            detail=f"ctx.step / plain call = {median(ratio):.2f}x; {n} calls per run",
+            samples=over,
+        ),
+        Figure(
+            "ordinary ctx.step / plain call",
+            median(ratio),
+            "x",
+            None,
+            None,
+            group="4 step",
+            baseline=f"plain call {median(plain_us):.3f} us",
+            samples=ratio,
+        ),
+    ]
