@@ -203,6 +203,10 @@ def cmd_prune(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     from .worker import Worker
 
+    # A worker's log is its output (what it picked up, how each run ended), so
+    # it is shown without -v; -v adds the engine's own lines.
+    if not args.verbose:
+        logging.getLogger("phasegate.worker").setLevel(logging.INFO)
     with _engine(args) as eng:
         return Worker(eng, poll=args.poll).serve(once=args.once)
 

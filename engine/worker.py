@@ -1,9 +1,17 @@
 """`phasegate worker`: carries out decisions and picks up dead runs.
 
 It resumes runs that have an operator's decision waiting, runs that were
-reset, and `running` runs whose holder died, using each run's stored target
-and inputs. SIGTERM or SIGINT asks it to stop: the current phase finishes
-and is checkpointed, the run is left resumable, and the worker exits.
+reset, and `running` runs whose holder died (a dead process on this host is
+seen at once, one elsewhere when its lease expires), using each run's stored
+target and inputs. Each resume is an ordinary `Engine.run`, so it takes the
+run's lease and keeps it alive with a heartbeat while it works; a run another
+live process holds is left alone.
+
+SIGTERM or SIGINT asks it to stop: the current phase finishes and is
+checkpointed, the run is left resumable with its lease released, and the
+worker exits 0. A second signal stops it at once; the run is then simply
+interrupted (its process is gone) and resumable like any other crash, because
+every record is its own transaction and nothing is half-written.
 """
 
 from __future__ import annotations
@@ -11,85 +19,176 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from ._states import OutcomeStatus, RunStatus
 from .engine import Engine
 from .errors import PhasegateError, RunHeld
-from .lease import holder_alive
+from .lease import holder_alive, holder_name
 from .loader import load
+from .outcome import Outcome
 
 log = logging.getLogger("phasegate.worker")
 
+_Handler = Callable[[int, FrameType | None], Any] | int | None
+
 
 class Worker:
+    """Polls one store and resumes what is waiting, one run at a time."""
+
     def __init__(self, engine: Engine, *, poll: float = 1.0) -> None:
         self.engine = engine
         self.poll = poll
         self._stop = threading.Event()
-        self._tried: dict[str, float] = {}
+        #: run id -> the run's `updated_at` after this worker last handled it.
+        #: A run is not picked up again until something changes it (a new
+        #: decision, a reset, another process), so a run that stays blocked is
+        #: not re-run in a tight loop.
+        self._handled: dict[str, float] = {}
+        self._warned: set[str] = set()
+        self.handled = 0
+        """Runs resumed since the worker started (for tests and the final log line)."""
 
     def stop(self, *_: Any) -> None:
+        """Ask the worker to stop after the current phase."""
         self._stop.set()
 
-    def _install_signals(self) -> None:
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    # -- signals ----------------------------------------------------------------
+
+    def _install_signals(self) -> dict[int, _Handler]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+
         def handler(signum: int, _frame: FrameType | None) -> None:
-            log.warning("worker: signal %d; finishing the current phase, then stopping", signum)
+            name = signal.Signals(signum).name
+            if self._stop.is_set():
+                log.warning("%s again: stopping now; the current run is left interrupted and resumable", name)
+                raise KeyboardInterrupt
+            log.warning("%s: finishing the current phase, then stopping (send it again to stop at once)", name)
             self._stop.set()
 
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, handler)
-            signal.signal(signal.SIGINT, handler)
+        previous: dict[int, _Handler] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.getsignal(sig)
+            signal.signal(sig, handler)
+        return previous
+
+    @staticmethod
+    def _restore_signals(previous: dict[int, _Handler]) -> None:
+        for sig, h in previous.items():
+            signal.signal(sig, h if h is not None else signal.SIG_DFL)
+
+    # -- finding work -----------------------------------------------------------
 
     def waiting(self) -> list[Any]:
+        """Runs to resume now: decisions and resets first, then dead runs,
+        each oldest change first."""
         now = self.engine.clock()
         with self.engine.store.read() as conn:
             rows = self.engine.store.runs_waiting(conn, now)
-        pending_ids = {r.run_id for r in rows if r.status not in ("running",)}
         out = []
         for r in rows:
-            if r.status == "running" and holder_alive(r, now):
-                continue
+            if r.status == RunStatus.RUNNING.value and holder_alive(r, now):
+                continue  # someone is working on it
+            if self._handled.get(r.run_id) == r.updated_at:
+                continue  # nothing changed since this worker last ran it
             if not r.target:
-                continue
-            # A run that was just handled and changed nothing is not retried in a tight loop.
-            if r.run_id not in pending_ids and self._tried.get(r.run_id) == r.updated_at:
+                if r.run_id not in self._warned:
+                    self._warned.add(r.run_id)
+                    log.warning("run %s has no stored target (it was started from code); resume it from code", r.run_id)
                 continue
             out.append(r)
+        # An operator who just decided is waiting to see the run move; a dead
+        # run's resume can wait for them (the sort is stable: oldest first).
+        out.sort(key=lambda r: r.status == RunStatus.RUNNING.value)
         return out
 
-    def handle(self, row: Any) -> int:
+    def _why(self, row: Any) -> str:
+        if row.status == RunStatus.RESET.value:
+            return "reset: starting over from its original inputs"
+        with self.engine.store.read() as conn:
+            pending = [d for d in self.engine.store.decisions_for(conn, row.run_id) if d.state == "pending"]
+        if pending:
+            return "decision waiting: " + ", ".join(f"{d.action} by {d.operator} (#{d.id})" for d in pending)
+        if row.lease_owner:
+            return f"interrupted: its holder {holder_name(row)} is gone"
+        return "interrupted: stopped between phases"
+
+    # -- doing it ---------------------------------------------------------------
+
+    def handle(self, row: Any) -> Outcome | None:
+        """Resume one run with its stored target and inputs."""
+        log.info("run %s: resuming (%s)", row.run_id, self._why(row))
+        outcome: Outcome | None = None
         try:
             wf = load(row.target)
             self.engine.should_stop = self._stop.is_set
             outcome = self.engine.run(wf, row.run_id, target=row.target)
         except RunHeld as exc:
-            log.info("worker: %s", exc)
-            return 0
+            log.info("run %s: %s; leaving it", row.run_id, exc)
+            return None
         except PhasegateError as exc:
-            log.error("worker: run %s: %s", row.run_id, exc)
-            return 1
+            log.error("run %s: %s: %s", row.run_id, exc.title, exc)
+        except Exception:  # noqa: BLE001 - one bad run (or workflow import) must not stop the worker
+            log.exception("run %s: the worker failed to resume it", row.run_id)
         finally:
             self.engine.should_stop = None
-        log.warning("worker: run %s -> %s%s", row.run_id, outcome.status,
-                    "".join(f"; {r}" for r in outcome.blocked))
+        self.handled += 1
+        if outcome is not None:
+            self._log_outcome(outcome)
         with self.engine.store.read() as conn:
             after = self.engine.store.get_run(conn, row.run_id)
         if after is not None:
-            self._tried[row.run_id] = after.updated_at
-        return 1
+            self._handled[row.run_id] = after.updated_at
+        return outcome
+
+    @staticmethod
+    def _log_outcome(o: Outcome) -> None:
+        ran = f" (ran {', '.join(o.phases_run)})" if o.phases_run else ""
+        if o.status is OutcomeStatus.COMPLETED:
+            log.info("run %s: completed%s", o.run_id, ran)
+        elif o.status is OutcomeStatus.BLOCKED:
+            log.warning("run %s: blocked for an operator%s: %s", o.run_id, ran, "; ".join(str(r) for r in o.blocked))
+        elif o.status is OutcomeStatus.INTERRUPTED:
+            log.info("run %s: left resumable between phases (worker stopping)%s", o.run_id, ran)
+        else:
+            err = o.error or {}
+            log.error(
+                "run %s: failed in phase %s: %s: %s", o.run_id, err.get("phase"), err.get("type"), err.get("message")
+            )
 
     def serve(self, *, once: bool = False) -> int:
-        self._install_signals()
-        log.warning("worker: watching %s", self.engine.store.path)
-        while not self._stop.is_set():
-            rows = self.waiting()
-            for row in rows:
-                if self._stop.is_set():
+        """Handle what is waiting until stopped (or, with `once`, one pass)."""
+        previous = self._install_signals()
+        log.info(
+            "watching %s%s",
+            getattr(self.engine.store, "where", self.engine.store.path),
+            " (one pass)" if once else f" every {self.poll:g}s",
+        )
+        try:
+            while not self._stop.is_set():
+                try:
+                    rows = self.waiting()
+                except PhasegateError as exc:  # a locked or vanished store: say so, look again later
+                    log.error("cannot read the store: %s", exc)
+                    rows = []
+                for row in rows:
+                    if self._stop.is_set():
+                        break
+                    self.handle(row)
+                if once:
                     break
-                self.handle(row)
-            if once:
-                break
-            self._stop.wait(self.poll)
-        log.warning("worker: stopped")
+                self._stop.wait(self.poll)
+        except KeyboardInterrupt:
+            log.warning("stopped at once")
+            return 130
+        finally:
+            self._restore_signals(previous)
+        log.info("stopped after resuming %d run(s)", self.handled)
         return 0

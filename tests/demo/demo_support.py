@@ -1,0 +1,147 @@
+"""Helpers for the demo, worker and sample-workflow tests: the real command
+line in a subprocess, and a way to SIGKILL a run at a named pause point."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+PAUSE_ENV = "PHASEGATE_SAMPLE_PAUSE_AT"
+BEACON_ENV = "PHASEGATE_SAMPLE_BEACON"
+TARGETS = {
+    "billing": "sample_runs.billing:wf",
+    "pipeline": "sample_runs.pipeline:wf",
+    "research": "sample_runs.research:wf",
+}
+
+
+def env(**extra: str) -> dict[str, str]:
+    full = {k: v for k, v in os.environ.items() if k not in (PAUSE_ENV, BEACON_ENV)}
+    full.update(extra)
+    full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
+    return full
+
+
+def cli(*args: str, timeout: float = 120, **extra: str) -> subprocess.CompletedProcess[str]:
+    """`phasegate ARGS`, as an operator runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "engine", *args],
+        capture_output=True,
+        text=True,
+        env=env(**extra),
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def start(*args: str, **extra: str) -> subprocess.Popen[str]:
+    """`phasegate ARGS` in the background (a worker); stdout and stderr to one pipe."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "engine", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env(**extra),
+        cwd=ROOT,
+    )
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 60) -> str:
+    """Signal a background process, wait for it, and return what it printed."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out or ""
+
+
+def status(db: Path, run_id: str | None = None) -> Any:
+    args = ["status", "--json", "--db", str(db)] + ([run_id] if run_id else [])
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def kill_at(db: Path, workflow: str, run_id: str, inputs: dict[str, Any], point: str, tmp: Path) -> None:
+    """Start `phasegate run`, wait until it pauses at `point`, SIGKILL it."""
+    beacon = tmp / f"{run_id}.paused"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "engine",
+            "run",
+            TARGETS[workflow],
+            "--run-id",
+            run_id,
+            "--input",
+            json.dumps(inputs),
+            "--db",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=env(**{PAUSE_ENV: point, BEACON_ENV: str(beacon)}),
+    )
+    deadline = time.monotonic() + 60
+    try:
+        while not beacon.exists():
+            assert proc.poll() is None, f"run ended before {point}: {proc.communicate()}"
+            assert time.monotonic() < deadline, f"run never reached {point}"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def wait_for(predicate: Any, *, timeout: float = 90, every: float = 0.2, what: str = "condition") -> Any:
+    """Poll until `predicate()` is truthy; a generous deadline, never a timing assertion."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(every)
+
+
+def ledger_keys(gateway_dir: Path) -> list[str]:
+    path = gateway_dir / "ledger.jsonl"
+    return [json.loads(line)["key"] for line in path.read_text().splitlines() if line.strip()]
+
+
+def view(db: Path, run_id: str) -> dict[str, Any]:
+    """What `phasegate status RUN --json` prints, read in this process (cheap
+    enough to poll; the CLI itself is exercised elsewhere)."""
+    from engine import Engine
+
+    with Engine(db, create=False, readonly=True) as eng:
+        return eng.status(run_id).to_json()
+
+
+def stop_between_phases(db: Path, wf: Any, run_id: str, inputs: dict[str, Any], *, phases: int) -> None:
+    """Run `phases` phases in this process, then stop the way a worker's
+    shutdown does: checkpointed, lease released, resumable (interrupted)."""
+    from engine import Engine
+
+    checks = iter(range(10_000))
+    with Engine(db) as eng:
+        # Asked before each phase: the first `phases` asks say "go on".
+        eng.should_stop = lambda: next(checks) >= phases
+        outcome = eng.run(wf, run_id, inputs, target=TARGETS[wf.name])
+    assert str(outcome.status) == "interrupted", outcome

@@ -1,0 +1,124 @@
+"""`phasegate demo` builds, with real runs really interrupted, one run in every
+state an operator triages; checked only through `phasegate status --json`."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from demo_support import cli, ledger_keys, status
+
+
+def _kill_live_run(work: Path, db: Path) -> None:
+    """The demo leaves a slow run going in the background: stop it (only it)."""
+    pid_file = work / "live-run.pid"
+    if not pid_file.exists():
+        return
+    pid = int(pid_file.read_text().split()[0])
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return  # already gone
+    if str(db) in cmdline:
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any, list[dict[str, Any]]]]:
+    folder = tmp_path_factory.mktemp("demo")
+    db = folder / "demo.db"
+    # A shorter live run than a person gets; still minutes longer than this test.
+    proc = cli("demo", "--no-console", "--db", str(db), timeout=240, PHASEGATE_DEMO_LIVE_SECONDS="90")
+    try:
+        runs = status(db) if proc.returncode == 0 else []
+        yield db, proc, runs
+    finally:
+        _kill_live_run(folder / "demo.work", db)
+
+
+def _blocked(runs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    found = [r for r in runs if r["status"] == "blocked" and any(b["kind"] == kind for b in r["blocked"])]
+    assert found, f"no run blocked for {kind}: {[(r['run_id'], r['status']) for r in runs]}"
+    return found[0]
+
+
+def test_demo_builds(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    db, proc, runs = demo
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert db.exists()
+    assert len(runs) >= 9
+
+
+def test_interrupted_mid_phase(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    runs = demo[2]
+    interrupted = [r for r in runs if r["status"] == "interrupted"]
+    assert interrupted
+    r = interrupted[0]
+    assert any(p["state"] == "partial" for p in r["phases"]), r["phases"]
+    assert r["frontier"]["steps_done"] > 0
+    assert r["lease"] is None or r["lease"]["alive"] is False
+
+
+def test_integrity_failure(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    r = _blocked(demo[2], "integrity")
+    assert r["integrity"] and r["integrity"][0]["what"] == "output"
+    proc = cli("verify", "--db", str(demo[0]))
+    assert proc.returncode == 3 and "1 damaged" in proc.stdout
+
+
+def test_environment_mismatch(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    r = _blocked(demo[2], "env_mismatch")
+    changes = [c for b in r["blocked"] if b["kind"] == "env_mismatch" for c in b["changes"]]
+    assert [c["probe"] for c in changes] == ["tax_rates"]
+    assert changes[0]["saved"] != changes[0]["current"]
+
+
+def test_in_doubt_effect(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    r = _blocked(demo[2], "in_doubt_effect")
+    doubts = [e for e in r["effects"] if e["state"] == "in_doubt"]
+    assert len(doubts) == 1 and not doubts[0]["idempotent"]
+    # It did happen, once: the gateway's own ledger has the charge the store is unsure of.
+    gateway = Path(r["inputs"]["workdir"]) / "gateway"
+    assert ledger_keys(gateway).count(doubts[0]["key"]) == 1
+
+
+def test_below_floor(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    r = _blocked(demo[2], "below_floor")
+    assert any(o["state"] == "lost" for o in r["outputs"])
+
+
+def test_prune_candidates(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    kinds = {c["kind"] for r in demo[2] for c in r["prune_candidates"]}
+    assert "superseded_output" in kinds
+
+
+def test_completed_failed_and_live(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    runs = demo[2]
+    statuses = {r["status"] for r in runs}
+    assert {"completed", "failed"} <= statuses
+    live = [r for r in runs if r["status"] == "running"]
+    assert len(live) == 1 and live[0]["lease"]["alive"] is True
+
+
+def test_again_without_force_and_without_a_terminal_refuses(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    db = demo[0]
+    before = db.stat().st_ino
+    proc = cli("demo", "--no-console", "--db", str(db))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "--force" in proc.stderr
+    assert db.stat().st_ino == before
+
+
+def test_never_replaces_a_database_it_did_not_build(tmp_path: Path) -> None:
+    db = tmp_path / "prod.db"
+    assert cli("status", "--db", str(db)).returncode == 2  # nothing there yet
+    from engine import Engine
+
+    Engine(db).close()
+    proc = cli("demo", "--no-console", "--force", "--db", str(db))
+    assert proc.returncode == 2 and "not built by phasegate demo" in proc.stderr
+    assert db.exists()

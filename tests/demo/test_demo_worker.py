@@ -1,0 +1,148 @@
+"""`phasegate worker`: carries out an operator's decision with no further
+command, resumes dead runs, handles one pass with --once, and stops cleanly
+on SIGTERM and SIGINT."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+from demo_support import cli, kill_at, ledger_keys, start, status, stop, stop_between_phases, view, wait_for
+
+from engine import Engine
+from sample_runs import billing, pipeline
+
+
+def _env_mismatch_run(tmp_path: Path, db: Path) -> tuple[str, dict[str, Any]]:
+    """A billing run priced, stopped before charging, then blocked because the
+    tax-rate file it was priced with changed."""
+    rid = "bill-hooli"
+    inputs = billing.prepare(tmp_path / rid, customer="hooli", idempotent=True)
+    stop_between_phases(db, billing.wf, rid, inputs, phases=2)
+    rates = tmp_path / rid / "config" / "tax_rates.json"
+    rates.write_text(rates.read_text().replace("0.2,", "0.21,"))
+    with Engine(db) as eng:
+        outcome = eng.run(billing.wf, rid)
+    assert [str(b.kind) for b in outcome.blocked] == ["env_mismatch"], outcome
+    return rid, inputs
+
+
+def test_worker_carries_out_an_approval(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    rid, inputs = _env_mismatch_run(tmp_path, db)
+    worker = start("worker", "--db", str(db), "--poll", "0.2")
+    try:
+        # The worker leaves a blocked run alone until someone decides.
+        assert view(db, rid)["status"] == "blocked"
+        proc = cli("decide", rid, "approve", "--reason", "Q1 rates; these invoices keep their prices", "--db", str(db))
+        assert proc.returncode == 0, proc.stderr
+        wait_for(lambda: status(db, rid)["status"] == "completed", every=1.0, what=f"{rid} to complete")
+    finally:
+        log = stop(worker)
+    assert worker.returncode == 0, log
+    final = status(db, rid)
+    assert [d["state"] for d in final["decisions"]] == ["applied"]
+    assert [p["state"] for p in final["phases"]] == ["done"] * 5
+    # Each invoice was charged exactly once.
+    keys = ledger_keys(Path(inputs["workdir"]) / "gateway")
+    assert len(keys) == len(set(keys)) == 4
+    assert f"run {rid}: resuming (decision waiting: approve" in log
+    assert f"run {rid}: completed" in log
+
+
+def test_worker_once_resumes_what_is_waiting_then_exits(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    # An interrupted run (killed mid-transform)...
+    p_inputs = pipeline.prepare(tmp_path / "pipe", files=4)
+    kill_at(db, "pipeline", "pipe-1", p_inputs, "transformed:orders-2026-11-29-01.csv", tmp_path)
+    # ...and an in-doubt charge an operator has settled by reading the gateway's ledger.
+    b_inputs = billing.prepare(tmp_path / "bill", customer="globex", idempotent=False)
+    kill_at(db, "billing", "bill-1", b_inputs, "charged:INV-1002", tmp_path)
+    with Engine(db) as eng:
+        assert eng.run(billing.wf, "bill-1").status == "blocked"
+    key = "bill-1/charge/charge:INV-1002"
+    assert ledger_keys(Path(b_inputs["workdir"]) / "gateway").count(key) == 1
+    result = json.dumps({"charge_id": "ch_seen_in_ledger", "status": "succeeded"})
+    proc = cli(
+        "decide",
+        "bill-1",
+        "confirm_effect",
+        "--effect",
+        key,
+        "--result",
+        result,
+        "--reason",
+        "the gateway ledger has it",
+        "--db",
+        str(db),
+    )
+    assert proc.returncode == 0, proc.stderr
+
+    proc = cli("worker", "--once", "--db", str(db), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert view(db, "pipe-1")["status"] == "completed"
+    assert view(db, "bill-1")["status"] == "completed"
+    assert "run pipe-1: resuming (interrupted" in proc.stderr
+    assert "run bill-1: resuming (decision waiting: confirm_effect" in proc.stderr
+    # The confirmed charge was not made again.
+    keys = ledger_keys(Path(b_inputs["workdir"]) / "gateway")
+    assert keys.count(key) == 1 and len(keys) == 4
+
+    # Nothing is waiting any more: a second pass does nothing.
+    proc = cli("worker", "--once", "--db", str(db))
+    assert proc.returncode == 0 and ": resuming (" not in proc.stderr, proc.stderr
+
+
+def _slow_interrupted_run(tmp_path: Path, db: Path, rid: str) -> None:
+    """An interrupted pipeline run, slow enough that a worker is still inside
+    a phase when it is told to stop."""
+    inputs = pipeline.prepare(tmp_path / rid, files=5, pace=1.0)
+    stop_between_phases(db, pipeline.wf, rid, inputs, phases=1)
+
+
+def _held_by(db: Path, rid: str, pid: int) -> bool:
+    lease = view(db, rid)["lease"]
+    return bool(lease and lease["alive"] and lease["holder"].endswith(f":{pid}"))
+
+
+def test_worker_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    rid = "slow-1"
+    _slow_interrupted_run(tmp_path, db, rid)
+    worker = start("worker", "--db", str(db), "--poll", "0.1")
+    try:
+        wait_for(lambda: _held_by(db, rid, worker.pid), what="the worker to take the run")
+    finally:
+        log = stop(worker, signal.SIGTERM)
+    assert worker.returncode == 0, log
+    assert "SIGTERM: finishing the current phase" in log
+    after = status(db, rid)
+    # Left between phases, lease released, nothing half-done: resumable as is.
+    assert after["status"] in ("interrupted", "completed"), after["status"]
+    assert after["lease"] is None
+    assert not [p for p in after["phases"] if p["state"] == "partial"]
+    proc = cli("resume", rid, "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_worker_second_sigint_stops_at_once(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    rid = "slow-2"
+    _slow_interrupted_run(tmp_path, db, rid)
+    worker = start("worker", "--db", str(db), "--poll", "0.1")
+    try:
+        wait_for(lambda: _held_by(db, rid, worker.pid), what="the worker to take the run")
+        worker.send_signal(signal.SIGINT)
+    finally:
+        log = stop(worker, signal.SIGINT)
+    # Usually the second signal lands mid-phase ("stopped at once"); if the
+    # phase had already ended, the worker was on its way out anyway.
+    assert worker.returncode in (0, 130), log
+    if worker.returncode == 130:
+        assert "stopped at once" in log or "interrupted" in log, log
+    # Either way the run can be resumed to completion.
+    assert view(db, rid)["status"] in ("interrupted", "completed")
+    proc = cli("resume", rid, "--db", str(db))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
