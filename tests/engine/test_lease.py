@@ -4,6 +4,7 @@ holder's run is `interrupted` and can be resumed at once."""
 from __future__ import annotations
 
 import socket
+import sqlite3
 import time
 
 from engine_harness import BILLING_FILE, spawn
@@ -14,8 +15,11 @@ HOST = socket.gethostname()
 def _wait_for(pred, timeout=30.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if pred():
-            return
+        try:
+            if pred():
+                return
+        except sqlite3.OperationalError:  # the store is still being created
+            pass
         time.sleep(0.02)
     raise AssertionError("condition not reached")
 
@@ -92,3 +96,30 @@ def test_status_list_counts_a_dead_holder_as_interrupted(h):
     assert "interrupted" in lines["r1"] and "completed" in lines["r2"]
     runs = {r["run_id"]: r["status"] for r in __import__("json").loads(h.cli("status", "--json").stdout)}
     assert runs == {"r1": "interrupted", "r2": "completed"}
+
+
+def test_a_holder_that_lost_its_lease_cannot_record_anything(h):
+    """A holder frozen past its lease (SIGSTOP: a stalled VM, a long GC) is
+    taken over; when it thaws, its writes are fenced off."""
+    import os
+    import signal
+
+    child = spawn(
+        ["run", f"{BILLING_FILE}:wf", "--run-id", "r1", "--input", h.inputs(idempotent=True), "--db", str(h.db)],
+        {**h.env, "PHASEGATE_TEST_SLOW": "1", "PHASEGATE_LEASE_SECONDS": "0.3"},
+    )
+    _wait_for(lambda: h.db.exists() and h.sql("SELECT count(*) FROM phasegate_effects") == [(1,)])
+    os.kill(child.pid, signal.SIGSTOP)
+    try:
+        _wait_for(lambda: h.status("r1")["status"] == "interrupted")
+        p = h.resume("r1")  # takes the run over, re-calls the same keys
+        assert p.returncode == 0, p
+        after = h.dump()
+    finally:
+        os.kill(child.pid, signal.SIGCONT)
+    res = child.wait()
+    assert res.returncode == 4, res
+    assert "lease lost" in res.stderr
+    assert h.dump() == after  # the thawed holder changed nothing
+    keys = h.charge_keys()
+    assert len(set(keys)) == 3 and h.status("r1")["status"] == "completed"
