@@ -230,7 +230,8 @@ class Engine:
         workflow, status, frontier, last_checkpoint_at; "-" prefix descends);
         reads the runs table only."""
         with self.store.read() as conn:
-            rows = self.store.list_runs(conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order)
+            rows = self.store.list_runs(conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order,
+                                        now=self.clock())
         now = self.clock()
         return [RunSummary.from_row(r, now) for r in rows]
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlalchemy import and_, delete, func, insert, inspect, or_, select, update
+from sqlalchemy import and_, case, delete, func, insert, inspect, or_, select, update
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
@@ -221,6 +221,7 @@ class Store:
         statuses: Sequence[str] | None = None,
         text: str | None = None,
         order: str = "attention",
+        now: float | None = None,
     ) -> list[Row[Any]]:
         q = select(runs)
         if statuses:
@@ -232,7 +233,13 @@ class Store:
             )
         key, desc = order.lstrip("-"), order.startswith("-")
         if key == "attention":
-            q = q.order_by((runs.c.attention == "").asc(), runs.c.updated_at.desc(), runs.c.run_id)
+            # Needs-attention first: blocked, failed, and running rows whose
+            # lease lapsed (interrupted; a dead pid on this host is refined by
+            # the caller, which sees it row by row).
+            lapsed = and_(runs.c.status == "running",
+                          or_(runs.c.lease_expires_at.is_(None), runs.c.lease_expires_at < (now or 0.0)))
+            rank = case((or_(runs.c.status.in_(["blocked", "failed"]), lapsed), 0), else_=1)
+            q = q.order_by(rank, runs.c.updated_at.desc(), runs.c.run_id)
         else:
             # Sortable columns of the console's runs table; a "-" prefix sorts descending.
             col = {"workflow": runs.c.workflow, "status": runs.c.status, "frontier": runs.c.frontier_index,
@@ -291,13 +298,16 @@ class Store:
             )
             .order_by(checkpoints.c.seq)
         )
-        return list(conn.execute(q))
+        return _rowcheck.check_all(checkpoints, conn.execute(q))
 
     def next_seq(self, conn: Connection, run_id: str, epoch: int) -> int:
         q = select(func.max(checkpoints.c.seq)).where(
             checkpoints.c.run_id == run_id, checkpoints.c.epoch == epoch
         )
         top = conn.execute(q).scalar()
+        if top is not None and not isinstance(top, int):
+            raise StoreError(f"a checkpoint of run {run_id!r} is damaged (seq {str(top)[:40]!r}); nothing was changed",
+                             title="damaged record")
         return 0 if top is None else int(top) + 1
 
     def insert_checkpoint(self, conn: Connection, values: dict[str, Any]) -> None:
@@ -328,7 +338,7 @@ class Store:
         q = select(checkpoints).where(checkpoints.c.run_id == run_id).order_by(
             checkpoints.c.epoch, checkpoints.c.seq
         )
-        return list(conn.execute(q))
+        return _rowcheck.check_all(checkpoints, conn.execute(q))
 
     def set_output_state(
         self, conn: Connection, ckpt_id: int, state: str, archive_path: str | None
@@ -345,7 +355,7 @@ class Store:
         q = select(steps).where(steps.c.run_id == run_id, steps.c.discarded == False)  # noqa: E712
         if phase is not None:
             q = q.where(steps.c.phase == phase)
-        return list(conn.execute(q.order_by(steps.c.id)))
+        return _rowcheck.check_all(steps, conn.execute(q.order_by(steps.c.id)))
 
     def insert_step(self, conn: Connection, values: dict[str, Any]) -> None:
         conn.execute(insert(steps).values(**values))
@@ -363,10 +373,11 @@ class Store:
     # -- effects --------------------------------------------------------------
 
     def effects_for(self, conn: Connection, run_id: str) -> list[Row[Any]]:
-        return list(conn.execute(select(effects).where(effects.c.run_id == run_id).order_by(effects.c.id)))
+        return _rowcheck.check_all(effects, conn.execute(select(effects).where(effects.c.run_id == run_id).order_by(effects.c.id)))
 
     def effect_by_key(self, conn: Connection, key: str) -> Row[Any] | None:
-        return conn.execute(select(effects).where(effects.c.key == key)).first()
+        found = _rowcheck.check_all(effects, conn.execute(select(effects).where(effects.c.key == key)).fetchmany(1))
+        return found[0] if found else None
 
     def insert_effect(self, conn: Connection, values: dict[str, Any]) -> None:
         conn.execute(insert(effects).values(**values))
@@ -378,7 +389,7 @@ class Store:
 
     def decisions_for(self, conn: Connection, run_id: str) -> list[Row[Any]]:
         q = select(decisions).where(decisions.c.run_id == run_id).order_by(decisions.c.id)
-        return list(conn.execute(q))
+        return _rowcheck.check_all(decisions, conn.execute(q))
 
     def insert_decision(self, conn: Connection, values: dict[str, Any]) -> int:
         res = conn.execute(insert(decisions).values(**values))
