@@ -35,7 +35,7 @@ class RunActions(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.view: RunView | None = None
+        self.run_view: RunView | None = None
         """The run the action keys act on, as last read."""
         self.allowed: list[str] = []
         """The actions that fit it (read with it, so they always agree)."""
@@ -45,11 +45,11 @@ class RunActions(Screen[None]):
         return cast("ConsoleApp", self.app)
 
     def set_target(self, view: RunView | None, allowed: list[str]) -> None:
-        self.view, self.allowed = view, allowed
+        self.run_view, self.allowed = view, allowed
         self.refresh_bindings()
 
     def action_fits(self, name: str) -> bool:
-        return not self.console.read_only and self.view is not None and name in self.allowed
+        return not self.console.read_only and self.run_view is not None and name in self.allowed
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "decide":
@@ -58,9 +58,9 @@ class RunActions(Screen[None]):
         return True
 
     def action_decide(self, name: str) -> None:
-        if self.view is None or not self.action_fits(name):
+        if self.run_view is None or not self.action_fits(name):
             return
-        self._prepare(self.view.run_id, name)
+        self._prepare(self.run_view.run_id, name)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="prepare")
     def _prepare(self, run_id: str, name: str) -> None:

@@ -1,0 +1,77 @@
+"""Fixtures for the console's tests: a copy of the fixture store per test,
+an app over it with a frozen clock, and a way to wait until the app is idle."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.worker import WorkerState
+
+from console.app import ConsoleApp
+from engine import Engine
+
+from . import fixtures
+
+logging.getLogger("phasegate").setLevel(logging.ERROR)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    # anyio (a dependency of watchfiles) runs the async Pilot tests; asyncio only.
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _operator(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PHASEGATE_OPERATOR", fixtures.OPERATOR)
+
+
+@pytest.fixture(scope="session")
+def _fixture_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("console-fixture")
+
+
+@pytest.fixture
+def store(tmp_path: Path, _fixture_cache: Path) -> Path:
+    """A private copy of the fixture store (tests write to it)."""
+    return fixtures.fixture_db(tmp_path, _fixture_cache)
+
+
+@pytest.fixture
+def make_app() -> Iterator[Callable[..., ConsoleApp]]:
+    engines: list[Engine] = []
+
+    def make(db: Path, *, read_only: bool = False, poll_interval: float = 0, live_events: bool = True,
+             page_size: int = 200) -> ConsoleApp:
+        clock = fixtures.frozen()
+        engine = Engine(db, clock=clock, lease_seconds=fixtures.LEASE, create=False, readonly=read_only)
+        engines.append(engine)
+        return ConsoleApp(engine, read_only=read_only, clock=clock, poll_interval=poll_interval,
+                          live_events=live_events, page_size=page_size)
+
+    yield make
+    for e in engines:
+        e.close()
+
+
+async def settle(pilot: Pilot[object]) -> None:
+    """Wait until no read or write worker is busy and the messages they sent
+    have been handled (the live watcher runs for ever, so it is not counted)."""
+    app = pilot.app
+    quiet = 0
+    for _ in range(500):
+        busy = [w for w in app.workers if w.group != "live" and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+        if busy:
+            quiet = 0
+            await asyncio.sleep(0.01)
+            continue
+        await pilot.pause()
+        quiet += 1
+        if quiet >= 2:
+            return
+    raise AssertionError("the app did not settle")

@@ -1,0 +1,285 @@
+"""Every action driven end to end through the console: the decision lands in
+the store and `phasegate status --json` (another process) shows it; an action
+that does not fit the run is not offered and its key does nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.screens.action_modal import ActionModal
+from console.screens.detail import DetailScreen
+from console.screens.runs import RunsScreen
+from engine import Engine
+from tests.conftest import status_json
+
+from . import fixtures as fx
+from .conftest import settle
+
+pytestmark = pytest.mark.anyio
+
+
+def offered(app: Any) -> set[str]:
+    """The keys the footer offers on the current screen."""
+    return {ab.binding.key for ab in app.screen.active_bindings.values() if ab.binding.show}
+
+
+async def open_detail(pilot: Any, run_id: str) -> DetailScreen:
+    await settle(pilot)
+    screen = DetailScreen(run_id)
+    await pilot.app.push_screen(screen)
+    await settle(pilot)
+    return screen
+
+
+async def decide(pilot: Any, key: str, reason: str, *, before_enter: tuple[str, ...] = ()) -> None:
+    await pilot.press(key)
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, ActionModal), f"{key} opened no modal"
+    assert pilot.app.focused.id == "reason"
+    await pilot.press(*before_enter)
+    await pilot.press(*reason)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+def pending(db: Path, run_id: str) -> list[dict[str, Any]]:
+    with Engine(db) as eng:
+        return eng.status(run_id).pending_decisions
+
+
+def all_status(db: Path) -> dict[str, Any]:
+    """`phasegate status --json` for every run, from another process (one call: it is slow to start)."""
+    return {doc["run_id"]: doc for doc in status_json(db)}
+
+
+#: Two sets of decisions that can coexist in one store (confirm and retry of
+#: the same effect cannot, nor approve and rewind of the same run).
+ROUNDS = {
+    "first": [
+        (fx.ENV_MISMATCH, "a", "approve", ()),
+        (fx.INTEGRITY, "d", "degrade", ()),
+        (fx.BELOW_FLOOR, "d", "degrade", ()),
+        (fx.IN_DOUBT, "c", "confirm_effect", ()),
+    ],
+    "second": [
+        (fx.ENV_MISMATCH, "w", "rewind", ("up",)),
+        (fx.IN_DOUBT, "t", "retry_effect", ()),
+    ],
+}
+
+
+@pytest.mark.parametrize("round_", sorted(ROUNDS))
+async def test_decisions_land_in_store(store: Path, make_app: Any, round_: str) -> None:
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        for run_id, key, action, choose in ROUNDS[round_]:
+            await open_detail(pilot, run_id)
+            assert key in offered(app)
+            await decide(pilot, key, f"checked {action}", before_enter=choose)
+            assert isinstance(app.screen, DetailScreen)
+            # the screen shows it at once
+            assert any(d["action"] == action for d in app.screen.run_view.pending_decisions)
+            assert key not in offered(app)  # decided: not offered twice
+            await pilot.press("escape")
+            await settle(pilot)
+
+    docs = all_status(store)
+    with Engine(store) as eng:
+        for run_id, _key, action, _choose in ROUNDS[round_]:
+            decs = eng.status(run_id).pending_decisions
+            assert [(d["action"], d["operator"], d["reason"]) for d in decs] == [(action, fx.OPERATOR, f"checked {action}")]
+            shown = docs[run_id]["pending_decisions"]
+            assert [d["action"] for d in shown] == [action]
+            if action == "rewind":
+                assert shown[0]["phase"] == "fetch"  # "up" moved the choice from price to fetch
+            if action in ("confirm_effect", "retry_effect"):
+                assert shown[0]["effect"] == f"{fx.IN_DOUBT}/charge/charge:inv-1"
+
+
+async def test_reset_asks_for_the_run_id(store: Path, make_app: Any) -> None:
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_detail(pilot, fx.INTERRUPTED)
+        await pilot.press("r")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionModal)
+        await pilot.press(*"start over")
+        await pilot.press("enter")
+        await settle(pilot)
+        # not confirmed: the run id was not typed; focus went to its field
+        assert isinstance(app.screen, ActionModal)
+        assert app.focused.id == "typed"
+        await pilot.press(*"inv-0002")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionModal)
+        await pilot.press(*"-interrupted")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        assert app.screen.run_view.status == "reset"
+    doc = status_json(store, fx.INTERRUPTED)
+    assert doc["status"] == "reset"
+    assert [(d["action"], d["state"], d["reason"]) for d in doc["decisions"]] == [("reset", "applied", "start over")]
+
+
+async def test_prune_from_the_console(store: Path, make_app: Any) -> None:
+    with Engine(store, clock=fx.frozen()) as eng:
+        before = eng.status(fx.COMPLETED).prune_candidates
+    assert before
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_detail(pilot, fx.COMPLETED)
+        await decide(pilot, "p", "routine tidy")
+        assert isinstance(app.screen, DetailScreen)
+        assert "p" not in offered(app)  # nothing left to prune
+    doc = status_json(store, fx.COMPLETED)
+    assert [(d["action"], d["state"], d["reason"]) for d in doc["decisions"]] == [("prune", "applied", "routine tidy")]
+
+
+async def test_escape_cancels_and_records_nothing(store: Path, make_app: Any) -> None:
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_detail(pilot, fx.ENV_MISMATCH)
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionModal)
+        await pilot.press(*"nah")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        # Enter with an empty reason does not confirm either
+        await pilot.press("a")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionModal)
+    assert pending(store, fx.ENV_MISMATCH) == []
+
+
+@pytest.mark.parametrize(
+    ("run_id", "absent"),
+    [
+        (fx.ENV_MISMATCH, "dct"),  # env mismatch: approve, rewind, reset (and prune)
+        (fx.INTEGRITY, "actpw"),
+        (fx.IN_DOUBT, "ad"),
+        (fx.INTERRUPTED, "adct"),
+        (fx.RUNNING, "adwrctp"),  # a live run: nothing to decide
+    ],
+)
+async def test_unfitting_actions_are_not_offered(store: Path, make_app: Any, run_id: str, absent: str) -> None:
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_detail(pilot, run_id)
+        keys = offered(app)
+        for key in absent:
+            assert key not in keys
+            await pilot.press(key)
+            await settle(pilot)
+            assert isinstance(app.screen, DetailScreen), f"{key} opened {app.screen}"
+        palette = [c.title for c in app.get_system_commands(app.screen)]
+        assert all(not t.startswith("run: ") or t[5:] in {"approve resume", "rewind", "reset", "confirm effect",
+                                                          "retry effect", "degrade", "prune"} for t in palette)
+    assert pending(store, run_id) == []
+
+
+async def test_read_only_offers_nothing(store: Path, make_app: Any) -> None:
+    app = make_app(store, read_only=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        assert not set("adwrctp") & offered(app)
+        await open_detail(pilot, fx.ENV_MISMATCH)
+        assert not set("adwrctp") & offered(app)
+        for key in "adwrctp":
+            await pilot.press(key)
+            await settle(pilot)
+            assert isinstance(app.screen, DetailScreen)
+        assert not [c for c in app.get_system_commands(app.screen) if c.title.startswith("run: ")]
+    assert pending(store, fx.ENV_MISMATCH) == []
+
+
+async def test_runs_screen_navigation_and_palette(store: Path, make_app: Any) -> None:
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RunsScreen)
+        table = screen.query_one("#runs")
+        assert table.row_count == 8
+        await pilot.press("G")
+        await settle(pilot)
+        assert table.cursor_row == 7
+        await pilot.press("g", "j", "j")
+        await settle(pilot)
+        assert table.cursor_row == 2
+        await pilot.press("k")
+        await settle(pilot)
+        selected = screen.run_view.run_id
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen) and app.screen.run_id == selected
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is screen and table.cursor_row == 1
+        # the palette names actions "run: ..." for the highlighted run
+        titles = [c.title for c in app.get_system_commands(screen)]
+        assert "run: reset" in titles
+        await pilot.press("colon")
+        await settle(pilot)
+        assert type(app.screen).__name__ == "CommandPalette"
+        await pilot.press("escape")
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        await settle(pilot)
+        # status filter cycle: all -> needs attention
+        await pilot.press("f")
+        await settle(pilot)
+        ids = {table.run_id_at(i) for i in range(table.row_count)}
+        assert fx.COMPLETED not in ids and fx.RUNNING not in ids and fx.INTERRUPTED in ids
+        await pilot.press("f", "f", "f")  # running, failed, completed
+        await settle(pilot)
+        assert [table.run_id_at(i) for i in range(table.row_count)] == [fx.COMPLETED]
+        await pilot.press("f")
+        await settle(pilot)
+        # text filter
+        await pilot.press("slash", *"env")
+        await settle(pilot)
+        assert [table.run_id_at(i) for i in range(table.row_count)] == [fx.ENV_MISMATCH]
+        await pilot.press("escape")
+        await settle(pilot)
+        assert table.row_count == 8
+        # sort by run id, then reversed
+        await pilot.press("s")
+        await settle(pilot)
+        assert table.run_id_at(0) == fx.COMPLETED
+        await pilot.press("S")
+        await settle(pilot)
+        assert table.run_id_at(0) == fx.RUNNING
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_pages_never_hold_every_run(store: Path, make_app: Any) -> None:
+    app = make_app(store, page_size=3)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#runs")
+        assert table.row_count == 3
+        seen = []
+        for _ in range(8):
+            seen.append(app.screen.run_view.run_id if app.screen.run_view else table.run_id_at(table.cursor_row))
+            await pilot.press("j")
+            await settle(pilot)
+            assert table.row_count <= 3
+        assert len(set(seen)) == 8
+        await pilot.press("g")
+        await settle(pilot)
+        assert app.screen.page_offset == 0 and table.cursor_row == 0
+        await pilot.press("G")
+        await settle(pilot)
+        assert app.screen.page_offset == 6 and table.run_id_at(table.cursor_row) is not None

@@ -1,0 +1,71 @@
+"""The screen follows the store without a key press: another process decides
+on a run, and the runs list and the open detail show it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.screens.detail import DetailScreen
+from console.screens.runs import RunsScreen
+from tests.conftest import ROOT
+
+from . import fixtures as fx
+from .conftest import settle
+
+pytestmark = pytest.mark.anyio
+
+
+def decide_elsewhere(db: Path, run_id: str, action: str, reason: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PHASEGATE_OPERATOR": "ops-bob"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "engine", "decide", run_id, action, "--reason", reason, "--db", str(db)],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+async def wait_for(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
+    # Only the app's own clock is frozen; waiting here is on the event loop.
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not predicate():
+        assert loop.time() < end, "the change never showed up"
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("events", [True, False], ids=["file-events", "polling-only"])
+async def test_change_by_another_process_shows_up(store: Path, make_app: Any, events: bool) -> None:
+    app = make_app(store, poll_interval=0.5, live_events=events)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        runs = app.screen
+        assert isinstance(runs, RunsScreen)
+        table = runs.query_one("#runs")
+        # keep a row selected that is not the one that changes
+        table.move_cursor(row=table.get_row_index(fx.INTEGRITY))
+        await settle(pilot)
+        detail = DetailScreen(fx.ENV_MISMATCH)
+        await app.push_screen(detail)
+        await settle(pilot)
+        assert detail.run_view is not None and not detail.run_view.pending_decisions
+        proc = decide_elsewhere(store, fx.ENV_MISMATCH, "approve", "[red]ok[/] from the shell")
+        _out, err = await asyncio.to_thread(proc.communicate)
+        assert proc.returncode == 0, err
+        # no key is pressed from here on
+        await wait_for(pilot, lambda: bool(detail.run_view and detail.run_view.pending_decisions))
+        assert detail.run_view.pending_decisions[0]["operator"] == "ops-bob"
+        assert "a" not in {ab.binding.key for ab in app.screen.active_bindings.values()}  # approved: not offered again
+
+        def reason_shown() -> bool:
+            cell = table.get_cell(fx.ENV_MISMATCH, "reason")
+            return "decided: approve by ops-bob" in cell.plain
+
+        await wait_for(pilot, reason_shown)
+        # the list kept its selected row underneath
+        assert table.run_id_at(table.cursor_row) == fx.INTEGRITY

@@ -1,0 +1,82 @@
+"""Snapshots of every screen an operator meets, at 80x24 and 120x40, with a
+frozen clock, fixed data (real engine runs under a frozen clock, see
+fixtures.py), no cursor blink and Textual pinned exactly in pyproject."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from console.screens.detail import DetailScreen
+
+from . import fixtures as fx
+from .conftest import settle
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+
+MODALS = [
+    ("approve", fx.ENV_MISMATCH, "a"),
+    ("degrade", fx.INTEGRITY, "d"),
+    ("rewind", fx.ENV_MISMATCH, "w"),
+    ("reset", fx.INTERRUPTED, "r"),
+    ("confirm_effect", fx.IN_DOUBT, "c"),
+    ("retry_effect", fx.IN_DOUBT, "t"),
+    ("prune", fx.COMPLETED, "p"),
+]
+
+
+def _detail(run_id: str, keys: tuple[str, ...] = ()) -> Any:
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.app.push_screen(DetailScreen(run_id))
+        await settle(pilot)
+        if keys:
+            await pilot.press(*keys)
+            await settle(pilot)
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_runs_screen(store: Path, make_app: Any, snap_compare: Any, size: tuple[int, int]) -> None:
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("kind", sorted(fx.STOPPED))
+def test_detail(store: Path, make_app: Any, snap_compare: Any, kind: str, size: tuple[int, int]) -> None:
+    assert snap_compare(make_app(store), terminal_size=size, run_before=_detail(fx.STOPPED[kind]))
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize(("action", "run_id", "key"), MODALS, ids=[m[0] for m in MODALS])
+def test_modal(store: Path, make_app: Any, snap_compare: Any, action: str, run_id: str, key: str,
+               size: tuple[int, int]) -> None:
+    assert snap_compare(make_app(store), terminal_size=size, run_before=_detail(run_id, (key, *"checked")))
+
+
+def test_help(store: Path, make_app: Any, snap_compare: Any) -> None:
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_no_color(store: Path, make_app: Any, snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Textual reads (and removes) NO_COLOR when the app is created.
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(store)
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("j", "j")
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
