@@ -74,7 +74,9 @@ def _read_inputs(args: argparse.Namespace) -> Any:
     elif args.input is not None:
         text = args.input
     else:
-        return {}
+        # None, not {}: an existing run then continues with its stored inputs
+        # instead of being refused for "other inputs".
+        return None
     try:
         return _json.loads(text)
     except ValueError as exc:

@@ -183,3 +183,38 @@ def test_max_age_makes_an_old_checkpoint_an_env_mismatch(tmp_path):
         assert ran[-1] == "second" and ran.count("first") == 2
         view = eng.status("a1")
         assert [(d["action"], d["operator"], d["state"]) for d in view.decisions] == [("approve", "ana", "applied")]
+
+
+def test_a_phase_added_after_the_frontier_does_not_block(h):
+    wf_file = h.copy_workflow()
+    assert h.run("r1", target=f"{wf_file}:wf", kill="start:report").killed
+    wf_file.write_text(wf_file.read_text() + '''
+
+@wf.phase(needs=["report"])
+def audit(ctx, report) -> str:
+    trace("start:audit")
+    return f"audited {report['charged']}"
+''')
+    h.clear_trace()
+    p = h.resume("r1")
+    assert p.returncode == 0, p
+    assert h.trace() == ["start:report", "start:audit"]
+    st = h.status("r1")
+    assert [ph["name"] for ph in st["phases"]] == ["load", "price", "charge", "report", "audit"]
+    assert len(h.charges()) == 3
+
+
+def test_a_phase_inserted_before_the_frontier_blocks(h):
+    wf_file = h.copy_workflow()
+    assert h.run("r1", target=f"{wf_file}:wf", kill="start:report").killed
+    _edit(wf_file, "def _price(rows", '''@wf.phase(needs=["load"])
+def validate(ctx, load) -> int:
+    trace("start:validate")
+    return len(load)
+
+
+def _price(rows''')
+    h.clear_trace()
+    p = h.resume("r1")
+    assert p.returncode == 3 and "shape" in p.stdout, p
+    assert h.trace() == []

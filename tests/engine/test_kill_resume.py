@@ -3,6 +3,8 @@ charge reaches the gateway twice, and the result is an uninterrupted run's."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 KEYS = ["charge:inv-0", "charge:inv-1", "charge:inv-2"]
@@ -174,3 +176,21 @@ def test_retry_approval_does_not_outlive_the_retry(h):
     p = h.resume("r1")
     assert p.returncode == 3 and "in_doubt_effect" in p.stdout
     assert _keys(h, "r1") == ["r1/charge/charge:inv-0", "r1/charge/charge:inv-1"]
+
+
+def test_running_the_same_command_again_continues_the_run(h):
+    """A deploy script re-issues the same `run` line: it resumes, whether it
+    repeats the inputs (in any key order) or leaves them out."""
+    from engine_harness import BILLING_FILE
+
+    assert h.run("r1", kill="start:charge", invoices=3).killed
+    same = json.dumps({"invoices": 3, "ledger": str(h.ledger)})  # harness wrote ledger first
+    h.clear_trace()
+    p = h.cli("run", f"{BILLING_FILE}:wf", "--run-id", "r1", "--input", same, env={"PHASEGATE_TEST_KILL_AT": "start:report"})
+    assert p.killed, p
+    assert h.trace() == ["start:charge", "start:report"]
+    h.clear_trace()
+    p = h.cli("run", f"{BILLING_FILE}:wf", "--run-id", "r1")
+    assert p.returncode == 0, p
+    assert h.trace() == ["start:report"]
+    assert len(h.charges()) == 3
