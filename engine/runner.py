@@ -304,7 +304,8 @@ class Runner:
                     kwargs[n] = _rehydrate(self.wf.get(n).output_type, self.outputs[n])
                 else:
                     missing.add(n)
-            params = inspect.signature(p.fn).parameters
+            # Only a degraded phase needs its signature: ~10 us saved per boundary.
+            params = inspect.signature(p.fn).parameters if missing else {}
             for n in missing:
                 prm = params.get(n)
                 if prm is not None and prm.default is inspect.Parameter.empty:
