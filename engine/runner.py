@@ -22,7 +22,7 @@ from . import _json, chain, environment
 from ._host import new_owner
 from ._states import Action, BlockKind, OutcomeStatus, RunStatus
 from .context import PhaseContext, _rehydrate
-from .errors import LeaseLost, RunHeld, UsageError
+from .errors import LeaseLost, RunHeld, StoreError, UsageError
 from .lease import Heartbeat, holder_alive, holder_name
 from .outcome import BlockReason, Outcome
 from .workflow import Phase, Workflow
@@ -437,15 +437,19 @@ class Runner:
             )
         if not atomic:
             # The intent is durable (synchronous=FULL commit) before fn runs.
-            with self.store.hot_tx() as tx:
-                if row is None:
-                    tx.exec("intent", {
-                        "run_id": self.run_id, "phase": phase, "name": name, "key": key,
-                        "idempotent": bool(idempotent), "now": now,
-                    })
-                else:
-                    tx.exec("reintent", {"key": key, "idempotent": bool(idempotent), "now": now})
-                self._hot_fence(tx, now)
+            try:
+                with self.store.hot_tx() as tx:
+                    if row is None:
+                        tx.exec("intent", {
+                            "run_id": self.run_id, "phase": phase, "name": name, "key": key,
+                            "idempotent": bool(idempotent), "now": now,
+                        })
+                    else:
+                        tx.exec("reintent", {"key": key, "idempotent": bool(idempotent), "now": now})
+                    self._hot_fence(tx, now)
+            except StoreError:
+                self._check_foreign_effect(row, key, name)
+                raise
             result = fn(key)
             text = _json.dumps(result)
             done = self.clock()
@@ -473,6 +477,20 @@ class Runner:
                     self.store.update_effect(conn, key, values)
                 self._fence(conn, now)
         return _json.loads(text)
+
+    def _check_foreign_effect(self, row: Any, key: str, name: str) -> None:
+        """An intent that cannot be recorded because a record with its key
+        exists, yet not as this run's: the store was damaged. Stop; never redo."""
+        if row is not None:
+            return
+        with self.store.read() as conn:
+            other = self.store.effect_by_key(conn, key)
+        if other is not None:
+            raise _Stop(BlockReason(
+                BlockKind.INTEGRITY,
+                f"effect {name}: a record with its key {key} exists but is not this run's; the store was damaged",
+                {"what": "record"},
+            ))
 
     # -- operator decisions ---------------------------------------------------
 

@@ -74,3 +74,55 @@ def check(row: Any) -> Any:
         raise StoreError(f"run {str(rid)[:80]!r}: its stored record is damaged ({why}); nothing was changed",
                          title="damaged record")
     return row
+
+
+#: Values a column may hold; anything else is damage.
+_ENUMS: dict[tuple[str, str], frozenset[str]] = {
+    ("phasegate_checkpoints", "kind"): frozenset({"phase", "rewind", "env", "degrade"}),
+    ("phasegate_checkpoints", "status"): frozenset({"live", "discarded", "archived"}),
+    ("phasegate_checkpoints", "output_state"): frozenset({"present", "pruned", "archived", "none"}),
+    ("phasegate_effects", "state"): frozenset({"intent", "done"}),
+    ("phasegate_decisions", "state"): frozenset({"pending", "applied", "void"}),
+}
+
+
+def _column_problem(table: Any, row: Any) -> str | None:
+    m = row._mapping
+    for col in table.columns:
+        v = m.get(col.name)
+        if v is None:
+            if col.nullable or col.primary_key:
+                continue
+            return f"{col.name} is empty"
+        try:
+            want = col.type.python_type
+        except NotImplementedError:
+            continue
+        if want is float:
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        elif want is int:
+            ok = isinstance(v, int) and not isinstance(v, bool)
+        else:
+            ok = isinstance(v, want)
+        if not ok:
+            return f"{col.name} {str(v)[:40]!r} is not {want.__name__}"
+        allowed = _ENUMS.get((table.name, col.name))
+        if allowed is not None and v not in allowed:
+            return f"{col.name} {str(v)[:40]!r} is not one of {', '.join(sorted(allowed))}"
+    return None
+
+
+def check_all(table: Any, result: Any) -> list[Any]:
+    """Every row of a query on `table`, each checked like a run's row: a
+    damaged one is a StoreError naming the table, the run and the column."""
+    try:
+        rows = list(result)
+    except (ValueError, TypeError, OverflowError) as exc:  # the driver could not even convert a value
+        raise StoreError(f"a row of {table.name} is damaged ({exc}); nothing was changed", title="damaged record") from None
+    for row in rows:
+        why = _column_problem(table, row)
+        if why is not None:
+            rid = row._mapping.get("run_id")
+            raise StoreError(f"a row of {table.name} (run {str(rid)[:80]!r}) is damaged ({why}); nothing was changed",
+                             title="damaged record")
+    return rows

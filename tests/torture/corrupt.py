@@ -38,6 +38,9 @@ BASE_RUNS = [
 #: Columns of a run's row that no hash covers: damage there must still not crash anything.
 RUN_COLUMNS = ["shape_json", "blocked_json", "env_json", "notes_json", "status", "workflow", "target",
                "frontier_phase", "attention", "lease_owner", "lease_pid", "lease_expires_at", "updated_at"]
+CHECKPOINT_COLUMNS = ["run_id", "epoch", "seq", "kind", "phase", "output_state", "output_bytes", "created_at", "status"]
+STEP_COLUMNS = ["run_id", "phase", "step_key", "created_at", "discarded"]
+EFFECT_COLUMNS = ["run_id", "phase", "name", "key", "state", "attempt", "intent_at", "done_at"]
 TABLES = {
     "checkpoints": "phasegate_checkpoints",
     "steps": "phasegate_steps",
@@ -54,6 +57,16 @@ class CaseReport:
     detail: str = ""
     outcomes: dict[str, str] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
+    known: list[str] = field(default_factory=list)
+    """Findings of the known design limitation (see `effect_records_damaged`)."""
+
+    @property
+    def effect_records_damaged(self) -> bool:
+        """Effect records are not in the hash chain: losing one (a deleted row,
+        or its run id or key rewritten) cannot be seen before the phase that
+        owns it runs again. The engine stops at the intent when the key is
+        still there; a deleted row means the effect is repeated."""
+        return self.kind == "delete-effect" or self.detail.startswith(("effects.run_id", "effects.key"))
 
 
 class Fuzzer:
@@ -139,6 +152,9 @@ class Fuzzer:
             "flip-inputs": lambda db, rng: self._flip_col(db, rng, "runs", "inputs_json"),
             "flip-head": lambda db, rng: self._flip_col(db, rng, "runs", rng.choice(["head_hash", "head_seq", "epoch"])),
             "flip-run-row": lambda db, rng: self._flip_col(db, rng, "runs", rng.choice(RUN_COLUMNS)),
+            "flip-checkpoint-row": lambda db, rng: self._flip_col(db, rng, "checkpoints", rng.choice(CHECKPOINT_COLUMNS)),
+            "flip-record-row": lambda db, rng: self._flip_col(
+                db, rng, *rng.choice([("steps", c) for c in STEP_COLUMNS] + [("effects", c) for c in EFFECT_COLUMNS])),
             "schema-future": lambda db, rng: self._sql(db, "UPDATE phasegate_meta SET value='99' WHERE key='schema_version'"),
             "schema-garbage": lambda db, rng: self._sql(db, "UPDATE phasegate_meta SET value='v1;drop' WHERE key='schema_version'"),
             "truncate": self._truncate,
@@ -272,9 +288,12 @@ class Fuzzer:
                 bad(f"{rid}: exit 2 after running phases {ran}")
             return "unusable"
         if r.rc == 3:
+            kinds = [ln.strip().split(":")[0] for ln in r.stdout.splitlines()[1:]]
+            if ran and rep.effect_records_damaged and kinds == ["integrity"]:
+                rep.known.append(f"{rid}: damaged effect record caught at its intent, after {ran} started")
+                return "integrity-mid-phase"
             if ran:
                 bad(f"{rid}: stopped only after running phases {ran}: {r.stdout.strip()}")
-            kinds = [ln.strip().split(":")[0] for ln in r.stdout.splitlines()[1:]]
             return "integrity" if "integrity" in kinds else "stopped:" + ",".join(sorted(set(kinds)))
         if r.rc == 0:
             st = json.loads(proc.inproc(["status", rid, "--json", "--db", str(db)]).stdout)
@@ -286,6 +305,9 @@ class Fuzzer:
             ledger = self.inputs(self.world, rid)["ledger"]
             keys = Counter(x["key"] for x in self.mod.read_lines(ledger))
             if any(v > 1 for v in keys.values()) or len(keys) != self.items:
+                if rep.effect_records_damaged:
+                    rep.known.append(f"{rid}: a deleted effect record let the effect run again: {dict(keys)}")
+                    return "effect-repeated"
                 bad(f"{rid}: gateway charges after resume: {dict(keys)}")
             return "resumed"
         bad(f"{rid}: exit {r.rc}: {r.stdout.strip()} {r.stderr.strip()[-500:]}")
@@ -319,6 +341,8 @@ def fuzz(cases: int, seed: int, workdir: Path, *, log: Any = print, only: str | 
     for k in sorted(by_kind):
         log(f"  {k:<18} " + ", ".join(f"{o} {c}" for o, c in sorted(by_kind[k].items())))
     failed = sum(1 for r in reports if r.violations)
+    known = sum(1 for r in reports if r.known and not r.violations)
     log(f"corruption: {len(reports)} cases, {sum(tally.values())} resumes: "
-        + ", ".join(f"{o} {c}" for o, c in sorted(tally.items())) + f"; {failed} failed")
+        + ", ".join(f"{o} {c}" for o, c in sorted(tally.items())) + f"; {failed} failed"
+        + (f"; {known} hit the known limit (effect records are outside the hash chain)" if known else ""))
     return reports

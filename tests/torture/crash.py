@@ -64,8 +64,8 @@ class Torture:
     # -- helpers --------------------------------------------------------------
 
     def cli(self, *args: str) -> proc.Result:
-        if self.mode == "exec":
-            return proc.run(args, mode="exec")
+        """An operator's read or decision: the same `phasegate` code, in this
+        process (runs and resumes are always children, so they can be killed)."""
         return proc.inproc(args)
 
     def inputs(self, run_id: str) -> dict[str, Any]:
@@ -113,7 +113,7 @@ class Torture:
                 kill_env["PHASEGATE_TEST_KILL_AT"] = point
             child = proc.start(args, env=kill_env, mode=self.mode)
             if want_kill and point is None:
-                delay = rng.uniform(0, self.duration * 1.1)
+                delay = rng.uniform(0, self.duration * 0.75)
                 if rng.random() < 0.4:
                     # read status while the child checkpoints, then kill it
                     time.sleep(delay / 2)
