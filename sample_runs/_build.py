@@ -17,6 +17,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,12 +29,16 @@ from engine import Engine, Outcome, PhasegateError, Workflow
 
 from . import WORKFLOWS, billing, pipeline, research
 from ._points import BEACON_ENV, PAUSE_ENV
+from ._spare import Spare, start_time
 
 #: The marker that says a folder (and the database beside it) was built by the
 #: demo, so `--force` never deletes anything else.
 MARKER = "PHASEGATE_DEMO"
 LIVE_PID = "live-run.pid"
-"""In the working folder: the pid of the slow background run (for `--force` and tests)."""
+"""In the working folder: the pid and start time of the slow background run
+(for `--force` and tests: a pid alone may have been reused)."""
+KILLED_PROCESSES = 7
+"""How many scenarios SIGKILL a `phasegate run` (one spare process each)."""
 
 
 class DemoError(PhasegateError):
@@ -54,7 +59,51 @@ class Demo:
     work: Path
     operator: str = "demo"
     live_seconds: float = 180.0
-    _children: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    _spares: list[Spare] = field(default_factory=list)
+    _running: list[Any] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- processes ----------------------------------------------------------------
+
+    def prefork(self, n: int = KILLED_PROCESSES + 1) -> None:
+        """Fork the processes the scenarios will kill, now, while this process
+        has no other thread (forking a threaded process is not safe)."""
+        if hasattr(os, "fork"):
+            self._spares = [Spare() for _ in range(n)]
+
+    def _start(self, argv: list[str], env: dict[str, str], log: Path, *, detach: bool = False) -> Any:
+        """`phasegate ARGV` in another process: a spare if one is left, else a fresh interpreter."""
+        with self._lock:
+            spare = self._spares.pop() if self._spares else None
+        if spare is not None:
+            spare.run(argv, env=env, log=log, detach=detach)
+            proc: Any = spare
+        else:
+            with log.open("ab") as out:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "engine", *argv],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=out,
+                    start_new_session=detach,
+                )
+        if not detach:
+            with self._lock:
+                self._running.append(proc)
+        return proc
+
+    def stop_children(self) -> None:
+        """Kill whatever is still paused (a failed or interrupted build), dismiss unused spares."""
+        with self._lock:
+            running, spares = list(self._running), list(self._spares)
+            self._running, self._spares = [], []
+        for proc in running:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for spare in spares:
+            spare.dismiss()
 
     # -- the tools scenarios use ------------------------------------------------
 
@@ -62,46 +111,33 @@ class Demo:
         return self.work / run_id
 
     def kill_at(self, workflow: str, run_id: str, inputs: dict[str, Any], point: str) -> None:
-        """Run `phasegate run` in a child process until it pauses at `point`,
+        """Run `phasegate run` in another process until it pauses at `point`,
         then SIGKILL it: no cleanup, no last write, as in a crash."""
         beacon = self.work / f".{run_id}.paused"
+        log = self.work / f".{run_id}.log"
         beacon.unlink(missing_ok=True)
         env = {**os.environ, PAUSE_ENV: point, BEACON_ENV: str(beacon)}
-        cmd = [
-            sys.executable,
-            "-m",
-            "engine",
-            "run",
-            WORKFLOWS[workflow],
-            "--run-id",
-            run_id,
-            "--input",
-            json.dumps(inputs),
-            "--db",
-            str(self.db),
-        ]
-        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self._children.append(proc)
+        argv = ["run", WORKFLOWS[workflow], "--run-id", run_id, "--input", json.dumps(inputs), "--db", str(self.db)]
+        proc = self._start(argv, env, log)
         deadline = time.monotonic() + 60
         try:
             while not beacon.exists():
                 if proc.poll() is not None:
-                    err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
+                    err = log.read_text(errors="replace").strip() if log.exists() else ""
                     raise DemoError(f"{run_id} ended (exit {proc.returncode}) before reaching {point}: {err[-300:]}")
                 if time.monotonic() > deadline:
                     raise DemoError(f"{run_id} did not reach {point} within 60 s")
-                time.sleep(0.02)
+                time.sleep(0.01)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-            for stream in (proc.stdout, proc.stderr):
-                if stream:
-                    stream.close()
-            self._children.remove(proc)
+            with self._lock:
+                self._running.remove(proc)
             beacon.unlink(missing_ok=True)
+            log.unlink(missing_ok=True)
 
     def run(self, wf: Workflow, run_id: str, inputs: dict[str, Any] | None = None) -> Outcome:
         """Start or resume a run in this process (the same engine call the CLI makes)."""
@@ -129,12 +165,6 @@ class Demo:
             return rows
         finally:
             conn.close()
-
-    def stop_children(self) -> None:
-        for proc in list(self._children):
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
 
 
 # -- the scenarios ----------------------------------------------------------------
@@ -292,23 +322,9 @@ def start_live(d: Demo, step: Step) -> int:
     pace = max(d.live_seconds / (files * 0.33), 0.05)
     inputs = pipeline.prepare(d.workdir(rid), batch="2026-11-30", files=files, rows=30, pace=pace)
     step("events (live): started in the background; it runs for a few minutes")
-    log = (d.work / "live-run.log").open("ab")
-    cmd = [
-        sys.executable,
-        "-m",
-        "engine",
-        "run",
-        WORKFLOWS["pipeline"],
-        "--run-id",
-        rid,
-        "--input",
-        json.dumps(inputs),
-        "--db",
-        str(d.db),
-    ]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    log.close()
-    (d.work / LIVE_PID).write_text(f"{proc.pid}\n{d.db}\n")
+    argv = ["run", WORKFLOWS["pipeline"], "--run-id", rid, "--input", json.dumps(inputs), "--db", str(d.db)]
+    proc = d._start(argv, dict(os.environ), d.work / "live-run.log", detach=True)
+    (d.work / LIVE_PID).write_text(f"{proc.pid}\n{start_time(proc.pid)}\n{d.db}\n")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -11,7 +11,6 @@ import argparse
 import logging
 import os
 import shutil
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -75,17 +74,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def _remove(db: Path, work: Path) -> None:
     """Delete an earlier demo, stopping its background run first."""
     from ._build import LIVE_PID
+    from ._spare import kill_if_same
 
     pid_file = work / LIVE_PID
     if pid_file.exists():
-        try:
-            pid = int(pid_file.read_text().split()[0])
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, ValueError, IndexError):
-            cmdline = ""
-        # Only the demo's own process: a recycled pid belongs to someone else.
-        if str(db) in cmdline and "pipeline-events-live" in cmdline:
-            os.kill(pid, signal.SIGKILL)
+        lines = pid_file.read_text().split("\n")
+        if len(lines) >= 2 and lines[0].strip().isdigit():
+            kill_if_same(int(lines[0]), lines[1].strip())
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     shutil.rmtree(work, ignore_errors=True)
@@ -102,6 +97,7 @@ def _build_with_progress(db: Path, work: Path) -> None:
     (work / MARKER).write_text(f"built by phasegate demo for {db}\n")
     live_seconds = float(os.environ.get("PHASEGATE_DEMO_LIVE_SECONDS", "180"))
     demo = Demo(db=db, work=work, live_seconds=live_seconds)
+    demo.prefork()  # before the progress display starts its thread
     console = Console(stderr=True)
     console.print(f"Building a demo database at [bold]{db}[/] (working files in {work})")
     columns = (
@@ -149,10 +145,10 @@ def _summary(console: Any, db: Path, seconds: float) -> None:
     with Engine(db, create=False) as eng:
         rows = eng.runs(limit=100)
         superseded = {c.run_id for c in eng.prune_candidates() if c.kind == "superseded_output"}
-    table = Table(title=f"{len(rows)} runs, built in {seconds:.1f} s", title_justify="left")
-    table.add_column("run", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("why", no_wrap=True, overflow="ellipsis", max_width=70)
+    table = Table(title=f"{len(rows)} runs, built in {seconds:.1f} s", title_justify="left", expand=True)
+    table.add_column("run", no_wrap=True, min_width=26)
+    table.add_column("status", no_wrap=True, min_width=11)
+    table.add_column("why", no_wrap=True, overflow="ellipsis", ratio=1)
     for r in rows:
         if r.status.value == "running":
             why = f"live: phase {r.frontier_phase} ({r.frontier_index + 1}/{r.phase_count}), still checkpointing"
@@ -165,9 +161,10 @@ def _summary(console: Any, db: Path, seconds: float) -> None:
     rel = os.path.relpath(db)
     console.print(
         "Next:\n"
-        f"  phasegate console --db {rel}        triage them (approve, degrade, confirm an effect...)\n"
-        f"  phasegate worker --db {rel}         in another terminal: carries out decisions as they are made\n"
-        f"  phasegate status --db {rel}         the same list, as text (--json for tools)"
+        f"  phasegate console --db {rel}   triage: approve, degrade, confirm an effect\n"
+        f"  phasegate worker --db {rel}    (another terminal) carries out decisions\n"
+        f"  phasegate status --db {rel}    the same list as text; --json for tools",
+        highlight=False,
     )
 
 
