@@ -11,12 +11,6 @@ KEYS = ["charge:inv-0", "charge:inv-1", "charge:inv-2"]
 PHASES = ["start:load", "start:price", "start:charge", "start:report"]
 
 
-def _baseline(h, **inputs) -> str:
-    p = h.run("clean", **inputs)
-    assert p.returncode == 0, p
-    return h.report_hash("clean")
-
-
 def _keys(h, run_id: str) -> list[str]:
     return sorted(k for k in h.charge_keys() if k.startswith(run_id + "/"))
 
@@ -31,9 +25,8 @@ POINTS = [
 
 
 @pytest.mark.parametrize("point,before,after", POINTS, ids=[p[0] for p in POINTS])
-def test_kill_at_a_phase_boundary_or_mid_phase_then_resume(h, point, before, after):
-    expected = _baseline(h)
-    h.clear_trace()
+def test_kill_at_a_phase_boundary_or_mid_phase_then_resume(h, point, before, after, clean_report_hash):
+    expected = clean_report_hash
 
     p = h.run("r1", kill=point)
     assert p.killed, p
@@ -83,8 +76,8 @@ def test_real_entry_point_killed_mid_charge_then_resumed(h):
 
 
 @pytest.mark.parametrize("point", ["before:charge:inv-1", "after:charge:inv-1"])
-def test_idempotent_effect_is_called_again_with_the_same_key(h, point):
-    expected = _baseline(h, idempotent=True)
+def test_idempotent_effect_is_called_again_with_the_same_key(h, point, clean_report_hash):
+    expected = clean_report_hash
     p = h.run("r1", kill=point, idempotent=True)
     assert p.killed
     st = h.status("r1")
@@ -128,8 +121,8 @@ def test_non_idempotent_effect_in_doubt_blocks_the_resume(h, point):
     assert len(h.charges()) == before
 
 
-def test_confirm_effect_when_the_gateway_did_charge(h):
-    expected = _baseline(h)
+def test_confirm_effect_when_the_gateway_did_charge(h, clean_report_hash):
+    expected = clean_report_hash
     assert h.run("r1", kill="after:charge:inv-1").killed
     assert h.resume("r1").returncode == 3
     charged = [c for c in h.charges() if c["key"] == "r1/charge/charge:inv-1"]
@@ -150,8 +143,8 @@ def test_confirm_effect_when_the_gateway_did_charge(h):
     assert h.report_hash("r1") == expected
 
 
-def test_retry_effect_when_the_gateway_never_saw_it(h):
-    expected = _baseline(h)
+def test_retry_effect_when_the_gateway_never_saw_it(h, clean_report_hash):
+    expected = clean_report_hash
     assert h.run("r1", kill="before:charge:inv-1").killed
     assert h.resume("r1").returncode == 3
     assert _keys(h, "r1") == ["r1/charge/charge:inv-0"]
