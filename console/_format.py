@@ -40,13 +40,13 @@ def plain(value: Any) -> Text:
 
 def run_status(status: str) -> Text:
     mark, style = RUN_MARKS.get(status, ("  ", ""))
-    return Text(f"{mark} {status}", style=style)
+    return Text(f"{mark} {status}", style=tone(style))
 
 
 def marked(table: dict[str, tuple[str, str]], state: str, label: str | None = None) -> Text:
     """`[x] load` style: the mark, then the label (literal), styled by state."""
     mark, style = table.get(state, ("?", ""))
-    return Text(f"{mark} {label if label is not None else state}", style=style)
+    return Text(f"{mark} {label if label is not None else state}", style=tone(style))
 
 
 def age(seconds: float | None) -> str:
@@ -78,3 +78,22 @@ def short(value: Any, n: int = 48) -> str:
     s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     s = s.replace("\n", " ")
     return s if len(s) <= n else s[: n - 3] + "..."
+
+
+
+_mono = False
+
+
+def set_monochrome(on: bool) -> None:
+    """Under NO_COLOR, keep only emphasis: Textual's monochrome filter maps a
+    red word to a dark grey that is hard to read, and the words and marks
+    already carry the state. Set by each app as it starts."""
+    global _mono
+    _mono = on
+
+
+def tone(style: str) -> str:
+    """A state's style, or only its emphasis under NO_COLOR."""
+    if not _mono:
+        return style
+    return " ".join(w for w in style.split() if w in ("bold", "italic", "dim", "reverse"))

@@ -18,6 +18,7 @@ from textual.screen import Screen
 from engine import Engine, PhasegateError
 
 from . import live, service
+from ._format import set_monochrome
 from .actions import ACTIONS, ActionResult
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class ConsoleApp(App[int]):
         self.animation_level = "none"
         if read_only:
             self.sub_title = "read-only"
+        set_monochrome(self.no_color)
 
     def on_mount(self) -> None:
         from .screens.runs import RunsScreen

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from engine import RunView
 
-from ._format import EFFECT_MARKS, marked, plain, short, size
+from ._format import EFFECT_MARKS, marked, plain, short, size, tone
 
 NONE = Text("none", style="dim")
 
@@ -53,7 +53,7 @@ def outputs(v: RunView) -> tuple[RenderableType, bool]:
     t = _table("phase", "size", "hash", "state")
     for o in v.outputs:
         ok = o["verified"]
-        state = Text("verified" if ok else f"NOT verified ({o['state']})", style="" if ok else "bold red")
+        state = Text("verified" if ok else f"NOT verified ({o['state']})", style="" if ok else tone("bold red"))
         t.add_row(plain(o["phase"]), Text(size(o["bytes"])), plain(str(o["hash"] or "-")[:16]), state)
     return t, False
 
@@ -88,7 +88,7 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
     t = _table("", "probe", "saved", "current", "declared by")
     for name, r in merged.items():
         changed = bool(r.get("changed"))
-        mark = Text("CHANGED" if changed else "same", style="bold yellow" if changed else "dim")
+        mark = Text("CHANGED" if changed else "same", style=tone("bold yellow") if changed else "dim")
         style = "bold" if changed else ""
         t.add_row(mark, plain(name), Text(short(r.get("saved"), 30), style=style),
                   Text(short(r.get("current"), 30), style=style), plain(", ".join(r.get("phases") or []) or "-"))

@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from .._format import tone
 from ..actions import ActionRequest, ActionResult, Choice
 
 
@@ -94,7 +95,7 @@ class ActionModal(ModalScreen[ActionResult | None]):
         self.action_confirm()
 
     def _problem(self, text: str, focus: str) -> None:
-        self.query_one("#problem", Static).update(Text(text, style="bold red"))
+        self.query_one("#problem", Static).update(Text(text, style=tone("bold red")))
         self.query_one(focus, Input).focus()
 
     def action_confirm(self) -> None:

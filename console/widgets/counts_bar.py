@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from .._format import RUN_MARKS
+from .._format import RUN_MARKS, tone
 
 ORDER = ("blocked", "interrupted", "failed", "running", "reset", "completed")
 
@@ -22,7 +22,7 @@ class CountsBar(Static):
                 continue
             mark, style = RUN_MARKS[status]
             line.append(" ")
-            line.append(f"{mark} {n} {status}", style=style)
+            line.append(f"{mark} {n} {status}", style=tone(style))
         second = Text(f"show: {filter_label}  sort: {sort_label}  ")
         if text:
             second.append("filter: ")
