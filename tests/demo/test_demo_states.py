@@ -115,3 +115,15 @@ def test_never_replaces_a_database_it_did_not_build(tmp_path: Path) -> None:
     proc = cli("demo", "--no-console", "--force", "--db", str(db))
     assert proc.returncode == 2 and "not built by phasegate demo" in proc.stderr
     assert db.exists()
+
+
+def test_force_replaces_it_and_stops_the_old_live_run(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    db = demo[0]
+    pid_file = db.with_name("demo.work") / "live-run.pid"
+    old_pid = int(pid_file.read_text().split()[0])
+    proc = cli("demo", "--no-console", "--force", "--db", str(db), timeout=240, PHASEGATE_DEMO_LIVE_SECONDS="90")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not Path(f"/proc/{old_pid}").exists() or "Z" in Path(f"/proc/{old_pid}/stat").read_text().split()[2]
+    runs = status(db)
+    assert sum(r["status"] == "running" for r in runs) == 1
+    assert len(runs) == len(demo[2])
