@@ -331,7 +331,7 @@ def start_live(d: Demo, step: Step) -> int:
             raise DemoError(f"the live run exited at once (exit {proc.returncode}); see {d.work / 'live-run.log'}")
         rows = d.sql("SELECT lease_pid FROM phasegate_runs WHERE run_id = ?", (rid,))
         if rows and rows[0][0] == proc.pid:
-            return proc.pid
+            return int(proc.pid)
         time.sleep(0.05)
     raise DemoError("the live run did not start within 30 s")
 
