@@ -23,3 +23,12 @@ def test_readme_api_example_runs(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == printed.group(1).strip()
     assert len((tmp_path / "out" / "outbox.jsonl").read_text().splitlines()) == 2
+
+
+def test_registering_the_demo_command_stays_light() -> None:
+    """Every `phasegate` invocation imports `sample_runs.demo` to register the
+    subcommand; it must not pull in the engine, Rich or Textual to do so."""
+    code = "import sys, sample_runs.demo; print(sorted(m for m in ('engine', 'rich', 'textual') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
