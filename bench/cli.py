@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import checkpoint, console, effects, resume, verify
 from ._util import RUNS, Figure, _disk_tmp, scratch
-from .report import machine, table, write_json
+from .report import machine, markdown, table, write_json
 
 log = logging.getLogger("bench")
 
@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="CI-sized: small stores, no peers, under two minutes")
     ap.add_argument("--json", type=Path, default=None, help="write the figures as a list of JSON rows")
+    ap.add_argument("--markdown", type=Path, default=None, help="write the machine and the table as Markdown")
     ap.add_argument("--rounds", type=int, default=RUNS, help=f"runs behind each median (at least {RUNS})")
     ap.add_argument("--only", default="", help="comma-separated groups: checkpoint,effects,resume,verify,console,live")
     ap.add_argument("-v", "--verbose", action="store_true")
@@ -80,4 +81,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     if a.json is not None:
         write_json(a.json, figs, meta)
+    if a.markdown is not None:
+        a.markdown.write_text(markdown(figs, meta))
     return 0

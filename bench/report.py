@@ -101,3 +101,23 @@ def write_json(path: Path, figs: list[Figure], meta: dict[str, Any]) -> None:
     path.write_text(json.dumps(rows, indent=1) + "\n")
     meta_path = path.with_name(path.stem + ".meta.json")
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def markdown(figs: list[Figure], meta: dict[str, Any]) -> str:
+    """The machine and the table, as bench/RESULTS.md begins."""
+    v = meta.get("versions", {})
+    lines = [
+        "## Machine",
+        "",
+        f"- CPU: {meta['cpu']} x{meta['cpus']}, memory {meta['memory']}; {meta['os']}",
+        f"- Python {meta['python']}, SQLite {meta['sqlite']}; scratch stores on {meta['filesystem']}",
+        f"- load average when the run started: {meta['load average at start']} (a shared machine: see the ratios, not the absolute times)",
+        "- versions: " + ", ".join(f"{k} {val}" for k, val in v.items()),
+        f"- {meta['mode']} run, {meta['rounds']} runs behind every median, {meta.get('seconds', '?')} s in all",
+        "",
+        "## Figures",
+        "",
+        table(figs),
+        "",
+    ]
+    return "\n".join(lines)

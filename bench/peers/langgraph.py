@@ -100,13 +100,13 @@ def build_history(path: Path, thread: str, checkpoints: int) -> None:
         saver = SqliteSaver(conn)
         saver.setup()
         conn.execute("PRAGMA synchronous=OFF")
-        nodes = 50
+        nodes = max(1, min(50, checkpoints - 2))  # one invocation writes nodes + 2 checkpoints
         app = _graph(nodes, {"rows": [{"id": i} for i in range(8)]}, marks).compile(checkpointer=saver)
         cfg = {"configurable": {"thread_id": thread}}
         done = 0
         while done < checkpoints:
             app.invoke({"data": {"start": done}}, cfg)
-            done = sum(1 for _ in saver.list(cfg)) if done + (nodes + 2) >= checkpoints else done + nodes + 2
+            done += nodes + 2
     finally:
         conn.close()
 
