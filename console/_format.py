@@ -80,7 +80,6 @@ def short(value: Any, n: int = 48) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
-
 _mono = False
 
 

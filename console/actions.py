@@ -25,20 +25,51 @@ class ActionSpec:
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
-    ActionSpec("approve", "a", "approve resume", "accept the changed environment and resume",
-               "phasegate decide RUN approve --reason ..."),
-    ActionSpec("degrade", "d", "degrade", "continue without what is lost or untrusted",
-               "phasegate decide RUN degrade --reason ..."),
-    ActionSpec("rewind", "w", "rewind", "re-run from a phase you choose",
-               "phasegate decide RUN rewind --phase NAME --reason ..."),
-    ActionSpec("reset", "r", "reset", "archive every checkpoint and start over",
-               "phasegate decide RUN reset --reason ..."),
-    ActionSpec("confirm_effect", "c", "confirm effect", "record an in-doubt effect as done (it happened)",
-               "phasegate decide RUN confirm_effect --effect KEY --reason ..."),
-    ActionSpec("retry_effect", "t", "retry effect", "call an in-doubt effect again with its idempotency key",
-               "phasegate decide RUN retry_effect --effect KEY --reason ..."),
-    ActionSpec("prune", "p", "prune", "remove what is safe to prune from this run",
-               "phasegate prune --apply --run-id RUN --reason ..."),
+    ActionSpec(
+        "approve",
+        "a",
+        "approve resume",
+        "accept the changed environment and resume",
+        "phasegate decide RUN approve --reason ...",
+    ),
+    ActionSpec(
+        "degrade",
+        "d",
+        "degrade",
+        "continue without what is lost or untrusted",
+        "phasegate decide RUN degrade --reason ...",
+    ),
+    ActionSpec(
+        "rewind",
+        "w",
+        "rewind",
+        "re-run from a phase you choose",
+        "phasegate decide RUN rewind --phase NAME --reason ...",
+    ),
+    ActionSpec(
+        "reset", "r", "reset", "archive every checkpoint and start over", "phasegate decide RUN reset --reason ..."
+    ),
+    ActionSpec(
+        "confirm_effect",
+        "c",
+        "confirm effect",
+        "record an in-doubt effect as done (it happened)",
+        "phasegate decide RUN confirm_effect --effect KEY --reason ...",
+    ),
+    ActionSpec(
+        "retry_effect",
+        "t",
+        "retry effect",
+        "call an in-doubt effect again with its idempotency key",
+        "phasegate decide RUN retry_effect --effect KEY --reason ...",
+    ),
+    ActionSpec(
+        "prune",
+        "p",
+        "prune",
+        "remove what is safe to prune from this run",
+        "phasegate prune --apply --run-id RUN --reason ...",
+    ),
 )
 
 BY_NAME: dict[str, ActionSpec] = {a.name: a for a in ACTIONS}

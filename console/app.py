@@ -102,8 +102,12 @@ class ConsoleApp(App[int]):
         path = self.engine.store.path
         assert path is not None
         live.watch_store(
-            path, self.engine.data_version, lambda source: self.post_message(self.DataChanged(source)),
-            self._stop_live, poll=self.poll_interval, use_events=self.live_events,
+            path,
+            self.engine.data_version,
+            lambda source: self.post_message(self.DataChanged(source)),
+            self._stop_live,
+            poll=self.poll_interval,
+            use_events=self.live_events,
         )
 
     def on_console_app_data_changed(self, message: DataChanged) -> None:
@@ -153,7 +157,8 @@ class ConsoleApp(App[int]):
             for spec in ACTIONS:
                 if actor.action_fits(spec.name):
                     yield SystemCommand(
-                        f"run: {spec.label}", f"{spec.help} ({spec.key}; or {spec.cli})",
+                        f"run: {spec.label}",
+                        f"{spec.help} ({spec.key}; or {spec.cli})",
                         partial(actor.action_decide, spec.name),
                     )
         for title, help_text, action in getattr(screen, "PALETTE", ()):

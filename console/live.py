@@ -2,7 +2,7 @@
 
 File events (watchfiles on the database's folder, filtered to the database,
 its `-wal` and its `-journal`; not `-shm`, which every reader rewrites) say
-*something* touched the files; `PRAGMA data_version` on one long-lived
+*something* touched the files; SQLite's `data_version` (through the engine's probe) on one long-lived
 connection says whether another connection really committed. Where events do
 not arrive (network filesystems, some containers), the same loop asks
 `data_version` every `poll` seconds anyway.
@@ -33,7 +33,7 @@ def store_files(db: Path) -> frozenset[str]:
 def watch_store(
     db: Path,
     make_probe: Callable[[], Probe],
-    on_change: Callable[[str], None],
+    on_change: Callable[[str], object],
     stop: threading.Event,
     *,
     poll: float = 2.0,
@@ -60,7 +60,7 @@ def watch_store(
 
 
 def _watch_events(
-    db: Path, probe: Probe, on_change: Callable[[str], None], stop: threading.Event, *, poll: float, debounce_ms: int
+    db: Path, probe: Probe, on_change: Callable[[str], object], stop: threading.Event, *, poll: float, debounce_ms: int
 ) -> None:
     import watchfiles
 

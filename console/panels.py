@@ -43,7 +43,10 @@ def summary(v: RunView, now: float) -> Text:
     if v.pending_decisions:
         for d in v.pending_decisions:
             line.append("\n")
-            line.append(f"waiting: {d['action']} by {d['operator']} (decision {d['id']}) applies at the next run", style="italic")
+            line.append(
+                f"waiting: {d['action']} by {d['operator']} (decision {d['id']}) applies at the next run",
+                style="italic",
+            )
     return line
 
 
@@ -90,8 +93,13 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
         changed = bool(r.get("changed"))
         mark = Text("CHANGED" if changed else "same", style=tone("bold yellow") if changed else "dim")
         style = "bold" if changed else ""
-        t.add_row(mark, plain(name), Text(short(r.get("saved"), 30), style=style),
-                  Text(short(r.get("current"), 30), style=style), plain(", ".join(r.get("phases") or []) or "-"))
+        t.add_row(
+            mark,
+            plain(name),
+            Text(short(r.get("saved"), 30), style=style),
+            Text(short(r.get("current"), 30), style=style),
+            plain(", ".join(r.get("phases") or []) or "-"),
+        )
     return t, False
 
 
@@ -101,8 +109,12 @@ def effects(v: RunView) -> tuple[RenderableType, bool]:
     t = _table("state", "effect", "key", "attempt")
     for e in v.effects:
         label = {"in_doubt": "IN DOUBT", "intent": "intent", "done": "done"}[e["state"]]
-        t.add_row(marked(EFFECT_MARKS, e["state"], label), plain(f"{e['name']} ({e['phase']})"), plain(e["key"]),
-                  Text(str(e["attempt"])))
+        t.add_row(
+            marked(EFFECT_MARKS, e["state"], label),
+            plain(f"{e['name']} ({e['phase']})"),
+            plain(e["key"]),
+            Text(str(e["attempt"])),
+        )
     return t, False
 
 
@@ -120,9 +132,16 @@ def decisions(v: RunView) -> tuple[RenderableType, bool]:
         return NONE, True
     t = _table("when", "who", "what", "state", "why")
     for d in v.decisions:
-        what = d["action"] + (f" {d['phase']}" if d.get("phase") else "") + (f" {d['effect']}" if d.get("effect") else "")
-        t.add_row(Text(str(d["at"] or "-").replace("T", " ").rstrip("Z")), plain(d["operator"]), plain(what),
-                  Text(d["state"]), plain(d["reason"]))
+        what = (
+            d["action"] + (f" {d['phase']}" if d.get("phase") else "") + (f" {d['effect']}" if d.get("effect") else "")
+        )
+        t.add_row(
+            Text(str(d["at"] or "-").replace("T", " ").rstrip("Z")),
+            plain(d["operator"]),
+            plain(what),
+            Text(d["state"]),
+            plain(d["reason"]),
+        )
     return t, False
 
 

@@ -56,8 +56,12 @@ def allowed(engine: Engine, view: RunView) -> list[str]:
 
 def _sections(pv: Preview) -> tuple[tuple[str, tuple[str, ...]], ...]:
     out = []
-    for label, items in (("re-runs", pv.rerun), ("may call again", pv.effects_again),
-                         ("sets aside", pv.discarded), ("keeps", pv.kept)):
+    for label, items in (
+        ("re-runs", pv.rerun),
+        ("may call again", pv.effects_again),
+        ("sets aside", pv.discarded),
+        ("keeps", pv.kept),
+    ):
         if items:
             out.append((label, tuple(items)))
     return tuple(out)
@@ -99,7 +103,9 @@ def apply(engine: Engine, result: ActionResult) -> str:
         done = engine.prune(apply=True, run_id=result.run_id, reason=result.reason)
         return f"pruned {len(done)} item(s), {size(sum(c.bytes for c in done))}, from {result.run_id}"
     d = engine.decide(
-        result.run_id, name, reason=result.reason,
+        result.run_id,
+        name,
+        reason=result.reason,
         phase=result.choice if name == "rewind" else None,
         effect=result.choice if name in ("confirm_effect", "retry_effect") else None,
     )

@@ -97,4 +97,6 @@ class DetailScreen(RunActions):
 
     def action_scroll(self, where: str) -> None:
         box = self.query_one("#detail", VerticalScroll)
-        {"down": box.scroll_down, "up": box.scroll_up, "home": box.scroll_home, "end": box.scroll_end}[where](animate=False)
+        {"down": box.scroll_down, "up": box.scroll_up, "home": box.scroll_home, "end": box.scroll_end}[where](
+            animate=False
+        )

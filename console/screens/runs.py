@@ -113,8 +113,9 @@ class RunsScreen(RunActions):
     def _read(self, offset: int, filter_index: int, text: str, order: str, cursor: str) -> None:
         engine = self.console.engine
         try:
-            page = service.read_page(engine, offset=offset, limit=self.console.page_size,
-                                     filter_index=filter_index, text=text, order=order)
+            page = service.read_page(
+                engine, offset=offset, limit=self.console.page_size, filter_index=filter_index, text=text, order=order
+            )
         except PhasegateError as exc:
             self.console.post_message(self.console.ActionFailed(exc.title, exc.message))
             return
@@ -150,9 +151,13 @@ class RunsScreen(RunActions):
         sort_label = SORTS[self.sort_index][1] + (" (reversed)" if self.descending else "")
         first = page.offset + 1 if page.rows else 0
         shown = f"rows {first}-{page.offset + page.fetched} of {page.total}"
-        self.query_one(CountsBar).show(page.counts, filter_label=label, sort_label=sort_label, text=self.text, shown=shown)
+        self.query_one(CountsBar).show(
+            page.counts, filter_label=label, sort_label=sort_label, text=self.text, shown=shown
+        )
         if not page.rows:
-            self.query_one("#why", Static).update(Text("no runs match" if (self.text or self.filter_index) else "no runs yet"))
+            self.query_one("#why", Static).update(
+                Text("no runs match" if (self.text or self.filter_index) else "no runs yet")
+            )
 
     @on(DataTable.RowHighlighted, "#runs")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

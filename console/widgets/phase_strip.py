@@ -27,8 +27,10 @@ def strip(phases: list[dict[str, Any]], frontier: dict[str, Any]) -> Text:
     else:
         tail.append("frontier: ")
         tail.append(str(frontier.get("phase")), style="bold")
-        tail.append(f" (phase {frontier.get('index', 0) + 1} of {frontier.get('of', 0)}, "
-                    f"{frontier.get('steps_done', 0)} step(s) done in it)")
+        tail.append(
+            f" (phase {frontier.get('index', 0) + 1} of {frontier.get('of', 0)}, "
+            f"{frontier.get('steps_done', 0)} step(s) done in it)"
+        )
     tail.append("   [x] done  [~] partial  [ ] open  [!] failed  [-] degraded", style="dim")
     line.append_text(tail)
     return line

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
@@ -91,7 +92,7 @@ class RunsTable(DataTable[Text]):
 
     def run_id_at(self, row: int) -> str | None:
         if 0 <= row < self.row_count:
-            key = self.coordinate_to_cell_key((row, 0)).row_key
+            key = self.coordinate_to_cell_key(Coordinate(row, 0)).row_key
             return str(key.value)
         return None
 

@@ -3,19 +3,15 @@ an app over it with a frozen clock, and a way to wait until the app is idle."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
-from textual.worker import WorkerState
 
 from console.app import ConsoleApp
 from engine import Engine
-
-from . import fixtures
+from tests.console import fixtures
 
 logging.getLogger("phasegate").setLevel(logging.ERROR)
 
@@ -46,32 +42,21 @@ def store(tmp_path: Path, _fixture_cache: Path) -> Path:
 def make_app() -> Iterator[Callable[..., ConsoleApp]]:
     engines: list[Engine] = []
 
-    def make(db: Path, *, read_only: bool = False, poll_interval: float = 0, live_events: bool = True,
-             page_size: int = 200) -> ConsoleApp:
+    def make(
+        db: Path, *, read_only: bool = False, poll_interval: float = 0, live_events: bool = True, page_size: int = 200
+    ) -> ConsoleApp:
         clock = fixtures.frozen()
         engine = Engine(db, clock=clock, lease_seconds=fixtures.LEASE, create=False, readonly=read_only)
         engines.append(engine)
-        return ConsoleApp(engine, read_only=read_only, clock=clock, poll_interval=poll_interval,
-                          live_events=live_events, page_size=page_size)
+        return ConsoleApp(
+            engine,
+            read_only=read_only,
+            clock=clock,
+            poll_interval=poll_interval,
+            live_events=live_events,
+            page_size=page_size,
+        )
 
     yield make
     for e in engines:
         e.close()
-
-
-async def settle(pilot: Pilot[object]) -> None:
-    """Wait until no read or write worker is busy and the messages they sent
-    have been handled (the live watcher runs for ever, so it is not counted)."""
-    app = pilot.app
-    quiet = 0
-    for _ in range(500):
-        busy = [w for w in app.workers if w.group != "live" and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
-        if busy:
-            quiet = 0
-            await asyncio.sleep(0.01)
-            continue
-        await pilot.pause()
-        quiet += 1
-        if quiet >= 2:
-            return
-    raise AssertionError("the app did not settle")

@@ -10,8 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine import Engine
-
-from . import wf as fixture_wf
+from tests.console import wf as fixture_wf
 
 T0 = 1_780_000_000.0  # 2026-05-28T20:26:40Z
 LEASE = 30.0
@@ -87,8 +86,12 @@ def build(db: Path) -> None:
 
         # integrity: fetch's saved output is damaged on disk (one byte flipped)
         _run(engine, clock, INTEGRITY, interrupt="charge")
-        _sql(db, "UPDATE phasegate_checkpoints SET output_json = replace(output_json, '100', '900') "
-                 "WHERE run_id = ? AND phase = 'fetch'", INTEGRITY)
+        _sql(
+            db,
+            "UPDATE phasegate_checkpoints SET output_json = replace(output_json, '100', '900') "
+            "WHERE run_id = ? AND phase = 'fetch'",
+            INTEGRITY,
+        )
         _run(engine, clock, INTEGRITY)
 
         # env mismatch: the tax table changed while the run was stopped
@@ -99,7 +102,9 @@ def build(db: Path) -> None:
 
         # below floor: fetch's output is lost and fetch cannot be re-run
         _run(engine, clock, BELOW_FLOOR, interrupt="price")
-        _sql(db, "UPDATE phasegate_checkpoints SET output_json = NULL WHERE run_id = ? AND phase = 'fetch'", BELOW_FLOOR)
+        _sql(
+            db, "UPDATE phasegate_checkpoints SET output_json = NULL WHERE run_id = ? AND phase = 'fetch'", BELOW_FLOOR
+        )
         _run(engine, clock, BELOW_FLOOR)
 
         # failed: the gateway refused (the message holds brackets, shown literally)

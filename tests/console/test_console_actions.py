@@ -14,9 +14,8 @@ from console.screens.detail import DetailScreen
 from console.screens.runs import RunsScreen
 from engine import Engine
 from tests.conftest import status_json
-
-from . import fixtures as fx
-from .conftest import settle
+from tests.console import fixtures as fx
+from tests.console.pilot_helpers import settle
 
 pytestmark = pytest.mark.anyio
 
@@ -90,7 +89,9 @@ async def test_decisions_land_in_store(store: Path, make_app: Any, round_: str) 
     with Engine(store) as eng:
         for run_id, _key, action, _choose in ROUNDS[round_]:
             decs = eng.status(run_id).pending_decisions
-            assert [(d["action"], d["operator"], d["reason"]) for d in decs] == [(action, fx.OPERATOR, f"checked {action}")]
+            assert [(d["action"], d["operator"], d["reason"]) for d in decs] == [
+                (action, fx.OPERATOR, f"checked {action}")
+            ]
             shown = docs[run_id]["pending_decisions"]
             assert [d["action"] for d in shown] == [action]
             if action == "rewind":
@@ -181,8 +182,11 @@ async def test_unfitting_actions_are_not_offered(store: Path, make_app: Any, run
             await settle(pilot)
             assert isinstance(app.screen, DetailScreen), f"{key} opened {app.screen}"
         palette = [c.title for c in app.get_system_commands(app.screen)]
-        assert all(not t.startswith("run: ") or t[5:] in {"approve resume", "rewind", "reset", "confirm effect",
-                                                          "retry effect", "degrade", "prune"} for t in palette)
+        assert all(
+            not t.startswith("run: ")
+            or t[5:] in {"approve resume", "rewind", "reset", "confirm effect", "retry effect", "degrade", "prune"}
+            for t in palette
+        )
     assert pending(store, run_id) == []
 
 

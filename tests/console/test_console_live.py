@@ -15,9 +15,8 @@ import pytest
 from console.screens.detail import DetailScreen
 from console.screens.runs import RunsScreen
 from tests.conftest import ROOT
-
-from . import fixtures as fx
-from .conftest import settle
+from tests.console import fixtures as fx
+from tests.console.pilot_helpers import settle
 
 pytestmark = pytest.mark.anyio
 
@@ -26,7 +25,11 @@ def decide_elsewhere(db: Path, run_id: str, action: str, reason: str) -> subproc
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PHASEGATE_OPERATOR": "ops-bob"}
     return subprocess.Popen(
         [sys.executable, "-m", "engine", "decide", run_id, action, "--reason", reason, "--db", str(db)],
-        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

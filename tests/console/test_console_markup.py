@@ -11,10 +11,9 @@ import pytest
 
 from console.screens.detail import DetailScreen
 from engine import Engine
-
-from . import fixtures as fx
-from . import wf as fixture_wf
-from .conftest import settle
+from tests.console import fixtures as fx
+from tests.console import wf as fixture_wf
+from tests.console.pilot_helpers import settle
 
 pytestmark = pytest.mark.anyio
 

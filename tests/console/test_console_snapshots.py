@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from console.screens.detail import DetailScreen
-
-from . import fixtures as fx
-from .conftest import settle
+from tests.console import fixtures as fx
+from tests.console.pilot_helpers import settle
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 
@@ -55,8 +54,9 @@ def test_detail(store: Path, make_app: Any, snap_compare: Any, kind: str, size: 
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize(("action", "run_id", "key"), MODALS, ids=[m[0] for m in MODALS])
-def test_modal(store: Path, make_app: Any, snap_compare: Any, action: str, run_id: str, key: str,
-               size: tuple[int, int]) -> None:
+def test_modal(
+    store: Path, make_app: Any, snap_compare: Any, action: str, run_id: str, key: str, size: tuple[int, int]
+) -> None:
     assert snap_compare(make_app(store), terminal_size=size, run_before=_detail(run_id, (key, *"checked")))
 
 
