@@ -318,7 +318,7 @@ class Runner:
             log.info("run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else "")
             try:
                 out = p.fn(ctx, **kwargs)
-            except (_Stop, LeaseLost):
+            except (_Stop, LeaseLost, StoreError):  # the store failing is not the phase failing: exit 2, resumable
                 raise
             except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
                 return self._fail(p.name, exc)

@@ -98,10 +98,13 @@ class Store:
             with self.sa.connect() as conn:
                 conn = conn.execution_options(phasegate_write=True)
                 with conn.begin():
+                    # Another process may have created the store while this
+                    # one waited for the write lock: then there is nothing to do.
                     metadata.create_all(conn)
-                    conn.execute(insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
-                    if not self.is_sqlite:
-                        _postgres.after_create(conn)
+                    if conn.execute(select(meta.c.key).where(meta.c.key == "schema_version")).first() is None:
+                        conn.execute(insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
+                        if not self.is_sqlite:
+                            _postgres.after_create(conn)
             return
         with self.sa.connect() as conn:
             value = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version")).scalar()

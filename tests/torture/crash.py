@@ -39,6 +39,8 @@ class RunReport:
     attempts: int = 0
     decisions: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
+    history: list[str] = field(default_factory=list)
+    """One line per attempt, printed with a failure so it can be read, not guessed."""
 
     @property
     def ok(self) -> bool:
@@ -112,8 +114,10 @@ class Torture:
                 point = rng.choice(points)
                 kill_env["PHASEGATE_TEST_KILL_AT"] = point
             child = proc.start(args, env=kill_env, mode=self.mode)
+            how = f"kill point {point}" if point else "no kill"
             if want_kill and point is None:
                 delay = rng.uniform(0, self.duration * 0.75)
+                how = f"kill after {delay * 1000:.0f} ms"
                 if rng.random() < 0.4:
                     # read status while the child checkpoints, then kill it
                     time.sleep(delay / 2)
@@ -127,6 +131,8 @@ class Torture:
             except TimeoutError as exc:
                 rep.violations.append(str(exc))
                 break
+            rep.history.append(f"attempt {rep.attempts} ({args[0]}, {how}): "
+                               + ("killed" if res.killed else f"exit {res.rc} {res.stdout.strip()[:200]}"))
             if res.killed:
                 rep.kills += 1
                 rep.point_kills += point is not None
@@ -248,6 +254,9 @@ def torture(kills: int, seed: int, workdir: Path, *, mode: str = "fork", kills_p
             f"{rep.attempts} attempts, decisions {dict(rep.decisions) or '-'}")
         for line in rep.violations:
             log(f"       {line}")
+        if rep.violations:
+            for line in rep.history:
+                log(f"         {line}")
         i += 1
         if run_seed is not None:
             break

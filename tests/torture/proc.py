@@ -84,6 +84,37 @@ class Child:
         return Result(self.rc, out, err, self.pid)
 
 
+_warm = False
+
+
+def _name_driver_errors() -> None:
+    """In a child: add SQLite's own error name to a driver error's message,
+    so a torture failure says which I/O error it was (diagnosis only)."""
+    import engine.store._sqlite as sq
+
+    explain = sq.explain
+
+    def named(exc: BaseException, path: Path | None) -> object:
+        err = explain(exc, path)
+        orig = getattr(exc, "orig", exc)
+        if getattr(orig, "sqlite_errorname", None):
+            err.message += f" [{orig.sqlite_errorname}]"
+        return err
+
+    sq.explain = named  # type: ignore[assignment]
+
+
+def warm() -> None:
+    """Import everything `phasegate` imports (the command line loads its
+    console and demo commands lazily) once, so forked children start warm."""
+    global _warm
+    if not _warm:
+        from engine.cli import build_parser
+
+        build_parser()
+        _warm = True
+
+
 def _outfiles() -> tuple[Path, Path]:
     fd1, p1 = tempfile.mkstemp(prefix="pg-out-")
     fd2, p2 = tempfile.mkstemp(prefix="pg-err-")
@@ -111,6 +142,7 @@ def start(
             popen = subprocess.Popen([*wrapper, sys.executable, "-m", "engine", *args], stdout=o, stderr=e,
                                      env=full, cwd=ROOT, preexec_fn=preexec)
         return Child(popen.pid, out, err, popen)
+    warm()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -127,6 +159,7 @@ def start(
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             if preexec is not None:
                 preexec()
+            _name_driver_errors()
             if before is not None:
                 before()
             from engine.cli import main
@@ -165,3 +198,39 @@ def inproc(args: Sequence[str]) -> Result:
             traceback.print_exc()
             rc = 1
     return Result(rc, out.getvalue(), err.getvalue(), os.getpid())
+
+
+def start_fn(fn: Callable[[], int], *, env: dict[str, str] | None = None) -> Child:
+    """Run `fn()` in a forked child; its return value is the exit code."""
+    out, err = _outfiles()
+    warm()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        rc = 1
+        try:
+            os.environ.update(env or {})
+            os.dup2(os.open(out, os.O_WRONLY | os.O_TRUNC), 1)
+            os.dup2(os.open(err, os.O_WRONLY | os.O_TRUNC), 2)
+            sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+            rc = fn()
+        except BaseException:  # noqa: BLE001
+            traceback.print_exc()
+            rc = 1
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(rc)
+    return Child(pid, out, err)
+
+
+def wait_for(path: Path, timeout: float = 60.0) -> None:
+    """A barrier between processes: return once `path` exists."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path} never appeared")
+        time.sleep(0.001)
