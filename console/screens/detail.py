@@ -45,6 +45,7 @@ class DetailScreen(RunActions):
     class Loaded(Message):
         view: RunView | None
         allowed: list[str]
+        generation: int
         error: str | None = None
 
     def __init__(self, run_id: str) -> None:
@@ -64,21 +65,26 @@ class DetailScreen(RunActions):
         self.query_one("#detail").focus()
         self.refresh_data()
 
+    _generation = 0
+
     def refresh_data(self) -> None:
-        self._read(self.run_id)
+        self._generation += 1
+        self._read(self.run_id, self._generation)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
-    def _read(self, run_id: str) -> None:
+    def _read(self, run_id: str, generation: int) -> None:
         engine = self.console.engine
         try:
             view = engine.status(run_id)
             allowed = service.allowed(engine, view)
         except PhasegateError as exc:
-            self.post_message(self.Loaded(None, [], exc.message))
+            self.post_message(self.Loaded(None, [], generation, exc.message))
             return
-        self.post_message(self.Loaded(view, allowed))
+        self.post_message(self.Loaded(view, allowed, generation))
 
     def on_detail_screen_loaded(self, message: Loaded) -> None:
+        if message.generation != self._generation:
+            return  # superseded by a newer read
         if message.view is None:
             self.query_one("#summary", Static).update(Text(message.error or "not found"))
             self.set_target(None, [])

@@ -52,11 +52,14 @@ class RunsScreen(RunActions):
         page: service.RunsPage
         cursor: str
         """Where the cursor goes: "keep", "first" or "last"."""
+        generation: int
+        """Which request it answers; an older answer arriving late is dropped."""
 
     @dataclass
     class SelectionLoaded(Message):
         view: RunView | None
         allowed: list[str]
+        generation: int
 
     def __init__(self) -> None:
         super().__init__()
@@ -67,6 +70,8 @@ class RunsScreen(RunActions):
         self.descending = False
         self._width = 0
         self._selected: str | None = None
+        self._generation = 0
+        self._selection_generation = 0
 
     def compose(self) -> ComposeResult:
         yield CountsBar(id="counts")
@@ -102,7 +107,8 @@ class RunsScreen(RunActions):
         return order
 
     def load(self, cursor: str = "keep") -> None:
-        self._read(self.page_offset, self.filter_index, self.text, self.order, cursor)
+        self._generation += 1
+        self._read(self.page_offset, self.filter_index, self.text, self.order, cursor, self._generation)
 
     def refresh_data(self) -> None:
         self.load("keep")
@@ -110,7 +116,7 @@ class RunsScreen(RunActions):
             self._read_selection(self._selected)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
-    def _read(self, offset: int, filter_index: int, text: str, order: str, cursor: str) -> None:
+    def _read(self, offset: int, filter_index: int, text: str, order: str, cursor: str, generation: int) -> None:
         engine = self.console.engine
         try:
             page = service.read_page(
@@ -119,9 +125,11 @@ class RunsScreen(RunActions):
         except PhasegateError as exc:
             self.console.post_message(self.console.ActionFailed(exc.title, exc.message))
             return
-        self.post_message(self.PageLoaded(page, cursor))
+        self.post_message(self.PageLoaded(page, cursor, generation))
 
     def on_runs_screen_page_loaded(self, message: PageLoaded) -> None:
+        if message.generation != self._generation:
+            return  # a read the operator has since moved past (threads cannot be cancelled mid-query)
         self._page = message.page
         self.page_offset = message.page.offset
         self._show(message.page, message.cursor)
@@ -182,17 +190,23 @@ class RunsScreen(RunActions):
             self.set_target(None, [])
         self._read_selection(run_id)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="selection")
     def _read_selection(self, run_id: str) -> None:
+        self._selection_generation += 1
+        self._read_run(run_id, self._selection_generation)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="selection")
+    def _read_run(self, run_id: str, generation: int) -> None:
         engine = self.console.engine
         try:
             view = engine.status(run_id)
             allowed = service.allowed(engine, view)
         except PhasegateError:
             view, allowed = None, []
-        self.post_message(self.SelectionLoaded(view, allowed))
+        self.post_message(self.SelectionLoaded(view, allowed, generation))
 
     def on_runs_screen_selection_loaded(self, message: SelectionLoaded) -> None:
+        if message.generation != self._selection_generation:
+            return
         if message.view is not None and message.view.run_id == self._selected:
             self.set_target(message.view, message.allowed)
 

@@ -287,3 +287,8 @@ async def test_pages_never_hold_every_run(store: Path, make_app: Any) -> None:
         await pilot.press("G")
         await settle(pilot)
         assert app.screen.page_offset == 6 and table.run_id_at(table.cursor_row) is not None
+        # many presses past the edge while pages load, then g: the first page wins,
+        # whatever order the reads finish in
+        await pilot.press("k", "k", "k", "k", "k", "k", "k", "g")
+        await settle(pilot)
+        assert app.screen.page_offset == 0 and table.cursor_row == 0
