@@ -150,7 +150,10 @@ def archive_dir(db_path: Path | None, configured: str | None) -> Path:
 def write_archive(folder: Path, name: str, payload: dict[str, Any]) -> tuple[Path, str]:
     """Write, fsync, then read back and compare: the archive counts only once
     its bytes are known to be on disk as written."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # mkdir(parents=True) gives the parents the default mode (0777 less the
+    # umask): the archive root is made first, explicitly private.
+    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
     text = _json.dumps(payload).encode("utf-8")
     digest = hashlib.sha256(text).hexdigest()
     path = folder / name

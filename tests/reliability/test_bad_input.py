@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import sqlite3
+from contextlib import closing
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -98,7 +99,7 @@ def test_not_a_database_file(tmp_path: Path) -> None:
 
 def test_an_unrelated_sqlite_database(tmp_path: Path) -> None:
     db = tmp_path / "app.db"
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
         conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
         conn.execute("INSERT INTO users (name) VALUES ('ada')")
     conn.close()

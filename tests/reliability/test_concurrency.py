@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from contextlib import closing
 import time
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def test_eight_processes_one_run_id_exactly_one_runs(tmp_path: Path) -> None:
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and f":{holder} " in lines[0] and "held" in lines[0], r.stderr
         assert not r.traceback
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
         assert conn.execute("SELECT count(*) FROM phasegate_checkpoints").fetchone()[0] == 1
 
 
@@ -110,7 +111,7 @@ def test_decisions_and_readers_hammer_a_checkpointing_run(tmp_path: Path) -> Non
     assert [r.rc for r in results] == [0] * len(blocked), [(r.rc, r.stderr) for r in results]
     assert run.rc == 0, run
     assert all(r.rc == 0 for r in reads), reads
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
         ckpts = conn.execute("SELECT count(*) FROM phasegate_checkpoints WHERE run_id='busy'").fetchone()[0]
         decs = conn.execute("SELECT run_id, action, operator, state FROM phasegate_decisions ORDER BY run_id").fetchall()
     assert ckpts == 40
@@ -136,6 +137,6 @@ def test_two_operators_deciding_at_once_one_applies(tmp_path: Path) -> None:
         loser = next(r for r in res if r.rc == 2)
         assert "already been decided" in loser.stderr and len(loser.stderr.strip().splitlines()) == 1, loser.stderr
         assert not any(r.traceback for r in res)
-        with sqlite3.connect(db) as conn:
+        with closing(sqlite3.connect(db, isolation_level=None)) as conn:
             n = conn.execute("SELECT count(*) FROM phasegate_decisions WHERE run_id=?", (rid,)).fetchone()[0]
         assert n == 1

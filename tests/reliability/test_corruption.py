@@ -61,13 +61,14 @@ def test_damaged_inputs_stop_the_run_before_it_parses_them(fuzzer: corrupt.Fuzze
 def test_a_deleted_effect_record_of_an_open_phase_is_detected(fuzzer: corrupt.Fuzzer, tmp_path: Path) -> None:
     import shutil
     import sqlite3
+from contextlib import closing
 
     folder = tmp_path / "case"
     shutil.copytree(fuzzer.base, folder)
     shutil.rmtree(fuzzer.world, ignore_errors=True)
     shutil.copytree(fuzzer.pristine, fuzzer.world)
     db = folder / "store.db"
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db, isolation_level=None)) as conn:
         conn.execute("DELETE FROM phasegate_effects WHERE key = 'mid-charge/charge/charge:0'")
     rep = corrupt.CaseReport(0, "delete-effect", "effects row of mid-charge/charge/charge:0 deleted")
     from tests.torture import proc

@@ -19,6 +19,7 @@ import json
 import random
 import shutil
 import sqlite3
+from contextlib import closing
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -163,7 +164,7 @@ class Fuzzer:
         }
 
     def _rows(self, db: Path, table: str, col: str) -> list[tuple[int, Any]]:
-        with sqlite3.connect(db) as conn:
+        with closing(sqlite3.connect(db, isolation_level=None)) as conn:
             key = "run_id" if table == "runs" else "id"
             return [tuple(r) for r in conn.execute(f"SELECT {key}, {col} FROM {TABLES[table]} WHERE {col} IS NOT NULL")]
 
@@ -189,7 +190,7 @@ class Fuzzer:
         """A forger's edit: a checkpoint's own hash is right, its link is not."""
         from engine import _json
 
-        with sqlite3.connect(db) as conn:
+        with closing(sqlite3.connect(db, isolation_level=None)) as conn:
             rows = list(conn.execute("SELECT id, envelope FROM phasegate_checkpoints"))
         cid, env = rng.choice(rows)
         body = json.loads(env)
@@ -200,10 +201,10 @@ class Fuzzer:
 
     def _splice(self, db: Path, rng: random.Random) -> str:
         """A checkpoint of another run (another store's twin) put in its place."""
-        with sqlite3.connect(self.other / "store.db") as src:
+        with closing(sqlite3.connect(self.other / "store.db", isolation_level=None)) as src:
             src_rows = list(src.execute(
                 "SELECT run_id, seq, envelope, payload_hash, prev_hash, output_json FROM phasegate_checkpoints"))
-        with sqlite3.connect(db) as conn:
+        with closing(sqlite3.connect(db, isolation_level=None)) as conn:
             rows = list(conn.execute("SELECT id, run_id, seq FROM phasegate_checkpoints"))
         cid, rid, seq = rng.choice(rows)
         twins = [r for r in src_rows if r[0] == "x-" + rid and r[1] == seq] or src_rows

@@ -8,6 +8,7 @@ import json
 import random
 import shutil
 import sqlite3
+from contextlib import closing
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -131,8 +132,10 @@ class Torture:
             except TimeoutError as exc:
                 rep.violations.append(str(exc))
                 break
+            charged = Counter(r["key"].rsplit(":", 1)[-1] for r in self.mod.read_lines(self.inputs(run_id)["ledger"]))
             rep.history.append(f"attempt {rep.attempts} ({args[0]}, {how}): "
-                               + ("killed" if res.killed else f"exit {res.rc} {res.stdout.strip()[:200]}"))
+                               + ("killed" if res.killed else f"exit {res.rc} {res.stdout.strip()[:200]}")
+                               + f"; gateway has charged items {dict(sorted(charged.items()))}")
             if res.killed:
                 rep.kills += 1
                 rep.point_kills += point is not None
@@ -212,7 +215,7 @@ class Torture:
         mails = Counter(r["key"] for r in self.mod.read_lines(ins["mailbox"]))
         if len(mails) != self.items or any(n > 1 for n in mails.values()):
             v.append(f"mailbox holds {dict(mails)}, expected each of {self.items} keys once")
-        with sqlite3.connect(self.db) as conn:
+        with closing(sqlite3.connect(self.db, isolation_level=None)) as conn:
             books = conn.execute("SELECT count(*), count(DISTINCT key) FROM torture_books WHERE key LIKE ?",
                                  (f"{run_id}/%",)).fetchone()
         if tuple(books) != (self.items, self.items):

@@ -115,6 +115,23 @@ def warm() -> None:
         _warm = True
 
 
+def _no_open_databases() -> None:
+    """SQLite must not be carried across fork: a child that inherits an open
+    connection's file (and SQLite's in-memory lock bookkeeping for it) can
+    believe it holds locks it does not. The harness forks only when this
+    process has no database file open."""
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        return
+    for fd in fds.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.endswith((".db", ".db-wal", ".db-shm")):
+            raise RuntimeError(f"refusing to fork with {target} open in this process")
+
+
 def _outfiles() -> tuple[Path, Path]:
     fd1, p1 = tempfile.mkstemp(prefix="pg-out-")
     fd2, p2 = tempfile.mkstemp(prefix="pg-err-")
@@ -143,6 +160,7 @@ def start(
                                      env=full, cwd=ROOT, preexec_fn=preexec)
         return Child(popen.pid, out, err, popen)
     warm()
+    _no_open_databases()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -204,6 +222,7 @@ def start_fn(fn: Callable[[], int], *, env: dict[str, str] | None = None) -> Chi
     """Run `fn()` in a forked child; its return value is the exit code."""
     out, err = _outfiles()
     warm()
+    _no_open_databases()
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
