@@ -111,24 +111,25 @@ def resume_workflow(name: str, marks: Marks, out: Any = None) -> Workflow:
     return wf
 
 
-def effects_workflow(name: str, count: int, marks: Marks, result: Any) -> Workflow:
-    """One phase calling `count` effects whose functions only note their entry:
-    the gap between entries is one effect's intent and completion commits."""
+def effects_workflow(name: str, count: int, enter: Callable[[], None], result: Any) -> Workflow:
+    """One phase calling `count` effects whose functions only call `enter`
+    (a stamp, or a stamp and a paired raw commit): the gap between entries is
+    one effect's intent and completion commits."""
     wf = Workflow(name)
 
     @wf.phase()
     def charge(ctx: Any) -> Any:
         for i in range(count):
-            ctx.effect(f"charge-{i}", _effect_fn(marks, result))
-        marks.mark()
+            ctx.effect(f"charge-{i}", _effect_fn(enter, result))
+        enter()
         return None
 
     return wf
 
 
-def _effect_fn(marks: Marks, result: Any) -> Callable[[str], Any]:
+def _effect_fn(enter: Callable[[], None], result: Any) -> Callable[[str], Any]:
     def call(key: str) -> Any:
-        marks.mark()
+        enter()
         return result
 
     return call
