@@ -9,10 +9,9 @@ import json
 import os
 import shutil
 import sqlite3
-from contextlib import closing
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest

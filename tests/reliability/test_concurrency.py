@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from contextlib import closing
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -127,7 +127,7 @@ def test_two_operators_deciding_at_once_one_applies(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     pairs = [("retry_effect", "retry_effect"), ("confirm_effect", "retry_effect"), ("confirm_effect", "confirm_effect")]
     runs = _blocked_runs(db, tmp_path, len(pairs))
-    for rid, (a, b) in zip(runs, pairs):
+    for rid, (a, b) in zip(runs, pairs, strict=True):
         go = tmp_path / f"go-{rid}"
         kids = [_barrier_start(["decide", rid, act, "--reason", f"operator {n}", "--operator", f"op{n}", "--db", str(db)], go)
                 for n, act in enumerate((a, b))]

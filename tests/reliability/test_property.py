@@ -70,7 +70,7 @@ def build(spec: list[list[str]], world: World) -> Workflow:
                 world.tick()
                 name = f"e{j}"
                 if op == "step":
-                    out.append(ctx.step(name, lambda: f"s{i}.{j}"))
+                    out.append(ctx.step(name, lambda j=j: f"s{i}.{j}"))
                 elif op == "durable":
                     def work(i: int = i, j: int = j) -> str:
                         world.step_runs[f"p{i}.{j}"] += 1
