@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -87,6 +88,14 @@ class ConsoleApp(App[int]):
 
     def on_mount(self) -> None:
         from .screens.runs import RunsScreen
+
+        # A 16-colour terminal gets the ANSI theme, so its own palette is used
+        # instead of approximated true colours; PHASEGATE_CONSOLE_THEME overrides.
+        theme = os.environ.get("PHASEGATE_CONSOLE_THEME")
+        if theme is None and not self.is_headless and self.console.color_system in ("standard", "windows"):
+            theme = "ansi-dark"
+        if theme in self.available_themes:
+            self.theme = theme
 
         self.push_screen(RunsScreen())
         if self.engine.store.path is not None and self.poll_interval > 0:
