@@ -19,9 +19,9 @@ import json
 import random
 import shutil
 import sqlite3
-from contextlib import closing
 from collections import Counter
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -269,6 +269,9 @@ class Fuzzer:
             r = proc.inproc([*args, "--db", str(db)])
             if r.traceback or r.rc not in (0, 2, 3) or (r.rc != 0 and not _one_line(r.stderr) and args[0] != "verify"):
                 rep.violations.append(f"`{' '.join(args)}` on the damaged store: exit {r.rc}: {r.stderr.strip()[-800:]}")
+        crash = _console_reads(db, [rid for rid, _ in BASE_RUNS])
+        if crash:
+            rep.violations.append(f"the console's reads crashed on the damaged store: {crash}")
         for rid, _ in BASE_RUNS:
             trace = self.world / f"{rid}.trace"
             before = len(_trace(trace))
@@ -313,6 +316,33 @@ class Fuzzer:
             return "resumed"
         bad(f"{rid}: exit {r.rc}: {r.stdout.strip()} {r.stderr.strip()[-500:]}")
         return f"exit {r.rc}"
+
+
+def _console_reads(db: Path, run_ids: list[str]) -> str | None:
+    """What the console reads for its screens, on the damaged store: a
+    phasegate error is shown to the operator; anything else is a crash."""
+    try:
+        from console import service
+    except ImportError:
+        return None
+    from engine import Engine, PhasegateError
+
+    try:
+        with Engine(db, create=False) as eng:
+            for i in range(len(service.STATUS_FILTERS)):
+                service.read_page(eng, offset=0, limit=50, filter_index=i, text="", order="attention")
+            for rid in run_ids:
+                try:
+                    service.allowed(eng, eng.status(rid))
+                except PhasegateError:
+                    continue
+    except PhasegateError:
+        return None
+    except Exception:  # noqa: BLE001 - exactly what this check looks for
+        import traceback
+
+        return traceback.format_exc()[-1500:]
+    return None
 
 
 def _one_line(text: str) -> bool:

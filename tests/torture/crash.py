@@ -8,9 +8,9 @@ import json
 import random
 import shutil
 import sqlite3
-from contextlib import closing
 import time
 from collections import Counter
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
