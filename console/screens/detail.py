@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 from engine import PhasegateError, RunView
@@ -28,6 +29,18 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("prune", "prune candidates"),
     ("decisions", "decision log"),
 )
+
+
+#: Which panel explains each reason a run is stopped: it is moved up, right
+#: under the phase strip, so at 80x24 the operator sees the why first.
+FIRST_PANEL: dict[str, str] = {
+    "integrity": "integrity",
+    "env_mismatch": "environment",
+    "in_doubt_effect": "effects",
+    "below_floor": "outputs",
+    "failed": "error",
+    "completed": "prune",
+}
 
 
 class DetailScreen(RunActions):
@@ -96,7 +109,19 @@ class DetailScreen(RunActions):
             renderable, empty = getattr(panels, key)(v)
             panel = self.query_one(f"#panel-{key}", InfoPanel)
             panel.show(renderable, empty=empty)
+        self._order_panels(v)
         self.set_target(v, message.allowed)
+
+    def _order_panels(self, v: RunView) -> None:
+        reasons = [str(b.get("kind")) for b in v.blocked] or [v.status.value]
+        first = [FIRST_PANEL[r] for r in reasons if r in FIRST_PANEL]
+        order = list(dict.fromkeys(first + [key for key, _t in PANELS]))
+        box = self.query_one("#detail", VerticalScroll)
+        anchor: Widget = self.query_one(PhaseStrip)
+        for key in order:
+            panel = self.query_one(f"#panel-{key}", InfoPanel)
+            box.move_child(panel, after=anchor)
+            anchor = panel
 
     def action_back(self) -> None:
         self.app.pop_screen()

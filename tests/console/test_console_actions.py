@@ -292,3 +292,23 @@ async def test_pages_never_hold_every_run(store: Path, make_app: Any) -> None:
         await pilot.press("k", "k", "k", "k", "k", "k", "k", "g")
         await settle(pilot)
         assert app.screen.page_offset == 0 and table.cursor_row == 0
+
+
+async def test_engine_refusal_is_a_notification(store: Path, make_app: Any) -> None:
+    """Someone else decides while the modal is open: the engine refuses the
+    second decision, and the console says why in one notification."""
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_detail(pilot, fx.ENV_MISMATCH)
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionModal)
+        with Engine(store, clock=fx.frozen()) as other:
+            other.decide(fx.ENV_MISMATCH, "approve", reason="first", operator="ops-bob")
+        await pilot.press(*"second", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        notes = list(app._notifications)
+        assert [n.title for n in notes] == ["already decided"]
+        assert "ops-bob" in notes[0].message
+    assert [d["operator"] for d in pending(store, fx.ENV_MISMATCH)] == ["ops-bob"]
