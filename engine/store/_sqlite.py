@@ -63,6 +63,17 @@ def check_path(path: Path, *, create: bool) -> bool:
             raise StoreError(f"cannot create {path}: {exc.strerror}") from None
         os.close(fd)
         return True
+    # Closing any descriptor of a file drops every POSIX lock this process
+    # holds on it, including the SQLite locks of connections already open
+    # here (another Store on the same file, in another thread). Another
+    # process may then think it holds the last connection and delete the WAL
+    # under them ("disk I/O error"). So the header is read once per file.
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+    if st.st_size > 0 and (st.st_dev, st.st_ino) in _checked:
+        return False
     try:
         with path.open("rb") as fh:
             head = fh.read(len(_HEADER))
@@ -72,7 +83,12 @@ def check_path(path: Path, *, create: bool) -> bool:
         return True
     if head != _HEADER:
         raise StoreError(f"{path} is not an SQLite database")
+    _checked.add((st.st_dev, st.st_ino))
     return False
+
+
+#: Files (device, inode) whose header this process has already checked.
+_checked: set[tuple[int, int]] = set()
 
 
 def make_engine(path: Path, *, readonly: bool) -> SAEngine:
