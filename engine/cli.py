@@ -210,7 +210,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if not args.verbose:
         logging.getLogger("phasegate.worker").setLevel(logging.INFO)
     with _engine(args) as eng:
-        return Worker(eng, poll=args.poll).serve(once=args.once)
+        return Worker(eng, poll=args.poll, jobs=args.jobs).serve(once=args.once)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -267,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("worker", help="resume runs that have a decision waiting or whose process died")
     s.add_argument("--once", action="store_true", help="handle what is waiting, then exit")
     s.add_argument("--poll", type=float, default=1.0, help="seconds between looks at the store")
+    s.add_argument("--jobs", type=int, default=1, help="runs to resume at once (default 1)")
     _db_arg(s)
     s.set_defaults(fn=cmd_worker)
 

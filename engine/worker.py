@@ -17,9 +17,12 @@ every record is its own transaction and nothing is half-written.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from types import FrameType
 from typing import Any
 
@@ -36,11 +39,15 @@ _Handler = Callable[[int, FrameType | None], Any] | int | None
 
 
 class Worker:
-    """Polls one store and resumes what is waiting, one run at a time."""
+    """Polls one store and resumes what is waiting, `jobs` runs at a time."""
 
-    def __init__(self, engine: Engine, *, poll: float = 1.0) -> None:
+    def __init__(self, engine: Engine, *, poll: float = 1.0, jobs: int = 1) -> None:
         self.engine = engine
         self.poll = poll
+        self.jobs = max(1, int(jobs))
+        """How many runs to resume at once; more than one lets a decision be
+        carried out while a long run is being resumed."""
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         #: run id -> the run's `updated_at` after this worker last handled it.
         #: A run is not picked up again until something changes it (a new
@@ -109,11 +116,12 @@ class Worker:
         out.sort(key=lambda r: r.status == RunStatus.RUNNING.value)
         return out
 
-    def _why(self, row: Any) -> str:
+    @staticmethod
+    def _why(eng: Engine, row: Any) -> str:
         if row.status == RunStatus.RESET.value:
             return "reset: starting over from its original inputs"
-        with self.engine.store.read() as conn:
-            pending = [d for d in self.engine.store.decisions_for(conn, row.run_id) if d.state == "pending"]
+        with eng.store.read() as conn:
+            pending = [d for d in eng.store.decisions_for(conn, row.run_id) if d.state == "pending"]
         if pending:
             return "decision waiting: " + ", ".join(f"{d.action} by {d.operator} (#{d.id})" for d in pending)
         if row.lease_owner:
@@ -122,14 +130,16 @@ class Worker:
 
     # -- doing it ---------------------------------------------------------------
 
-    def handle(self, row: Any) -> Outcome | None:
-        """Resume one run with its stored target and inputs."""
-        log.info("run %s: resuming (%s)", row.run_id, self._why(row))
+    def handle(self, row: Any, engine: Engine | None = None) -> Outcome | None:
+        """Resume one run with its stored target and inputs (on `engine`, a
+        thread's own, or the worker's)."""
+        eng = engine or self.engine
+        log.info("run %s: resuming (%s)", row.run_id, self._why(eng, row))
         outcome: Outcome | None = None
         try:
             wf = load(row.target)
-            self.engine.should_stop = self._stop.is_set
-            outcome = self.engine.run(wf, row.run_id, target=row.target)
+            eng.should_stop = self._stop.is_set
+            outcome = eng.run(wf, row.run_id, target=row.target)
         except RunHeld as exc:
             log.info("run %s: %s; leaving it", row.run_id, exc)
             return None
@@ -138,15 +148,44 @@ class Worker:
         except Exception:  # noqa: BLE001 - one bad run (or workflow import) must not stop the worker
             log.exception("run %s: the worker failed to resume it", row.run_id)
         finally:
-            self.engine.should_stop = None
-        self.handled += 1
+            eng.should_stop = None
         if outcome is not None:
             self._log_outcome(outcome)
-        with self.engine.store.read() as conn:
-            after = self.engine.store.get_run(conn, row.run_id)
-        if after is not None:
-            self._handled[row.run_id] = after.updated_at
+        try:
+            with eng.store.read() as conn:
+                after = eng.store.get_run(conn, row.run_id)
+        except PhasegateError as exc:
+            log.error("run %s: cannot read it back: %s", row.run_id, exc)
+            after = None
+        with self._lock:
+            self.handled += 1
+            if after is not None:
+                self._handled[row.run_id] = after.updated_at
         return outcome
+
+    def _handle_in_thread(self, row: Any) -> Outcome | None:
+        # Each thread gets its own engine (its own connections and its own
+        # `should_stop`), so concurrent runs share nothing but the store file.
+        e = self.engine
+        try:
+            eng = Engine(
+                e.store.target,
+                clock=e.clock,
+                lease_seconds=e.lease_seconds,
+                retention_days=e.retention_days,
+                archive_dir=str(e.archive_dir),
+                create=False,
+            )
+        except PhasegateError as exc:
+            log.error("run %s: cannot open the store: %s", row.run_id, exc)
+            return None
+        try:
+            return self.handle(row, eng)
+        except Exception:  # noqa: BLE001 - a thread's failure would otherwise vanish into its future
+            log.exception("run %s: the worker failed to resume it", row.run_id)
+            return None
+        finally:
+            eng.close()
 
     @staticmethod
     def _log_outcome(o: Outcome) -> None:
@@ -167,24 +206,16 @@ class Worker:
         """Handle what is waiting until stopped (or, with `once`, one pass)."""
         previous = self._install_signals()
         log.info(
-            "watching %s%s",
+            "watching %s%s%s",
             getattr(self.engine.store, "where", self.engine.store.path),
             " (one pass)" if once else f" every {self.poll:g}s",
+            f", up to {self.jobs} runs at once" if self.jobs > 1 else "",
         )
         try:
-            while not self._stop.is_set():
-                try:
-                    rows = self.waiting()
-                except PhasegateError as exc:  # a locked or vanished store: say so, look again later
-                    log.error("cannot read the store: %s", exc)
-                    rows = []
-                for row in rows:
-                    if self._stop.is_set():
-                        break
-                    self.handle(row)
-                if once:
-                    break
-                self._stop.wait(self.poll)
+            if self.jobs == 1:
+                self._serve_serial(once)
+            else:
+                self._serve_concurrent(once)
         except KeyboardInterrupt:
             log.warning("stopped at once")
             return 130
@@ -192,3 +223,49 @@ class Worker:
             self._restore_signals(previous)
         log.info("stopped after resuming %d run(s)", self.handled)
         return 0
+
+    def _look(self) -> list[Any]:
+        try:
+            return self.waiting()
+        except PhasegateError as exc:  # a locked or vanished store: say so, look again later
+            log.error("cannot read the store: %s", exc)
+            return []
+
+    def _serve_serial(self, once: bool) -> None:
+        while not self._stop.is_set():
+            for row in self._look():
+                if self._stop.is_set():
+                    break
+                self.handle(row)
+            if once:
+                break
+            self._stop.wait(self.poll)
+
+    def _serve_concurrent(self, once: bool) -> None:
+        inflight: dict[str, Future[Outcome | None]] = {}
+        queue = self._look() if once else []
+        pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="phasegate-worker")
+        try:
+            while not self._stop.is_set():
+                for rid in [r for r, f in inflight.items() if f.done()]:
+                    del inflight[rid]
+                if not once:
+                    queue = [r for r in self._look() if r.run_id not in inflight]
+                while queue and len(inflight) < self.jobs and not self._stop.is_set():
+                    row = queue.pop(0)
+                    inflight[row.run_id] = pool.submit(self._handle_in_thread, row)
+                if once and not queue and not inflight:
+                    break
+                self._stop.wait(0.05 if once else self.poll)
+            # Stopping: each run in flight finishes its current phase and stops.
+            while inflight:
+                wait_futures(list(inflight.values()), timeout=0.2)
+                inflight = {r: f for r, f in inflight.items() if not f.done()}
+        except KeyboardInterrupt:
+            # A second signal. Threads cannot be interrupted, and every record
+            # is its own transaction, so leaving now half-writes nothing: the
+            # runs in flight are simply interrupted, resumable like any crash.
+            log.warning("stopped at once")
+            logging.shutdown()
+            os._exit(130)
+        pool.shutdown(wait=True)

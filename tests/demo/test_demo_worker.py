@@ -147,3 +147,25 @@ def test_worker_second_sigint_stops_at_once(tmp_path: Path) -> None:
     assert view(db, rid)["status"] in ("interrupted", "completed")
     proc = cli("resume", rid, "--db", str(db))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_worker_with_jobs_carries_out_a_decision_while_a_long_run_resumes(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    slow = "slow-3"
+    inputs = pipeline.prepare(tmp_path / slow, files=4, pace=5.0)
+    stop_between_phases(db, pipeline.wf, slow, inputs, phases=2)  # transform (the slow phase) is next
+    rid, _inputs = _env_mismatch_run(tmp_path, db)
+    worker = start("worker", "--db", str(db), "--poll", "0.1", "--jobs", "2")
+    try:
+        wait_for(lambda: _taken_by(db, slow, worker.pid), what="the worker to take the slow run")
+        proc = cli("decide", rid, "approve", "--reason", "Q1 rates; these invoices keep their prices", "--db", str(db))
+        assert proc.returncode == 0, proc.stderr
+        wait_for(lambda: view(db, rid)["status"] == "completed", what=f"{rid} to complete")
+        # The approval did not wait for the slow run, which is still being resumed.
+        assert _taken_by(db, slow, worker.pid) and view(db, slow)["status"] == "running"
+        worker.send_signal(signal.SIGINT)
+    finally:
+        log = stop(worker, signal.SIGINT)
+    assert worker.returncode == 130, log
+    assert "stopped at once" in log
+    assert view(db, slow)["status"] == "interrupted"
