@@ -33,6 +33,7 @@ WORKFLOWS = ROOT / "tests" / "workflows"
 HERE_WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 BILLING_FILE = WORKFLOWS / "billing.py"
 
+
 def _warm_up() -> None:
     """Run the command line once in this process, so every forked child
     inherits the imports and caches instead of paying for them itself."""
@@ -40,13 +41,22 @@ def _warm_up() -> None:
 
     from engine import cli
 
-    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()), \
-            contextlib.redirect_stderr(io.StringIO()):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
         db = str(Path(tmp) / "warm.db")
         inputs = json.dumps({"ledger": str(Path(tmp) / "ledger")})
-        for argv in (["run", f"{BILLING_FILE}:wf", "--run-id", "warm", "--input", inputs],
-                     ["status", "warm", "--json"], ["status"], ["verify"], ["prune"],
-                     ["decide", "warm", "rewind", "--phase", "load", "--reason", "warm-up"], ["resume", "warm"]):
+        for argv in (
+            ["run", f"{BILLING_FILE}:wf", "--run-id", "warm", "--input", inputs],
+            ["status", "warm", "--json"],
+            ["status"],
+            ["verify"],
+            ["prune"],
+            ["decide", "warm", "rewind", "--phase", "load", "--reason", "warm-up"],
+            ["resume", "warm"],
+        ):
             cli.main([*argv, "--db", db])
 
 
@@ -148,8 +158,9 @@ def spawn(args: list[str], env: dict[str, str] | None = None) -> Child:
 def real_cli(args: list[str], env: dict[str, str] | None = None) -> Proc:
     full = {**os.environ, **(env or {})}
     full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
-    p = subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, env=full,
-                       timeout=120, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, "-m", "engine", *args], capture_output=True, text=True, env=full, timeout=120, cwd=ROOT
+    )
     return Proc(p.returncode, p.stdout, p.stderr)
 
 
@@ -185,13 +196,31 @@ class Harness:
     def inputs(self, **extra: Any) -> str:
         return json.dumps({"ledger": str(self.ledger), **extra})
 
-    def run(self, run_id: str = "r1", *, target: str | None = None, kill: str = "", real: bool = False,
-            env: dict[str, str] | None = None, **inputs: Any) -> Proc:
+    def run(
+        self,
+        run_id: str = "r1",
+        *,
+        target: str | None = None,
+        kill: str = "",
+        real: bool = False,
+        env: dict[str, str] | None = None,
+        **inputs: Any,
+    ) -> Proc:
         target = target or f"{BILLING_FILE}:wf"
-        return self.cli("run", target, "--run-id", run_id, "--input", self.inputs(**inputs),
-                        env={"PHASEGATE_TEST_KILL_AT": kill, **(env or {})}, real=real)
+        return self.cli(
+            "run",
+            target,
+            "--run-id",
+            run_id,
+            "--input",
+            self.inputs(**inputs),
+            env={"PHASEGATE_TEST_KILL_AT": kill, **(env or {})},
+            real=real,
+        )
 
-    def resume(self, run_id: str = "r1", *, kill: str = "", real: bool = False, env: dict[str, str] | None = None) -> Proc:
+    def resume(
+        self, run_id: str = "r1", *, kill: str = "", real: bool = False, env: dict[str, str] | None = None
+    ) -> Proc:
         return self.cli("resume", run_id, env={"PHASEGATE_TEST_KILL_AT": kill, **(env or {})}, real=real)
 
     def decide(self, run_id: str, action: str, *extra: str, reason: str = "checked by a test") -> Proc:

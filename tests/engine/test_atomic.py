@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-
 from engine_harness import HERE_WORKFLOWS
 
 ATOMIC = f"{HERE_WORKFLOWS / 'atomic.py'}:wf"
@@ -36,7 +35,9 @@ def test_kill_inside_an_atomic_effect_commits_nothing_and_resume_does_it_once(h,
     assert _ledger(h) == [("a1/book/book:0", 300), ("a1/book/book:1", 301)]
     st = h.status("a1")
     assert {e["name"]: (e["state"], e["atomic"]) for e in st["effects"]} == {
-        "book:0": ("done", True), "book:1": ("done", True)}
+        "book:0": ("done", True),
+        "book:1": ("done", True),
+    }
 
 
 def test_kill_after_an_atomic_effect_committed_does_not_repeat_it(h):

@@ -7,7 +7,6 @@ import json
 import sqlite3
 
 import pytest
-
 from engine_harness import BILLING_FILE, one_line_error
 
 TARGET = f"{BILLING_FILE}:wf"
@@ -29,14 +28,21 @@ def test_a_folder_is_not_a_database(h):
     assert "is a folder" in one_line_error(p)
 
 
-@pytest.mark.parametrize("content", [b"hello, this is a text file\n" * 10,
-                                     b"SQLite format 3\x00" + b"\xff" * 4000],
-                         ids=["text-file", "damaged-sqlite"])
+@pytest.mark.parametrize(
+    "content",
+    [b"hello, this is a text file\n" * 10, b"SQLite format 3\x00" + b"\xff" * 4000],
+    ids=["text-file", "damaged-sqlite"],
+)
 def test_not_a_database(h, content):
     h.db.write_bytes(content)
-    for args in (["status"], ["status", "r1", "--json"], ["verify"], ["prune", "--apply"],
-                 ["run", TARGET, "--run-id", "r1", "--input", h.inputs()],
-                 ["decide", "r1", "reset", "--reason", "x"]):
+    for args in (
+        ["status"],
+        ["status", "r1", "--json"],
+        ["verify"],
+        ["prune", "--apply"],
+        ["run", TARGET, "--run-id", "r1", "--input", h.inputs()],
+        ["decide", "r1", "reset", "--reason", "x"],
+    ):
         p = h.cli(*args)
         one_line_error(p)
         assert h.db.read_bytes() == content
@@ -78,9 +84,22 @@ def _existing_store(h):
         (["status", "nope"], "no run 'nope'"),
         (["frobnicate"], "invalid choice"),
     ],
-    ids=["bad-json", "missing-input-file", "both-inputs", "missing-file", "missing-name", "not-a-workflow",
-         "no-colon", "no-module", "empty-run-id", "other-inputs", "no-run-id", "resume-unknown", "status-unknown",
-         "unknown-command"],
+    ids=[
+        "bad-json",
+        "missing-input-file",
+        "both-inputs",
+        "missing-file",
+        "missing-name",
+        "not-a-workflow",
+        "no-colon",
+        "no-module",
+        "empty-run-id",
+        "other-inputs",
+        "no-run-id",
+        "resume-unknown",
+        "status-unknown",
+        "unknown-command",
+    ],
 )
 def test_bad_usage_is_one_line_and_changes_nothing(h, args, words):
     before = _existing_store(h)
@@ -127,8 +146,18 @@ def test_db_defaults_to_the_environment(h):
 def test_status_json_has_the_documented_fields(h):
     assert h.run("r1", kill="after:charge:inv-0", idempotent=True).killed
     st = h.status("r1")
-    for key in ("run_id", "workflow", "status", "frontier", "phases", "blocked", "env", "effects", "decisions",
-                "prune_candidates"):
+    for key in (
+        "run_id",
+        "workflow",
+        "status",
+        "frontier",
+        "phases",
+        "blocked",
+        "env",
+        "effects",
+        "decisions",
+        "prune_candidates",
+    ):
         assert key in st, key
     assert {"phase", "index", "steps_done"} <= set(st["frontier"])
     assert all({"name", "state"} <= set(p) for p in st["phases"])

@@ -21,20 +21,45 @@ def _chain(n: int = 4) -> list[SimpleNamespace]:
     for seq in range(n):
         out = _json.dumps({"phase": seq, "rows": list(range(seq + 1)), "name": "Zürich"})
         text, digest = chain.envelope(
-            run_id="r1", epoch=0, seq=seq, kind="phase", prev=prev, inputs_hash=INPUTS,
-            env={"at": 1.0 + seq, "probes": {"tax": "v1"}}, phase=f"p{seq}", phase_index=seq,
-            output_hash=_json.sha256(out), output_bytes=len(out),
+            run_id="r1",
+            epoch=0,
+            seq=seq,
+            kind="phase",
+            prev=prev,
+            inputs_hash=INPUTS,
+            env={"at": 1.0 + seq, "probes": {"tax": "v1"}},
+            phase=f"p{seq}",
+            phase_index=seq,
+            output_hash=_json.sha256(out),
+            output_bytes=len(out),
         )
-        rows.append(SimpleNamespace(seq=seq, phase=f"p{seq}", kind="phase", envelope=text, payload_hash=digest,
-                                    prev_hash=prev, output_json=out, output_state="present", created_at=1.0 + seq))
+        rows.append(
+            SimpleNamespace(
+                seq=seq,
+                phase=f"p{seq}",
+                kind="phase",
+                envelope=text,
+                payload_hash=digest,
+                prev_hash=prev,
+                output_json=out,
+                output_state="present",
+                created_at=1.0 + seq,
+            )
+        )
         prev = digest
     return rows
 
 
 def _verify(rows):
     head = rows[-1] if rows else None
-    return chain.verify(rows, run_id="r1", epoch=0, inputs_hash=INPUTS, head_seq=head.seq if head else -1,
-                        head_hash=head.payload_hash if head else "")
+    return chain.verify(
+        rows,
+        run_id="r1",
+        epoch=0,
+        inputs_hash=INPUTS,
+        head_seq=head.seq if head else -1,
+        head_hash=head.payload_hash if head else "",
+    )
 
 
 def test_an_intact_chain_verifies_and_folds():
@@ -50,15 +75,19 @@ FIELDS = {"envelope": "hash", "payload_hash": "hash", "prev_hash": "chain", "out
 
 
 @settings(max_examples=60, deadline=None)
-@given(seq=st.integers(0, 3), field=st.sampled_from(sorted(FIELDS)), pos=st.integers(0, 10_000),
-       byte=st.characters(min_codepoint=32, max_codepoint=0x2FF))
+@given(
+    seq=st.integers(0, 3),
+    field=st.sampled_from(sorted(FIELDS)),
+    pos=st.integers(0, 10_000),
+    byte=st.characters(min_codepoint=32, max_codepoint=0x2FF),
+)
 def test_any_changed_character_is_found_at_its_entry(seq, field, pos, byte):
     rows = _chain()
     old = getattr(rows[seq], field)
     i = pos % len(old)
     if old[i] == byte:
         return
-    setattr(rows[seq], field, old[:i] + byte + old[i + 1:])
+    setattr(rows[seq], field, old[:i] + byte + old[i + 1 :])
     v = _verify(rows)
     assert v.failure is not None
     assert v.failure.seq == seq and v.failure.what == FIELDS[field]
@@ -69,7 +98,9 @@ def test_missing_rows_are_found():
     rows = _chain()
     assert _verify(rows[:1] + rows[2:]).failure.what == "chain"
     head = rows[-1]
-    v = chain.verify(rows[:-1], run_id="r1", epoch=0, inputs_hash=INPUTS, head_seq=head.seq, head_hash=head.payload_hash)
+    v = chain.verify(
+        rows[:-1], run_id="r1", epoch=0, inputs_hash=INPUTS, head_seq=head.seq, head_hash=head.payload_hash
+    )
     assert v.failure.what == "head" and len(v.entries) == 3
 
 

@@ -55,7 +55,9 @@ def test_reset_starts_over_from_the_original_inputs(h):
     assert st["inputs"] == {"ledger": str(h.ledger)}
     assert h.report_hash("r1") == expected
     # The old epoch's checkpoints are kept (archived), not deleted.
-    assert h.sql("SELECT count(*) FROM phasegate_checkpoints WHERE run_id='r1' AND epoch=0 AND status='archived'") == [(4,)]
+    assert h.sql("SELECT count(*) FROM phasegate_checkpoints WHERE run_id='r1' AND epoch=0 AND status='archived'") == [
+        (4,)
+    ]
 
 
 def test_reset_of_a_blocked_run_voids_its_pending_decisions(h):
@@ -101,8 +103,15 @@ def _refused(h, *args, code=2, words=()):
         (("r1", "launch"), ("unknown action 'launch'",)),
         (("nope", "reset"), ("no run 'nope'",)),
     ],
-    ids=["approve-completed", "confirm-completed", "degrade-completed", "rewind-no-phase", "rewind-bad-phase",
-         "unknown-action", "unknown-run"],
+    ids=[
+        "approve-completed",
+        "confirm-completed",
+        "degrade-completed",
+        "rewind-no-phase",
+        "rewind-bad-phase",
+        "unknown-action",
+        "unknown-run",
+    ],
 )
 def test_decisions_that_do_not_fit_a_completed_run_are_refused(h, args, words):
     _completed(h)

@@ -188,13 +188,16 @@ def test_max_age_makes_an_old_checkpoint_an_env_mismatch(tmp_path):
 def test_a_phase_added_after_the_frontier_does_not_block(h):
     wf_file = h.copy_workflow()
     assert h.run("r1", target=f"{wf_file}:wf", kill="start:report").killed
-    wf_file.write_text(wf_file.read_text() + '''
+    wf_file.write_text(
+        wf_file.read_text()
+        + """
 
 @wf.phase(needs=["report"])
 def audit(ctx, report) -> str:
     trace("start:audit")
     return f"audited {report['charged']}"
-''')
+"""
+    )
     h.clear_trace()
     p = h.resume("r1")
     assert p.returncode == 0, p
@@ -207,13 +210,17 @@ def audit(ctx, report) -> str:
 def test_a_phase_inserted_before_the_frontier_blocks(h):
     wf_file = h.copy_workflow()
     assert h.run("r1", target=f"{wf_file}:wf", kill="start:report").killed
-    _edit(wf_file, "def _price(rows", '''@wf.phase(needs=["load"])
+    _edit(
+        wf_file,
+        "def _price(rows",
+        """@wf.phase(needs=["load"])
 def validate(ctx, load) -> int:
     trace("start:validate")
     return len(load)
 
 
-def _price(rows''')
+def _price(rows""",
+    )
     h.clear_trace()
     p = h.resume("r1")
     assert p.returncode == 3 and "shape" in p.stdout, p

@@ -5,8 +5,8 @@ non-floor need is gone, and the run stops `below_floor` when neither holds."""
 from __future__ import annotations
 
 import json
-import pytest
 
+import pytest
 from engine_harness import HERE_WORKFLOWS
 
 FLOORS = f"{HERE_WORKFLOWS / 'floors.py'}:wf"
@@ -17,8 +17,10 @@ def lose(h, run_id: str, phase: str, how: str = "null") -> None:
     if how == "null":
         h.sql("UPDATE phasegate_checkpoints SET output_json=NULL WHERE run_id=? AND phase=?", (run_id, phase))
     else:
-        h.sql("UPDATE phasegate_checkpoints SET output_json=NULL, output_state='pruned' WHERE run_id=? AND phase=?",
-              (run_id, phase))
+        h.sql(
+            "UPDATE phasegate_checkpoints SET output_json=NULL, output_state='pruned' WHERE run_id=? AND phase=?",
+            (run_id, phase),
+        )
 
 
 @pytest.mark.parametrize("how", ["null", "pruned"])
@@ -82,7 +84,7 @@ def test_below_floor_blocks_when_the_output_cannot_be_rederived(h):
     # A second look changes nothing but the lease bookkeeping.
     assert h.resume("r1").returncode == 3
     assert h.sql("SELECT count(*) FROM phasegate_checkpoints WHERE run_id='r1'") == [(1,)]
-    assert before.count("INSERT INTO \"phasegate_checkpoints\"") == h.dump().count("INSERT INTO \"phasegate_checkpoints\"")
+    assert before.count('INSERT INTO "phasegate_checkpoints"') == h.dump().count('INSERT INTO "phasegate_checkpoints"')
 
 
 def test_degrade_skips_what_is_below_its_floor_and_names_the_gaps(h):

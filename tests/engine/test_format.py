@@ -11,10 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from engine_harness import ROOT
 from pydantic import BaseModel
 
 from engine import Engine, Workflow
-from engine_harness import ROOT
 
 
 class Invoice(BaseModel):
@@ -46,6 +46,7 @@ def batch(ctx, load) -> Batch:
     seen["load"] = load
     b = ctx.step("sum", _sum, load, durable=True)
     seen["step"] = b
+
     def file(key: str) -> Invoice:
         return Invoice(id=key, amount=b.total, city="Genève")
 
@@ -81,8 +82,9 @@ def test_pydantic_outputs_round_trip_across_a_resume(tmp_path):
     assert all(isinstance(i, Invoice) for i in seen["load"])  # type: ignore[attr-defined]
     assert isinstance(seen["step"], Batch) and isinstance(seen["effect"], Invoice)
     assert isinstance(out.result, Batch)
-    assert out.result == Batch(invoices=[Invoice(id="inv-1", amount=5, city="Zürich"),
-                                         Invoice(id="inv-2", amount=7, city="Zürich")], total=12)
+    assert out.result == Batch(
+        invoices=[Invoice(id="inv-1", amount=5, city="Zürich"), Invoice(id="inv-2", amount=7, city="Zürich")], total=12
+    )
     # A second call of a completed run returns the same model from the store.
     with Engine(db) as eng:
         again = eng.run(models, "m1")
@@ -107,8 +109,10 @@ def test_a_saved_output_that_no_longer_fits_its_type_is_an_integrity_failure(tmp
     env["output_hash"] = _json.sha256(bad)
     text = _json.dumps(env)
     digest = _json.sha256(text)
-    con.execute("UPDATE phasegate_checkpoints SET envelope=?, payload_hash=?, output_json=? WHERE phase='load'",
-                (text, digest, bad))
+    con.execute(
+        "UPDATE phasegate_checkpoints SET envelope=?, payload_hash=?, output_json=? WHERE phase='load'",
+        (text, digest, bad),
+    )
     con.execute("UPDATE phasegate_runs SET head_hash=?", (digest,))
     con.commit()
     con.close()

@@ -11,7 +11,7 @@ import pytest
 def _flip(text: str, at: int | None = None) -> str:
     i = len(text) // 2 if at is None else at
     c = text[i]
-    return text[:i] + ("0" if c != "0" else "1") + text[i + 1:]
+    return text[:i] + ("0" if c != "0" else "1") + text[i + 1 :]
 
 
 def _seq(h, run_id: str, phase: str) -> int:
@@ -21,8 +21,10 @@ def _seq(h, run_id: str, phase: str) -> int:
 def flip_envelope(h):
     env = h.checkpoint("r1", "price")["envelope"]
     # change a value inside the JSON, keeping it parseable
-    h.sql("UPDATE phasegate_checkpoints SET envelope=? WHERE run_id='r1' AND phase='price'",
-          (env.replace('"steps_done":1', '"steps_done":7'),))
+    h.sql(
+        "UPDATE phasegate_checkpoints SET envelope=? WHERE run_id='r1' AND phase='price'",
+        (env.replace('"steps_done":1', '"steps_done":7'),),
+    )
     return "hash", _seq(h, "r1", "price")
 
 
@@ -34,8 +36,10 @@ def flip_envelope_bytes(h):
 
 def flip_output(h):
     out = h.checkpoint("r1", "price")["output_json"]
-    h.sql("UPDATE phasegate_checkpoints SET output_json=? WHERE run_id='r1' AND phase='price'",
-          (out.replace('"total":200', '"total":900'),))
+    h.sql(
+        "UPDATE phasegate_checkpoints SET output_json=? WHERE run_id='r1' AND phase='price'",
+        (out.replace('"total":200', '"total":900'),),
+    )
     return "output", _seq(h, "r1", "price")
 
 
@@ -77,8 +81,16 @@ def splice_other_run(h):
     return "identity", seq
 
 
-DAMAGE = [flip_envelope, flip_envelope_bytes, flip_output, flip_payload_hash, flip_prev_hash, delete_middle,
-          delete_head, splice_other_run]
+DAMAGE = [
+    flip_envelope,
+    flip_envelope_bytes,
+    flip_output,
+    flip_payload_hash,
+    flip_prev_hash,
+    delete_middle,
+    delete_head,
+    splice_other_run,
+]
 
 
 def _damaged_run(h, damage):
@@ -115,8 +127,7 @@ def test_damage_stops_the_run_as_integrity_before_any_phase_runs(h, damage):
         assert "ok        other" in v.stdout
 
 
-@pytest.mark.parametrize("damage", [flip_output, delete_middle, delete_head, flip_prev_hash],
-                         ids=lambda d: d.__name__)
+@pytest.mark.parametrize("damage", [flip_output, delete_middle, delete_head, flip_prev_hash], ids=lambda d: d.__name__)
 def test_degrade_after_damage_trusts_the_prefix_and_repeats_no_effect(h, damage):
     expected_keys = sorted(f"r1/charge/charge:inv-{i}" for i in range(3))
     _what, seq = _damaged_run(h, damage)
@@ -193,7 +204,7 @@ def test_verify_names_every_damaged_run_and_passes_clean_ones(h):
 
 def test_damaged_inputs_stop_the_run_and_verify_names_them(h):
     assert h.run("r1", kill="start:charge").killed
-    h.sql("UPDATE phasegate_runs SET inputs_json=replace(inputs_json, '\"ledger\"', '\"invoices\":9,\"ledger\"')")
+    h.sql('UPDATE phasegate_runs SET inputs_json=replace(inputs_json, \'"ledger"\', \'"invoices":9,"ledger"\')')
     h.clear_trace()
     p = h.resume("r1")
     assert p.returncode == 3 and "integrity" in p.stdout and "inputs" in p.stdout, p

@@ -128,8 +128,13 @@ def test_confirm_effect_when_the_gateway_did_charge(h, clean_report_hash):
     charged = [c for c in h.charges() if c["key"] == "r1/charge/charge:inv-1"]
     assert len(charged) == 1
 
-    p = h.decide("r1", "confirm_effect", "--result", f'{{"charge_id": "{charged[0]["charge_id"]}"}}',
-                 reason="gateway dashboard shows the charge")
+    p = h.decide(
+        "r1",
+        "confirm_effect",
+        "--result",
+        f'{{"charge_id": "{charged[0]["charge_id"]}"}}',
+        reason="gateway dashboard shows the charge",
+    )
     assert p.returncode == 0, p
     p = h.resume("r1")
     assert p.returncode == 0, p
@@ -139,7 +144,9 @@ def test_confirm_effect_when_the_gateway_did_charge(h, clean_report_hash):
     assert eff["charge:inv-1"]["state"] == "done" and eff["charge:inv-1"]["confirmed_by"] is not None
     charge_out = h.checkpoint("r1", "charge")["output_json"]
     assert charged[0]["charge_id"] in charge_out
-    assert [(d["action"], d["operator"], d["state"]) for d in st["decisions"]] == [("confirm_effect", "tester", "applied")]
+    assert [(d["action"], d["operator"], d["state"]) for d in st["decisions"]] == [
+        ("confirm_effect", "tester", "applied")
+    ]
     assert h.report_hash("r1") == expected
 
 
@@ -179,7 +186,9 @@ def test_running_the_same_command_again_continues_the_run(h):
     assert h.run("r1", kill="start:charge", invoices=3).killed
     same = json.dumps({"invoices": 3, "ledger": str(h.ledger)})  # harness wrote ledger first
     h.clear_trace()
-    p = h.cli("run", f"{BILLING_FILE}:wf", "--run-id", "r1", "--input", same, env={"PHASEGATE_TEST_KILL_AT": "start:report"})
+    p = h.cli(
+        "run", f"{BILLING_FILE}:wf", "--run-id", "r1", "--input", same, env={"PHASEGATE_TEST_KILL_AT": "start:report"}
+    )
     assert p.killed, p
     assert h.trace() == ["start:charge", "start:report"]
     h.clear_trace()

@@ -3,6 +3,9 @@ holder's run is `interrupted` and can be resumed at once."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import socket
 import sqlite3
 import time
@@ -30,9 +33,17 @@ def _start_slow(h, run_id="r1"):
         ["run", f"{BILLING_FILE}:wf", "--run-id", run_id, "--input", h.inputs(idempotent=True), "--db", str(h.db)],
         {**h.env, "PHASEGATE_TEST_SLOW": "60"},
     )
-    _wait_for(lambda: h.db.exists() and "start:charge" in h.trace() and h.sql(
-        "SELECT count(*) FROM phasegate_effects WHERE run_id=?", (run_id,)) == [(1,)])
-    assert child.alive()
+    try:
+        _wait_for(
+            lambda: (
+                h.db.exists()
+                and "start:charge" in h.trace()
+                and h.sql("SELECT count(*) FROM phasegate_effects WHERE run_id=?", (run_id,)) == [(1,)]
+            )
+        )
+    except AssertionError:
+        raise AssertionError(f"the holder never reached its first charge: {child.kill()}") from None
+    assert child.alive(), child.result
     return child
 
 
@@ -77,8 +88,11 @@ def test_second_process_is_refused_naming_the_holder_then_dead_holder_is_resumed
 def test_a_holder_on_another_host_counts_until_its_lease_expires(h):
     assert h.run("r1", kill="start:report").killed
     future = time.time() + 600
-    h.sql("UPDATE phasegate_runs SET lease_owner='elsewhere:4242:abcd', lease_host='elsewhere', lease_pid=4242,"
-          " lease_expires_at=? WHERE run_id='r1'", (future,))
+    h.sql(
+        "UPDATE phasegate_runs SET lease_owner='elsewhere:4242:abcd', lease_host='elsewhere', lease_pid=4242,"
+        " lease_expires_at=? WHERE run_id='r1'",
+        (future,),
+    )
     assert h.status("r1")["status"] == "running"
     p = h.resume("r1")
     assert "held by elsewhere:4242" in h.one_line_error(p, 4)
@@ -94,22 +108,45 @@ def test_status_list_counts_a_dead_holder_as_interrupted(h):
     p = h.cli("status")
     lines = {ln.split()[0]: ln for ln in p.stdout.splitlines()}
     assert "interrupted" in lines["r1"] and "completed" in lines["r2"]
-    runs = {r["run_id"]: r["status"] for r in __import__("json").loads(h.cli("status", "--json").stdout)}
+    runs = {r["run_id"]: r["status"] for r in json.loads(h.cli("status", "--json").stdout)}
     assert runs == {"r1": "interrupted", "r2": "completed"}
+
+
+def _stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _freeze_outside_a_write(pid: int, db) -> None:
+    """SIGSTOP the process at a moment it holds no write lock: a process frozen
+    inside a write transaction blocks every writer (that is SQLite, not the
+    engine), which is not what this test is about."""
+    for _ in range(500):
+        os.kill(pid, signal.SIGSTOP)
+        _wait_for(lambda: _stopped(pid), timeout=10)
+        con = sqlite3.connect(db, timeout=0.05, isolation_level=None)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError:
+            pass
+        finally:
+            con.close()
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.01)
+    raise AssertionError("the holder never let go of the write lock")
 
 
 def test_a_holder_that_lost_its_lease_cannot_record_anything(h):
     """A holder frozen past its lease (SIGSTOP: a stalled VM, a long GC) is
     taken over; when it thaws, its writes are fenced off."""
-    import os
-    import signal
-
     child = spawn(
         ["run", f"{BILLING_FILE}:wf", "--run-id", "r1", "--input", h.inputs(idempotent=True), "--db", str(h.db)],
         {**h.env, "PHASEGATE_TEST_SLOW": "1", "PHASEGATE_LEASE_SECONDS": "0.3"},
     )
     _wait_for(lambda: h.db.exists() and h.sql("SELECT count(*) FROM phasegate_effects") == [(1,)])
-    os.kill(child.pid, signal.SIGSTOP)
+    _freeze_outside_a_write(child.pid, h.db)
     try:
         _wait_for(lambda: h.status("r1")["status"] == "interrupted")
         p = h.resume("r1")  # takes the run over, re-calls the same keys

@@ -53,9 +53,17 @@ def test_apply_archives_with_verified_hash_and_drops_only_what_is_safe(h):
         assert stat.S_IMODE(f.stat().st_mode) == 0o600
         doc = json.loads(f.read_bytes())
         assert hashlib.sha256(doc["output_json"].encode()).hexdigest() == doc["output_hash"]
-    states = h.sql("SELECT phase, output_state FROM phasegate_checkpoints WHERE run_id='r1' AND kind='phase' ORDER BY seq")
-    assert states == [("load", "archived"), ("price", "archived"), ("charge", "pruned"), ("report", "pruned"),
-                      ("charge", "archived"), ("report", "present")]
+    states = h.sql(
+        "SELECT phase, output_state FROM phasegate_checkpoints WHERE run_id='r1' AND kind='phase' ORDER BY seq"
+    )
+    assert states == [
+        ("load", "archived"),
+        ("price", "archived"),
+        ("charge", "pruned"),
+        ("report", "pruned"),
+        ("charge", "archived"),
+        ("report", "present"),
+    ]
     assert h.sql("SELECT count(*) FROM phasegate_steps WHERE run_id='r1'") == [(0,)]
     # The prune is recorded like a decision, and the chain still verifies.
     st = h.status("r1")

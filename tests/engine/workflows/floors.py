@@ -37,5 +37,8 @@ def enrich(ctx, fetch) -> list[int]:
 @wf.phase(needs=["enrich", "fetch"], floor=[])
 def report(ctx, enrich=None, fetch=None) -> dict:
     _trace("start:report")
-    return {"sum": None if enrich is None else sum(enrich), "as_of": None if fetch is None else fetch["as_of"],
-            "missing": sorted(ctx.missing)}
+    return {
+        "sum": None if enrich is None else sum(enrich),
+        "as_of": None if fetch is None else fetch["as_of"],
+        "missing": sorted(ctx.missing),
+    }
