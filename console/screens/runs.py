@@ -159,6 +159,8 @@ class RunsScreen(RunActions):
         sort_label = SORTS[self.sort_index][1] + (" (reversed)" if self.descending else "")
         first = page.offset + 1 if page.rows else 0
         shown = f"rows {first}-{page.offset + page.fetched} of {page.total}"
+        if self.console.read_only:
+            shown += "  read-only: no actions"
         self.query_one(CountsBar).show(
             page.counts, filter_label=label, sort_label=sort_label, text=self.text, shown=shown
         )
