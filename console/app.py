@@ -15,6 +15,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 
 from engine import Engine, PhasegateError
 
@@ -119,7 +120,26 @@ class ConsoleApp(App[int]):
             use_events=self.live_events,
         )
 
+    #: At most one refresh a second while a busy store commits continuously:
+    #: the first change shows at once, later ones are folded into one.
+    REFRESH_EVERY: ClassVar[float] = 1.0
+    _last_refresh = float("-inf")
+    _refresh_timer: Timer | None = None
+
     def on_console_app_data_changed(self, message: DataChanged) -> None:
+        wait = self._last_refresh + self.REFRESH_EVERY - time.monotonic()
+        if message.source == "decision" or wait <= 0:
+            # The operator's own decision shows at once, whatever is scheduled.
+            if self._refresh_timer is not None:
+                self._refresh_timer.stop()
+            self._refresh_screens()
+        elif self._refresh_timer is None:
+            # One scheduled refresh reads the newest state for every change until then.
+            self._refresh_timer = self.set_timer(wait, self._refresh_screens)
+
+    def _refresh_screens(self) -> None:
+        self._refresh_timer = None
+        self._last_refresh = time.monotonic()
         # Every screen on the stack refreshes in place; an open modal stays open.
         for screen in self.screen_stack:
             refresh = getattr(screen, "refresh_data", None)

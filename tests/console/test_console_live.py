@@ -72,3 +72,45 @@ async def test_change_by_another_process_shows_up(store: Path, make_app: Any, ev
         await wait_for(pilot, reason_shown)
         # the list kept its selected row underneath
         assert table.run_id_at(table.cursor_row) == fx.INTEGRITY
+
+
+class _AlwaysChanged:
+    """A probe that says "committed" whenever asked, so what is tested is
+    which file events reach it."""
+
+    def changed(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+def test_file_events_ignore_shm(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from console import live
+
+    db = tmp_path / "runs.db"
+    db.write_bytes(b"")
+    seen: list[str] = []
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=live.watch_store, args=(db, _AlwaysChanged, seen.append, stop), kwargs={"poll": 30.0, "debounce_ms": 50}
+    )
+    thread.start()
+    try:
+        time.sleep(0.5)  # let the watcher start
+        for name in ("runs.db-shm", "other.db", "runs.db-wal"):
+            (tmp_path / name).write_bytes(b"x")
+            time.sleep(0.6)
+            if name != "runs.db-wal":
+                assert seen == [], f"{name} woke the console"
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert seen and set(seen) == {"files"}
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert not thread.is_alive()
