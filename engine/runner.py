@@ -33,8 +33,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("phasegate.run")
 
 
-class _Stop(Exception):
-    """Raised inside a phase when the run must stop for an operator."""
+class _Stop(BaseException):
+    """Raised inside a phase when the run must stop for an operator.
+
+    A BaseException, like KeyboardInterrupt, so that a phase's own
+    `except Exception` cannot swallow it and checkpoint past an effect in
+    doubt or a damaged record."""
 
     def __init__(self, reason: BlockReason) -> None:
         super().__init__(reason.detail)

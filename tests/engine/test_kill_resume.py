@@ -196,3 +196,34 @@ def test_running_the_same_command_again_continues_the_run(h):
     assert p.returncode == 0, p
     assert h.trace() == ["start:report"]
     assert len(h.charges()) == 3
+
+
+@pytest.mark.parametrize("first_idempotent", ["0", "1"])
+def test_a_phase_that_catches_every_exception_cannot_swallow_an_effect_in_doubt(h, first_idempotent):
+    """Found by this test: the engine's stop was an Exception, so a phase's own
+    `except Exception` could swallow it and complete with an effect in doubt
+    (reachable when the effect was first declared idempotent, then not)."""
+    from engine_harness import HERE_WORKFLOWS
+
+    target = f"{HERE_WORKFLOWS / 'swallow.py'}:wf"
+    env = {"PHASEGATE_TEST_KILL_AT": "after:charge", "SWALLOW_IDEMPOTENT": first_idempotent}
+    p = h.cli("run", target, "--run-id", "s1", "--input", h.inputs(), env=env)
+    assert p.killed
+    p = h.resume("s1", env={"SWALLOW_IDEMPOTENT": "0"})
+    assert p.returncode == 3 and "in_doubt_effect" in p.stdout, p
+    st = h.status("s1")
+    assert st["status"] == "blocked" and [ph["state"] for ph in st["phases"]] == ["partial"]
+    assert len(h.charges()) == 1
+
+
+def test_a_phase_that_catches_every_exception_cannot_swallow_a_damaged_record(h):
+    from engine_harness import HERE_WORKFLOWS
+
+    target = f"{HERE_WORKFLOWS / 'swallow.py'}:wf"
+    p = h.cli("run", target, "--run-id", "s1", "--input", h.inputs(), env={"PHASEGATE_TEST_KILL_AT": "after:effect"})
+    assert p.killed
+    h.sql("UPDATE phasegate_effects SET result_json='{\"ok\":false}' WHERE run_id='s1'")
+    p = h.resume("s1")
+    assert p.returncode == 3 and "integrity" in p.stdout, p
+    assert h.status("s1")["status"] == "blocked"
+    assert len(h.charges()) == 1
