@@ -99,7 +99,7 @@ class ConsoleApp(App[int]):
             self.theme = theme
 
         self.push_screen(RunsScreen())
-        if self.engine.store.path is not None and self.poll_interval > 0:
+        if self.poll_interval > 0:
             self._watch_store()
 
     def on_unmount(self) -> None:
@@ -109,10 +109,8 @@ class ConsoleApp(App[int]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="live")
     def _watch_store(self) -> None:
-        path = self.engine.store.path
-        assert path is not None
         live.watch_store(
-            path,
+            self.engine.store.path,
             self.engine.data_version,
             lambda source: self.post_message(self.DataChanged(source)),
             self._stop_live,

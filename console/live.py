@@ -31,7 +31,7 @@ def store_files(db: Path) -> frozenset[str]:
 
 
 def watch_store(
-    db: Path,
+    db: Path | None,
     make_probe: Callable[[], Probe],
     on_change: Callable[[str], object],
     stop: threading.Event,
@@ -42,11 +42,12 @@ def watch_store(
 ) -> None:
     """Call `on_change(source)` after each commit by another connection until
     `stop` is set. Blocking: run it in a thread. The probe is created and used
-    in this thread only (one SQLite connection, one thread)."""
+    in this thread only (one connection, one thread). With no database file
+    (a PostgreSQL store) there are no file events; the probe is polled."""
     probe = make_probe()
     try:
         probe.changed()  # the first answer only sets the baseline
-        if use_events:
+        if use_events and db is not None:
             try:
                 _watch_events(db, probe, on_change, stop, poll=poll, debounce_ms=debounce_ms)
                 return
