@@ -145,3 +145,23 @@ def stop_between_phases(db: Path, wf: Any, run_id: str, inputs: dict[str, Any], 
         eng.should_stop = lambda: next(checks) >= phases
         outcome = eng.run(wf, run_id, inputs, target=TARGETS[wf.name])
     assert str(outcome.status) == "interrupted", outcome
+
+
+def read_until(proc: subprocess.Popen[str], text: str, *, timeout: float = 90) -> str:
+    """Read a background process's output until a line contains `text`;
+    returns what was read (the caller keeps it: `stop` reads only the rest)."""
+    import select
+
+    assert proc.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if ready:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if text in line:
+                return "".join(seen)
+    raise AssertionError(f"never saw {text!r} in: {''.join(seen)}")

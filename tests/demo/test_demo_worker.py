@@ -9,7 +9,18 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from demo_support import cli, kill_at, ledger_keys, start, status, stop, stop_between_phases, view, wait_for
+from demo_support import (
+    cli,
+    kill_at,
+    ledger_keys,
+    read_until,
+    start,
+    status,
+    stop,
+    stop_between_phases,
+    view,
+    wait_for,
+)
 
 from engine import Engine
 from sample_runs import billing, pipeline
@@ -133,11 +144,13 @@ def test_worker_second_sigint_stops_at_once(tmp_path: Path) -> None:
     rid = "slow-2"
     _slow_interrupted_run(tmp_path, db, rid)
     worker = start("worker", "--db", str(db), "--poll", "0.1")
+    log = ""
     try:
         wait_for(lambda: _taken_by(db, rid, worker.pid), what="the worker to take the run")
         worker.send_signal(signal.SIGINT)
+        log = read_until(worker, "SIGINT: finishing the current phase")
     finally:
-        log = stop(worker, signal.SIGINT)
+        log += stop(worker, signal.SIGINT)
     # Usually the second signal lands mid-phase ("stopped at once"); if the
     # phase had already ended, the worker was on its way out anyway.
     assert worker.returncode in (0, 130), log
@@ -152,10 +165,11 @@ def test_worker_second_sigint_stops_at_once(tmp_path: Path) -> None:
 def test_worker_with_jobs_carries_out_a_decision_while_a_long_run_resumes(tmp_path: Path) -> None:
     db = tmp_path / "runs.db"
     slow = "slow-3"
-    inputs = pipeline.prepare(tmp_path / slow, files=4, pace=5.0)
+    inputs = pipeline.prepare(tmp_path / slow, files=4, pace=10.0)
     stop_between_phases(db, pipeline.wf, slow, inputs, phases=2)  # transform (the slow phase) is next
     rid, _inputs = _env_mismatch_run(tmp_path, db)
     worker = start("worker", "--db", str(db), "--poll", "0.1", "--jobs", "2")
+    log = ""
     try:
         wait_for(lambda: _taken_by(db, slow, worker.pid), what="the worker to take the slow run")
         proc = cli("decide", rid, "approve", "--reason", "Q1 rates; these invoices keep their prices", "--db", str(db))
@@ -163,9 +177,12 @@ def test_worker_with_jobs_carries_out_a_decision_while_a_long_run_resumes(tmp_pa
         wait_for(lambda: view(db, rid)["status"] == "completed", what=f"{rid} to complete")
         # The approval did not wait for the slow run, which is still being resumed.
         assert _taken_by(db, slow, worker.pid) and view(db, slow)["status"] == "running"
+        # Two signals sent back to back can arrive as one: send the second once
+        # the worker has said it got the first.
         worker.send_signal(signal.SIGINT)
+        log = read_until(worker, "SIGINT: finishing the current phase")
     finally:
-        log = stop(worker, signal.SIGINT)
+        log += stop(worker, signal.SIGINT)
     assert worker.returncode == 130, log
     assert "stopped at once" in log
     assert view(db, slow)["status"] == "interrupted"
