@@ -3,7 +3,7 @@ command palette and the modals all read, so they cannot disagree."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 ConsoleActionName = Literal["approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect", "prune"]
@@ -109,4 +109,4 @@ class ActionResult:
     run_id: str
     reason: str
     choice: str | None = None
-    extra: dict[str, str] = field(default_factory=dict)
+    """The phase (rewind) or effect key (confirm/retry) chosen, if any."""

@@ -163,10 +163,6 @@ class ConsoleApp(App[int]):
     def on_console_app_action_failed(self, message: ActionFailed) -> None:
         self.notify(message.text, title=message.title, severity="error", markup=False, timeout=10)
 
-    def report_error(self, exc: PhasegateError) -> None:
-        """Errors are shown in one place, as a notification, never a traceback."""
-        self.notify(exc.message, title=exc.title, severity="error", markup=False, timeout=10)
-
     def action_help(self) -> None:
         from .screens.help import HelpScreen
 

@@ -148,7 +148,8 @@ async def test_escape_cancels_and_records_nothing(store: Path, make_app: Any) ->
         await pilot.press("a")
         await settle(pilot)
         assert isinstance(app.screen, ActionModal)
-        await pilot.press(*"nah")
+        await pilot.press(*"quit? no: q j k ?")  # keys that mean something elsewhere just type
+        assert app.screen.query_one("#reason").value == "quit? no: q j k ?"
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, DetailScreen)
