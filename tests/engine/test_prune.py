@@ -49,6 +49,7 @@ def test_apply_archives_with_verified_hash_and_drops_only_what_is_safe(h):
 
     files = _archive_files(h)
     assert files, "archived outputs are written to files"
+    assert stat.S_IMODE(files[0].parent.stat().st_mode) == 0o700
     for f in files:
         assert stat.S_IMODE(f.stat().st_mode) == 0o600
         doc = json.loads(f.read_bytes())
