@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 from .._states import RunStatus
 from ..errors import StoreError
@@ -64,13 +64,16 @@ def problem(row: Any) -> str | None:
     return None
 
 
-def check(row: Any) -> Any:
+R = TypeVar("R")
+
+
+def check(row: R) -> R:
     """The row itself, or a StoreError naming the run and the damage."""
     if row is None:
         return row
     why = problem(row)
     if why is not None:
-        rid = row._mapping.get("run_id")
+        rid = getattr(row, "_mapping", {}).get("run_id")
         raise StoreError(f"run {str(rid)[:80]!r}: its stored record is damaged ({why}); nothing was changed",
                          title="damaged record")
     return row
