@@ -32,6 +32,8 @@ def column_widths(total: int) -> dict[str, int]:
     widths = {k: w for k, _l, w, _o in COLUMNS if w is not None}
     if total < 100:
         widths.update(run_id=15, workflow=8, frontier=12, age=4)
+    elif total >= 110:
+        widths.update(run_id=min(32, 24 + (total - 110) // 4))
     padding = 2 * len(COLUMNS)
     used = sum(widths.values()) + padding + 1  # the vertical scrollbar
     widths["reason"] = max(10, total - used)
