@@ -37,12 +37,18 @@ class Settings:
     small: int
     big: int
     peers: bool
+    peer_big: int = 23
+    """Boundaries of the long run in the peer comparison: a wide difference
+    keeps the marginal cost above the noise of the two runs' totals."""
+    peer_rounds: int = 7
 
 
 def settings(quick: bool, rounds: int) -> Settings:
     if quick:
         return Settings(rounds, {"1KB": 1024, "64KB": 65536}, {"1KB": 12, "64KB": 8}, 2, 7, peers=False)
-    return Settings(rounds, dict(payload.SIZES), {"1KB": 30, "64KB": 20, "1MB": 12}, 3, 13, peers=True)
+    return Settings(
+        rounds, dict(payload.SIZES), {"1KB": 30, "64KB": 20, "1MB": 12}, 3, 13, peers=True, peer_rounds=max(rounds, 7)
+    )
 
 
 def _phasegate(d: Path, state: Any, s: Settings) -> tuple[float, float]:
@@ -52,13 +58,13 @@ def _phasegate(d: Path, state: Any, s: Settings) -> tuple[float, float]:
         eng.run(warm, "warm")
         small_m, big_m = Marks(), Marks()
         small = chain_workflow(f"c{s.small}", s.small, state, small_m)
-        big = chain_workflow(f"c{s.big}", s.big, state, big_m)
+        big = chain_workflow(f"c{s.peer_big}", s.peer_big, state, big_m)
         t0 = time.perf_counter()
         eng.run(small, "small")
         t1 = time.perf_counter()
         eng.run(big, "big")
         t2 = time.perf_counter()
-    return ((t2 - t1) - (t1 - t0)) / (s.big - s.small), median(big_m.gaps())
+    return ((t2 - t1) - (t1 - t0)) / (s.peer_big - s.small), median(big_m.gaps())
 
 
 def _langgraph(d: Path, state: Any, s: Settings) -> float:
@@ -67,16 +73,16 @@ def _langgraph(d: Path, state: Any, s: Settings) -> float:
     conn = sqlite3.connect(d / "lg.db", check_same_thread=False)
     try:
         saver = SqliteSaver(conn)
-        apps = {k: lg_peer._graph(k, state, Marks()).compile(checkpointer=saver) for k in (2, s.small, s.big)}
+        apps = {k: lg_peer._graph(k, state, Marks()).compile(checkpointer=saver) for k in (2, s.small, s.peer_big)}
         apps[2].invoke({"data": state}, {"configurable": {"thread_id": "warm"}})
         t0 = time.perf_counter()
         apps[s.small].invoke({"data": state}, {"configurable": {"thread_id": uuid.uuid4().hex}})
         t1 = time.perf_counter()
-        apps[s.big].invoke({"data": state}, {"configurable": {"thread_id": uuid.uuid4().hex}})
+        apps[s.peer_big].invoke({"data": state}, {"configurable": {"thread_id": uuid.uuid4().hex}})
         t2 = time.perf_counter()
     finally:
         conn.close()
-    return ((t2 - t1) - (t1 - t0)) / (s.big - s.small)
+    return ((t2 - t1) - (t1 - t0)) / (s.peer_big - s.small)
 
 
 def _paired(d: Path, state: Any, text: str, phases: int) -> list[tuple[float, float]]:
@@ -143,6 +149,7 @@ def run(quick: bool, rounds: int) -> list[Figure]:
         cpu_raw: list[float] = []
         pg: list[float] = []  # marginal, for the peer comparison
         lg: list[float] = []
+        pg_gap: list[float] = []
         phases = s.big
         for r in range(s.rounds):
             with scratch() as d:
@@ -152,7 +159,9 @@ def run(quick: bool, rounds: int) -> list[Figure]:
                 ratios.append(median([b / c for b, c in pairs]))
                 normal.append(raw.commit_cost(d / "normal.db", text, "NORMAL", s.commits[label]))
                 if s.peers:
-                    pg.append(_phasegate(d, state, s)[0])
+                    marginal, gap = _phasegate(d, state, s)
+                    pg.append(marginal)
+                    pg_gap.append(gap)
                     if lg_skip is None:
                         lg.append(_langgraph(d, state, s))
             if shm is not None:
@@ -161,11 +170,18 @@ def run(quick: bool, rounds: int) -> list[Figure]:
                     cpu_pg.append(median([b for b, _ in pairs]))
                     cpu_raw.append(median([c for _, c in pairs]))
             log.info("checkpoint %s round %d: raw %.0fus pg %.0fus", label, r, full[-1] * 1e6, bound[-1] * 1e6)
+        for _ in range(s.peer_rounds - s.rounds if s.peers else 0):
+            with scratch() as d:
+                marginal, gap = _phasegate(d, state, s)
+                pg.append(marginal)
+                pg_gap.append(gap)
+                if lg_skip is None:
+                    lg.append(_langgraph(d, state, s))
         dbos: list[float] = []
         if dbos_skip is None:
             with scratch() as d:
                 try:
-                    dbos = dbos_peer.step_costs(d / "dbos.db", nbytes, s.rounds, s.small, s.big)
+                    dbos = dbos_peer.step_costs(d / "dbos.db", nbytes, s.peer_rounds, s.small, s.peer_big)
                 except Exception as exc:  # noqa: BLE001
                     dbos_skip = f"failed: {exc}"[:300]
         R, N, B = median(full), median(normal), median(bound)
@@ -251,7 +267,7 @@ def run(quick: bool, rounds: int) -> list[Figure]:
                     P < V,
                     group="2 checkpoint",
                     baseline=f"{name}: {V * 1e6:.0f} us per {'super-step' if key == 'langgraph' else 'step'}, {V / R:.1f}x raw FULL ({durability[key]})",
-                    detail=f"phasegate {P * 1e6:.0f} us per boundary; both as (run with {s.big} - run with {s.small}) / {s.big - s.small}",
+                    detail=f"phasegate {P * 1e6:.0f} us per boundary (median gap between its phase entries in the same runs: {median(pg_gap) * 1e6:.0f} us); each engine as (run with {s.peer_big} - run with {s.small}) / {s.peer_big - s.small}, median of {len(vals)} rounds",
                     samples=[x * 1e6 for x in vals],
                 )
             )
