@@ -41,7 +41,7 @@ def dumps(value: Any) -> str:
         pass
     try:
         return json.dumps(
-            to_plain(value),
+            to_plain(_sorted_sets(value)),
             sort_keys=True,
             separators=(",", ":"),
             ensure_ascii=False,
@@ -49,6 +49,20 @@ def dumps(value: Any) -> str:
         )
     except (ValueError, TypeError) as exc:
         raise UsageError(f"value is not JSON-serialisable: {exc}") from None
+
+
+def _sorted_sets(value: Any) -> Any:
+    """Sets become lists in a canonical order: iteration order of a set of
+    strings differs between processes (hash randomisation), and the bytes,
+    hence the hash, must not."""
+    if isinstance(value, set | frozenset):
+        items = [_sorted_sets(v) for v in value]
+        return sorted(items, key=dumps)
+    if isinstance(value, dict):
+        return {k: _sorted_sets(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_sorted_sets(v) for v in value]
+    return value
 
 
 def loads(text: str | bytes) -> Any:

@@ -185,7 +185,8 @@ class Runner:
                 return self._block([BlockReason(BlockKind.INTEGRITY, f.detail(), {"failure": f.as_dict()})])
             untrusted = [int(r.seq) for r in rows if int(r.seq) >= f.seq] if f.what != "head" else []
             trusted = verified.entries if f.what == "head" else [e for e in verified.entries if int(e.row.seq) < f.seq]
-            self._truncate(untrusted, trusted)
+            # A rewind answering the failure is applied (and settled) below.
+            self._truncate(untrusted, trusted, None if dec.action == Action.REWIND.value else dec)
             if dec.action != Action.REWIND.value:
                 used.append(dec)
             entries = trusted
@@ -197,7 +198,7 @@ class Runner:
         rewind = _pick(pending, action=Action.REWIND)
         if rewind is not None:
             self.current_probes = environment.evaluate(self.wf, inputs=self.inputs)
-            state = self._rewind(state, entries, rewind.phase)
+            state = self._rewind(state, entries, rewind.phase, rewind)
             used.append(rewind)
         if not self.current_probes:
             self.current_probes = environment.evaluate(self.wf, inputs=self.inputs)
@@ -213,7 +214,7 @@ class Runner:
         if cmp.changed and to_run:
             dec = _pick(pending, action=Action.APPROVE)
             if dec is not None and _approval_covers(dec, cmp.blocking):
-                state = self._approve(state, cmp.blocking)
+                state = self._approve(state, cmp.blocking, dec)
                 used.append(dec)
                 cmp = environment.compare(self.wf, state, self.current_probes, self.clock(), last_codes)
                 self.env_rows = cmp.rows
@@ -250,18 +251,19 @@ class Runner:
             dec = _pick(pending, answers=BlockKind.BELOW_FLOOR)
             if dec is not None and dec.action == Action.DEGRADE.value:
                 skip = self._skips(state, floor_blocks)
-                state = self._degrade(state, skip)
+                state = self._degrade(state, skip, dec)
                 used.append(dec)
                 to_run = [p for p in self.wf.phases if p.name not in state.done and p.name not in state.skipped]
                 floor_blocks, rederive = self._plan_floors(state, to_run)
             blocks.extend(floor_blocks)
 
+        # Each used decision was settled in the transaction that applied it;
+        # a decision nothing needed any more is void.
         if blocks:
-            for d in used:
-                self._settle(d, "applied")
             return self._block(blocks)
         for d in pending:
-            self._settle(d, "applied" if d in used else "void")
+            if d not in used:
+                self._settle(d, "void")
 
         # Durable steps saved by older code of an open phase are not trusted
         # to mean what the new code would compute: they are recomputed.
@@ -502,7 +504,12 @@ class Runner:
         with self.store.write() as conn:
             self.store.settle_decision(conn, int(dec.id), how, self.clock())
 
-    def _append_marker(self, kind: str, state: chain.Folded, extra: dict[str, Any], phase: str | None = None, index: int | None = None) -> None:
+    def _append_marker(
+        self, kind: str, state: chain.Folded, extra: dict[str, Any], dec: Any,
+        phase: str | None = None, index: int | None = None, discard_steps: list[str] | None = None,
+    ) -> None:
+        """Append a decision's marker to the chain and settle the decision in
+        one transaction: a kill can never leave one without the other."""
         now = self.clock()
         seq = self.next_seq
         env_text, env_hash = chain.envelope(
@@ -520,11 +527,16 @@ class Runner:
             )
             self._fence(conn, now)
             self.store.update_run(conn, self.run_id, {"head_seq": seq, "head_hash": env_hash})
+            if discard_steps:
+                self.store.discard_steps(conn, self.run_id, discard_steps)
+            self.store.settle_decision(conn, int(dec.id), "applied", now)
         self.next_seq = seq + 1
 
-    def _truncate(self, untrusted: list[int], trusted: list[chain.Entry]) -> None:
+    def _truncate(self, untrusted: list[int], trusted: list[chain.Entry], dec: Any) -> None:
         last = trusted[-1].row if trusted else None
         with self.store.write() as conn:
+            if dec is not None:
+                self.store.settle_decision(conn, int(dec.id), "applied", self.clock())
             self.store.set_checkpoint_status(conn, self.run_id, self.epoch, untrusted, "discarded")
             self.store.update_run(
                 conn, self.run_id,
@@ -532,23 +544,22 @@ class Runner:
                 owner=self.owner,
             )
 
-    def _rewind(self, state: chain.Folded, entries: list[chain.Entry], phase: str | None) -> chain.Folded:
+    def _rewind(self, state: chain.Folded, entries: list[chain.Entry], phase: str | None, dec: Any) -> chain.Folded:
         target = self.wf.get(phase) if phase else None
         if target is None:
             raise UsageError(f"rewind names phase {phase!r}, which this workflow does not have")
         reopened = [p.name for p in self.wf.phases if p.index >= target.index]
-        self._append_marker("rewind", state, {"reopen": reopened}, phase=target.name, index=target.index)
-        with self.store.write() as conn:
-            self.store.discard_steps(conn, self.run_id, reopened)
+        self._append_marker("rewind", state, {"reopen": reopened}, dec, phase=target.name, index=target.index,
+                            discard_steps=reopened)
         return self._refold()
 
-    def _approve(self, state: chain.Folded, blocking: list[dict[str, Any]]) -> chain.Folded:
+    def _approve(self, state: chain.Folded, blocking: list[dict[str, Any]], dec: Any) -> chain.Folded:
         codes = {r["probe"][5:]: r["current"] for r in blocking if r["probe"].startswith("code:")}
-        self._append_marker("env", state, {"approved": [r["probe"] for r in blocking], "approved_code": codes})
+        self._append_marker("env", state, {"approved": [r["probe"] for r in blocking], "approved_code": codes}, dec)
         return self._refold()
 
-    def _degrade(self, state: chain.Folded, skip: list[str]) -> chain.Folded:
-        self._append_marker("degrade", state, {"skip": skip})
+    def _degrade(self, state: chain.Folded, skip: list[str], dec: Any) -> chain.Folded:
+        self._append_marker("degrade", state, {"skip": skip}, dec)
         return self._refold()
 
     def _refold(self) -> chain.Folded:
@@ -574,6 +585,7 @@ class Runner:
             else:
                 self.store.update_effect(conn, eff.key, {"retry_ok": True})
             self._fence(conn, now)
+            self.store.settle_decision(conn, int(dec.id), "applied", now)
             self.effects[eff.key] = self.store.effect_by_key(conn, eff.key)
 
     # -- floors ---------------------------------------------------------------
