@@ -3,7 +3,6 @@ an app over it with a frozen clock, and a way to wait until the app is idle."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,8 +11,6 @@ import pytest
 from console.app import ConsoleApp
 from engine import Engine
 from tests.console import fixtures
-
-logging.getLogger("phasegate").setLevel(logging.ERROR)
 
 
 @pytest.fixture

@@ -4,9 +4,11 @@ deploys damage them. Deterministic: fixed run ids, inputs and times."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from engine import Engine
@@ -71,8 +73,26 @@ def _sql(db: Path, statement: str, *args: object) -> None:
         con.close()
 
 
+@contextmanager
+def quiet_engine() -> Iterator[None]:
+    """The runs below fail and block on purpose; their log lines are noise.
+    The level is restored so other tests' log assertions are unaffected."""
+    log = logging.getLogger("phasegate")
+    before = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(before)
+
+
 def build(db: Path) -> None:
     """Write the fixture store to `db` (which must not exist)."""
+    with quiet_engine():
+        _build(db)
+
+
+def _build(db: Path) -> None:
     clock = Clock(T0)
     fixture_wf.HOOKS["tax"] = "tax-2026-01"
     engine = Engine(db, clock=clock, lease_seconds=LEASE, retention_days=30)

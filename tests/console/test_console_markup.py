@@ -3,7 +3,6 @@ error message is never interpreted, and never acted on."""
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,9 @@ EVIL_ERROR = "[red]boom[/red] [bold]not bold[/] [link=file:///etc/passwd]y[/link
 
 @pytest.fixture
 def evil_store(tmp_path: Path) -> Path:
-    logging.getLogger("phasegate").setLevel(logging.CRITICAL)
     db = tmp_path / "evil.db"
     clock = fx.Clock(fx.T0)
-    with Engine(db, clock=clock, lease_seconds=fx.LEASE) as eng:
+    with fx.quiet_engine(), Engine(db, clock=clock, lease_seconds=fx.LEASE) as eng:
         fixture_wf.HOOKS.update(fail=EVIL_ERROR)
         try:
             eng.run(fixture_wf.wf, EVIL_ID, {"invoices": 1})
