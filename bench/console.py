@@ -142,7 +142,8 @@ def run_live(quick: bool, store: Path) -> list[Figure]:
     detail = (
         f"{len(lat)} commits: Engine.decide(RUN, 'approve') (what `phasegate decide` runs) in one long-lived "
         f"child process; from the decision's own timestamp (taken before its commit) to the decided run's row "
-        f"showing it in the headless console (file events on, its defaults); "
+        f"showing it in the headless console (file events on, its defaults), commits spaced wider than its "
+        f"refresh coalescing interval; "
         f"{r['missed']} not seen within 10 s (counted as 10 s)"
     )
     return [
@@ -241,8 +242,12 @@ async def _live(db: str, commits: int) -> dict[str, Any]:
             stderr=asyncio.subprocess.PIPE,
         )
         assert proc.stdin is not None and proc.stdout is not None
+        # The console folds changes that come faster than REFRESH_EVERY into
+        # one refresh (a busy store); commits are spaced wider than that, so
+        # each one measures how fast a change reaches the screen.
+        spacing = float(getattr(ConsoleApp, "REFRESH_EVERY", 0.0)) + 0.3
         for rid in blocked:
-            await pilot.pause(0.3)  # let the previous refresh settle
+            await pilot.pause(spacing)
             proc.stdin.write((rid + "\n").encode())
             await proc.stdin.drain()
 
