@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None, help="master seed (default: random, printed)")
     p.add_argument("--run-seed", type=int, default=None, help="replay one tortured run by its printed run-seed")
     p.add_argument("--only", default=None, help="one corruption kind, e.g. delete-effect")
-    p.add_argument("--exec", action="store_true", help="spawn `python -m engine` for every step (slow, closest to a deploy)")
+    p.add_argument("--exec", action="store_true", help="spawn `python -m engine` for every run and resume (slower, as a deploy runs it)")
     p.add_argument("--items", type=int, default=4, help="items per tortured run (more items, more kills per run)")
     p.add_argument("--dir", default=None, help="work folder (default: a new temporary one, removed when all is well)")
     args = p.parse_args(argv)
