@@ -94,7 +94,7 @@ def test_decisions_and_readers_hammer_a_checkpointing_run(tmp_path: Path) -> Non
     blocked = _blocked_runs(db, tmp_path, 6)
     runner = proc.start(["run", MANY, "--run-id", "busy", "--input", json.dumps({"pace": 0.01}), "--db", str(db)])
     time.sleep(0.2)
-    readers = [proc.start_fn(lambda: _hammer_status(db, stop, "busy")) for _ in range(2)]
+    readers = [proc.start_fn(lambda: _hammer_status(db, stop, "busy"), db=db) for _ in range(2)]
     deciders = []
     for i, rid in enumerate(blocked):
         answer = ["retry_effect"] if i % 2 else ["confirm_effect", "--result", '{"charge_id": "ch-0", "amount": 1}']

@@ -115,20 +115,22 @@ def warm() -> None:
         _warm = True
 
 
-def _no_open_databases() -> None:
+def _no_open_databases(db: str | Path | None) -> None:
     """SQLite must not be carried across fork: a child that inherits an open
     connection's file (and SQLite's in-memory lock bookkeeping for it) can
     believe it holds locks it does not. The harness forks only when this
-    process has no database file open."""
+    process has the child's database closed. (It once did not: the result
+    was "disk I/O error" and charges made twice, in the harness, not the engine.)"""
     fds = Path("/proc/self/fd")
-    if not fds.is_dir():
+    if db is None or not fds.is_dir():
         return
+    base = str(Path(db).absolute())
     for fd in fds.iterdir():
         try:
             target = os.readlink(fd)
         except OSError:
             continue
-        if target.endswith((".db", ".db-wal", ".db-shm")):
+        if target in (base, base + "-wal", base + "-shm", base + "-journal"):
             raise RuntimeError(f"refusing to fork with {target} open in this process")
 
 
@@ -160,7 +162,7 @@ def start(
                                      env=full, cwd=ROOT, preexec_fn=preexec)
         return Child(popen.pid, out, err, popen)
     warm()
-    _no_open_databases()
+    _no_open_databases(args[list(args).index("--db") + 1] if "--db" in args else None)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -218,11 +220,11 @@ def inproc(args: Sequence[str]) -> Result:
     return Result(rc, out.getvalue(), err.getvalue(), os.getpid())
 
 
-def start_fn(fn: Callable[[], int], *, env: dict[str, str] | None = None) -> Child:
+def start_fn(fn: Callable[[], int], *, env: dict[str, str] | None = None, db: Path | None = None) -> Child:
     """Run `fn()` in a forked child; its return value is the exit code."""
     out, err = _outfiles()
     warm()
-    _no_open_databases()
+    _no_open_databases(db)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
