@@ -9,9 +9,23 @@ import pytest
 from engine_harness import Harness
 
 
-@pytest.fixture
-def h(tmp_path: Path) -> Iterator[Harness]:
-    yield Harness(tmp_path)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only: the test is about SQLite files (bytes, modes, locks)")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    """One suite, both backends: every test that uses `h` runs against an
+    SQLite file and against its own PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield Harness(tmp_path)
+        return
+    if request.node.get_closest_marker("sqlite_only"):
+        pytest.skip("about SQLite files; PostgreSQL has none")
+    from pg_schema import pg_schema
+
+    with pg_schema() as url:
+        yield Harness(tmp_path, pg_url=url)
 
 
 @pytest.fixture(scope="session")

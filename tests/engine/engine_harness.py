@@ -168,9 +168,13 @@ class Harness:
     """One test's world: a store, a gateway ledger, a phase trace and a tax
     table file, all under the test's own tmp folder."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, pg_url: str | None = None) -> None:
         self.tmp = tmp
         self.db = tmp / "runs.db"
+        #: What `--db` names: the SQLite file, or a PostgreSQL URL whose
+        #: search_path is this test's own schema.
+        self.backend = "postgres" if pg_url else "sqlite"
+        self.target = pg_url or str(self.db)
         self.ledger = tmp / "gateway.jsonl"
         self.trace_file = tmp / "trace.txt"
         self.tax = tmp / "tax.txt"
@@ -182,12 +186,14 @@ class Harness:
             "PHASEGATE_TEST_SLOW": "0",
             "PHASEGATE_OPERATOR": "tester",
             "PHASEGATE_DB": "",
+            # Where a SQLite store would put its archive: the same place for both backends.
+            "PHASEGATE_ARCHIVE_DIR": str(self.db) + ".archive",
         }
 
     # -- the command line ---------------------------------------------------
 
     def cli(self, *args: str, env: dict[str, str] | None = None, real: bool = False, db: bool = True) -> Proc:
-        argv = [*args, "--db", str(self.db)] if db else list(args)
+        argv = [*args, "--db", self.target] if db else list(args)
         full = {**self.env, **(env or {})}
         if real:
             return real_cli(argv, full)
@@ -250,6 +256,16 @@ class Harness:
     # -- the store, as a forensic tool sees it ----------------------------------
 
     def sql(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run SQL (with ? placeholders) straight on the store, as a forensic
+        tool or a damaged disk would; committed at once."""
+        if self.backend == "postgres":
+            import psycopg
+
+            with psycopg.connect(self.target.replace("postgresql+psycopg://", "postgresql://")) as con:
+                cur = con.execute(statement.replace("?", "%s"), params)
+                rows = cur.fetchall() if cur.description else []
+                con.commit()
+                return [tuple(r) for r in rows]
         con = sqlite3.connect(self.db)
         try:
             rows = con.execute(statement, params).fetchall()
@@ -259,25 +275,31 @@ class Harness:
             con.close()
 
     def dump(self) -> str:
-        con = sqlite3.connect(self.db)
-        try:
-            return "\n".join(con.iterdump())
-        finally:
-            con.close()
+        """Every row of every phasegate table, in a stable order."""
+        if self.backend == "sqlite":
+            con = sqlite3.connect(self.db)
+            try:
+                return "\n".join(con.iterdump())
+            finally:
+                con.close()
+        out = []
+        for table in ("phasegate_meta", "phasegate_runs", "phasegate_checkpoints", "phasegate_steps",
+                      "phasegate_effects", "phasegate_decisions"):
+            out += [f"{table} {row!r}" for row in self.sql(f"SELECT * FROM {table} ORDER BY 1")]
+        return "\n".join(out)
 
     def checkpoint(self, run_id: str, phase: str) -> dict[str, Any]:
-        con = sqlite3.connect(self.db)
-        con.row_factory = sqlite3.Row
-        try:
-            row = con.execute(
-                "SELECT * FROM phasegate_checkpoints WHERE run_id=? AND phase=? AND status='live' AND kind='phase'"
-                " ORDER BY epoch DESC, seq DESC LIMIT 1",
-                (run_id, phase),
-            ).fetchone()
-        finally:
-            con.close()
-        assert row is not None, f"no live checkpoint of {phase} in {run_id}"
-        return dict(row)
+        cols = [r[0] for r in self.sql(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'phasegate_checkpoints'"
+            " AND table_schema = current_schema() ORDER BY ordinal_position"
+        )] if self.backend == "postgres" else [r[1] for r in self.sql("PRAGMA table_info(phasegate_checkpoints)")]
+        rows = self.sql(
+            f"SELECT {', '.join(cols)} FROM phasegate_checkpoints WHERE run_id=? AND phase=? AND status='live'"
+            " AND kind='phase' ORDER BY epoch DESC, seq DESC LIMIT 1",
+            (run_id, phase),
+        )
+        assert rows, f"no live checkpoint of {phase} in {run_id}"
+        return dict(zip(cols, rows[0], strict=True))
 
     def report_hash(self, run_id: str = "r1") -> str:
         outs = {o["phase"]: o for o in self.status(run_id)["outputs"]}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 from engine_harness import HERE_WORKFLOWS
 
@@ -11,13 +9,14 @@ ATOMIC = f"{HERE_WORKFLOWS / 'atomic.py'}:wf"
 
 
 def _ledger(h) -> list[tuple[str, int]]:
-    con = sqlite3.connect(h.db)
-    try:
-        return con.execute("SELECT key, amount FROM app_ledger ORDER BY key").fetchall()
-    except sqlite3.OperationalError:  # the table is created inside the first effect
-        return []
-    finally:
-        con.close()
+    tables = (
+        h.sql("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
+        if h.backend == "postgres"
+        else h.sql("SELECT name FROM sqlite_master WHERE type = 'table'")
+    )
+    if ("app_ledger",) not in [tuple(t) for t in tables]:
+        return []  # the table is created inside the first effect
+    return [tuple(r) for r in h.sql("SELECT key, amount FROM app_ledger ORDER BY key")]
 
 
 @pytest.mark.parametrize("point", ["inside:book:0", "inside:book:1"])

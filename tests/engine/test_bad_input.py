@@ -12,6 +12,7 @@ from engine_harness import BILLING_FILE, one_line_error
 TARGET = f"{BILLING_FILE}:wf"
 
 
+@pytest.mark.sqlite_only
 def test_status_of_a_missing_database_does_not_create_it(h):
     p = h.cli("status")
     assert "no phasegate database" in one_line_error(p)
@@ -28,6 +29,7 @@ def test_a_folder_is_not_a_database(h):
     assert "is a folder" in one_line_error(p)
 
 
+@pytest.mark.sqlite_only
 @pytest.mark.parametrize(
     "content",
     [b"hello, this is a text file\n" * 10, b"SQLite format 3\x00" + b"\xff" * 4000],
@@ -48,6 +50,7 @@ def test_not_a_database(h, content):
         assert h.db.read_bytes() == content
 
 
+@pytest.mark.sqlite_only
 def test_an_unrelated_sqlite_database_is_left_alone(h):
     con = sqlite3.connect(h.db)
     con.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
@@ -127,6 +130,7 @@ def test_bad_inputs_do_not_create_a_database(h):
     assert not h.db.exists()
 
 
+@pytest.mark.sqlite_only
 def test_the_real_entry_point_keeps_the_same_contract(h):
     h.db.write_text("not a database")
     p = h.cli("status", real=True)

@@ -4,6 +4,8 @@ can read, and an engine that does not drag a UI toolkit in."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import re
 import stat
@@ -140,6 +142,7 @@ def test_payloads_are_canonical_utf8_json(h):
         assert _canonical(result)
 
 
+@pytest.mark.sqlite_only
 def test_database_files_are_created_owner_only(h):
     assert h.run("r1", kill="start:report").killed  # leave the WAL files behind
     for path in [h.db, Path(f"{h.db}-wal"), Path(f"{h.db}-shm")]:

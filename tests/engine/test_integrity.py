@@ -30,7 +30,7 @@ def flip_envelope(h):
 
 def flip_envelope_bytes(h):
     env = h.checkpoint("r1", "price")["envelope"]
-    h.sql("UPDATE phasegate_checkpoints SET envelope=? WHERE run_id='r1' AND phase='price'", (_flip(env, 0) + "\x00",))
+    h.sql("UPDATE phasegate_checkpoints SET envelope=? WHERE run_id='r1' AND phase='price'", (_flip(env, 0) + "\x01",))
     return "hash", _seq(h, "r1", "price")
 
 
