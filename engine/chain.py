@@ -189,8 +189,9 @@ def verify(
         return Verified(
             entries,
             IntegrityFailure(
-                head_seq, None, "head", "the chain does not end where the run says it does",
-                f"{head_seq}:{(head_hash or GENESIS)[:12]}", f"{last_seq}:{prev[:12]}",
+                seq=head_seq, phase=None, what="head",
+                expected=f"{head_seq}:{(head_hash or GENESIS)[:12]}", actual=f"{last_seq}:{prev[:12]}",
+                message="the chain does not end where the run says it does",
             ),
         )
     return Verified(entries, None)
