@@ -53,6 +53,20 @@ def watch_store(
                 return
             except Exception as exc:  # noqa: BLE001 - no inotify, too many watches...: polling still works
                 log.warning("file events unavailable (%s); polling every %gs", exc, poll)
+        wait = getattr(probe, "wait", None)
+        if db is None and wait is not None:
+            # PostgreSQL: LISTEN/NOTIFY wakes us at once; the timeout is the
+            # polling fallback (a dropped notification is caught by changed()).
+            try:
+                while not stop.is_set():
+                    if wait(min(poll, 0.5)):
+                        on_change("notify")
+                return
+            except Exception as exc:  # noqa: BLE001 - the listening connection dropped
+                log.warning("change notifications lost (%s); refreshing every %gs", exc, poll)
+            while not stop.wait(poll):
+                on_change("poll")
+            return
         while not stop.wait(poll):
             if probe.changed():
                 on_change("poll")

@@ -108,9 +108,17 @@ class ChangeFeed:
         self._conn.execute(f"LISTEN {CHANNEL}")
 
     def changed(self) -> bool:
+        return self.wait(0)
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to `timeout` seconds for a notification; True if any came
+        (all waiting ones are drained)."""
         got = False
-        for _ in self._conn.notifies(timeout=0):
+        for _ in self._conn.notifies(timeout=timeout, stop_after=1):
             got = True
+        if got:
+            for _ in self._conn.notifies(timeout=0):
+                pass
         return got
 
     def close(self) -> None:
