@@ -12,10 +12,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.conftest import BILLING, ROOT, WORKFLOWS, cli
-
 from engine import Engine
 from engine.loader import load
+from tests.conftest import BILLING, ROOT, WORKFLOWS, cli
 
 N_RUNS = 40
 N_WORKERS = 4
