@@ -25,8 +25,13 @@ def _resume_times(
     engines: dict[int, Engine], marks: dict[int, Marks], wfs: dict[int, object], reps: int
 ) -> dict[int, list[float]]:
     out: dict[int, list[float]] = {n: [] for n in engines}
-    for _ in range(reps):
-        for n, eng in engines.items():  # round-robin: every size sees the same disk weather
+    order = list(engines)
+    for i in range(reps):
+        # Round-robin, so every size sees the same disk weather; the order
+        # rotates each round, so no size always follows the same one.
+        k = i % len(order)
+        for n in order[k:] + order[:k]:
+            eng = engines[n]
             m = marks[n]
             t0 = time.perf_counter()
             eng.run(wfs[n], "resume-me")  # type: ignore[arg-type]
