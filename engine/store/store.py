@@ -71,6 +71,9 @@ class Store:
         except SQLAlchemyError as exc:
             self.sa.dispose()
             raise self.explain(exc) from None
+        except UnicodeDecodeError:
+            self.sa.dispose()
+            raise self._not_utf8() from None
         except StoreError:
             self.sa.dispose()
             raise
@@ -152,6 +155,13 @@ class Store:
             raise  # a constraint broken by our own code is a bug, not a user's problem
         except DBAPIError as exc:
             raise self.explain(exc) from None
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
+
+    def _not_utf8(self) -> StoreError:
+        # The driver decodes text as it reads it: a damaged page can hold bytes
+        # that are not UTF-8, which it reports as a Python error, not its own.
+        return StoreError(f"database is damaged ({self.where}): stored text is not UTF-8")
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -171,6 +181,8 @@ class Store:
             raise  # a constraint broken by our own code is a bug, not a user's problem
         except DBAPIError as exc:
             raise self.explain(exc) from None
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
 
     @contextmanager
     def hot(self) -> Iterator[Connection]:
