@@ -121,14 +121,18 @@ def compare(
     return out
 
 
-def fingerprint(wf: Workflow, probes: Mapping[str, Any], phase_code: str | None, at: float) -> dict[str, Any]:
-    """The environment marker a checkpoint records."""
+def fingerprint(
+    wf: Workflow, probes: Mapping[str, Any], phase_code: str | None, at: float, *, with_shape: bool = True
+) -> dict[str, Any]:
+    """The environment marker a checkpoint records. The workflow's shape is
+    recorded only where it differs from the one the chain last recorded
+    (`with_shape`): unchanged, it would be re-encoded at every boundary."""
     return {
         "at": at,
         "probes": dict(probes),
         "workflow_code": wf.code_version(),
         "phase_code": phase_code,
-        "shape": wf.shape(),
+        "shape": wf.shape() if with_shape else None,
     }
 
 

@@ -350,7 +350,8 @@ class Runner:
             kind="phase",
             prev=self.state.last_hash,
             inputs_hash=self.inputs_hash,
-            env=environment.fingerprint(self.wf, self.current_probes, p.code_hash, now),
+            env=environment.fingerprint(self.wf, self.current_probes, p.code_hash, now,
+                                        with_shape=self.state.shape != self.wf.shape()),
             phase=p.name,
             phase_index=p.index,
             steps_done=steps_done,
@@ -377,6 +378,7 @@ class Runner:
         self.next_seq = seq + 1
         self.state.last_hash = env_hash
         self.state.last_seq = seq
+        self.state.shape = self.wf.shape()
         self.outputs[p.name] = _json.loads(text)
         self.output_hashes[p.name] = out_hash
 
@@ -411,7 +413,7 @@ class Runner:
             raise _Stop(BlockReason(BlockKind.INTEGRITY, f"saved result of {what} does not parse: {exc}", {"what": "record"})) from None
 
     def _hot_fence(self, tx: Any, now: float) -> None:
-        if tx.exec("fence", {"now": now, "run_id": self.run_id, "owner": self.owner}) == 0:
+        if not tx.fenced(self.run_id, self.owner):
             raise LeaseLost(f"run {self.run_id!r}: lease lost; nothing recorded")
 
     def _fence(self, conn: Any, now: float) -> None:
@@ -515,7 +517,8 @@ class Runner:
         env_text, env_hash = chain.envelope(
             run_id=self.run_id, epoch=self.epoch, seq=seq, kind=kind, prev=state.last_hash,
             inputs_hash=self.inputs_hash,
-            env=environment.fingerprint(self.wf, self.current_probes, None, now),
+            env=environment.fingerprint(self.wf, self.current_probes, None, now,
+                                        with_shape=state.shape != self.wf.shape()),
             phase=phase, phase_index=index, extra=extra,
         )
         with self.store.write() as conn:

@@ -28,6 +28,9 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 CHANNEL = "phasegate"
 name = "postgresql"
 row_locks = True
+#: The hot transaction's lease check locks the run's row until commit, so a
+#: takeover cannot slip between the check and the write it guards.
+FENCE_LOCK = " FOR UPDATE"
 
 
 def is_url(target: str) -> bool:

@@ -22,6 +22,9 @@ DriverError = sqlite3.Error
 name = "sqlite"
 #: SQLite serialises writers with BEGIN IMMEDIATE; it has no row locks.
 row_locks = False
+#: The hot transaction's lease check needs no lock of its own: BEGIN
+#: IMMEDIATE already keeps every other writer out until commit.
+FENCE_LOCK = ""
 
 
 def hot_sql(sql: str) -> str:

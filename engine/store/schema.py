@@ -42,10 +42,9 @@ class RunRow(_Base, table=True):
     list can page through without opening any checkpoint."""
 
     __tablename__ = "phasegate_runs"
-    __table_args__ = (
-        Index("ix_runs_status_updated", "status", "updated_at"),
-        Index("ix_runs_updated", "updated_at"),
-    )
+    # Deliberately few indexes: each is rewritten when its columns change,
+    # and the checkpoint path changes this row at every boundary.
+    __table_args__ = (Index("ix_runs_status_updated", "status", "updated_at"),)
 
     run_id: str = Field(primary_key=True)
     workflow: str
@@ -125,7 +124,7 @@ class EffectRow(_Base, table=True):
     __tablename__ = "phasegate_effects"
     __table_args__ = (
         Index("ux_effects_key", "key", unique=True),
-        Index("ix_effects_run", "run_id", "state"),
+        Index("ix_effects_run", "run_id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -64,6 +64,7 @@ class Store:
             fresh = _sqlite.check_path(self.path, create=create)
             self.sa = _sqlite.make_engine(self.path, readonly=readonly)
         self._hot_sql = {k: self.dialect.hot_sql(v) for k, v in self._HOT_SQL.items()}
+        self._hot_sql["fence"] += self.dialect.FENCE_LOCK
         self._hot_lock = threading.Lock()
         self._hot: Connection | None = None
         try:
@@ -431,9 +432,12 @@ class Store:
         "advance": (
             "UPDATE phasegate_runs SET head_seq = :head_seq, head_hash = :head_hash,"
             " frontier_phase = :frontier_phase, frontier_index = :frontier_index, steps_done = :steps_done,"
-            " last_checkpoint_at = :now, updated_at = :now WHERE run_id = :run_id AND lease_owner = :owner"
+            " last_checkpoint_at = :now WHERE run_id = :run_id AND lease_owner = :owner"
         ),
-        "fence": "UPDATE phasegate_runs SET updated_at = :now WHERE run_id = :run_id AND lease_owner = :owner",
+        # Reads, not writes: a write to the run row would dirty its pages and
+        # indexes in every effect and step commit. The dialect makes the read
+        # hold until commit (SQLite: the BEGIN IMMEDIATE lock; PostgreSQL: FOR UPDATE).
+        "fence": "SELECT 1 FROM phasegate_runs WHERE run_id = :run_id AND lease_owner = :owner",
         "step": (
             "INSERT INTO phasegate_steps (run_id, phase, step_key, result_json, result_hash, created_at, discarded)"
             " VALUES (:run_id, :phase, :step_key, :result_json, :result_hash, :created_at, FALSE)"
@@ -512,6 +516,11 @@ class HotTx:
         """Returns the row count: 0 from a fenced update means the lease is gone."""
         self._cur.execute(self._sql[name], params)
         return int(self._cur.rowcount)
+
+    def fenced(self, run_id: str, owner: str) -> bool:
+        """Whether `owner` still holds the run's lease, held so until commit."""
+        self._cur.execute(self._sql["fence"], {"run_id": run_id, "owner": owner})
+        return self._cur.fetchone() is not None
 
 
 class DataVersion:
