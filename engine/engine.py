@@ -14,10 +14,11 @@ from . import _json, chain
 from . import decisions as _decisions
 from . import prune as _prune
 from ._states import ANSWERS, Action, BlockKind, RunStatus
-from .errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, UsageError
+from .errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, StoreError, UsageError
 from .lease import holder_alive, holder_name
 from .outcome import Outcome
 from .runner import _MISSING, Runner, validate_run_id
+from .store import _rowcheck
 from .store.store import ChangeProbe, Store
 from .views import RunSummary, RunView, build, effective_status
 from .workflow import Workflow
@@ -233,7 +234,13 @@ class Engine:
             rows = self.store.list_runs(conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order,
                                         now=self.clock())
         now = self.clock()
-        return [RunSummary.from_row(r, now) for r in rows]
+        out = []
+        for r in rows:
+            try:
+                out.append(RunSummary.from_row(_rowcheck.check(r), now))
+            except StoreError as exc:
+                out.append(RunSummary.damaged(r, exc.message))
+        return out
 
     def count_runs(self, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
         """How many runs `runs` would list with these filters (the console pages with it)."""
@@ -248,7 +255,11 @@ class Engine:
             counts = self.store.count_runs(conn)
             running = self.store.list_runs(conn, statuses=["running"]) if counts.get("running") else []
         for r in running:
-            if effective_status(r, now) is RunStatus.INTERRUPTED:
+            try:
+                interrupted = effective_status(_rowcheck.check(r), now) is RunStatus.INTERRUPTED
+            except StoreError:
+                continue  # a damaged row is counted as stored; the list shows the damage
+            if interrupted:
                 counts["running"] -= 1
                 counts["interrupted"] = counts.get("interrupted", 0) + 1
         return {k: v for k, v in counts.items() if v}

@@ -58,6 +58,17 @@ class RunSummary:
         return self.attention
 
     @classmethod
+    def damaged(cls, row: Any, why: str) -> RunSummary:
+        """A line for a run whose own row is damaged: shown, not hidden, and
+        not allowed to break the list around it."""
+        rid = getattr(row, "_mapping", {}).get("run_id")
+        return cls(
+            run_id=str(rid)[:200], workflow="?", status=RunStatus.BLOCKED, frontier_phase=None,
+            frontier_index=0, phase_count=0, steps_done=0, last_checkpoint_at=None, updated_at=0.0,
+            attention=f"damaged record: {why}"[:300], blocked_kinds=("integrity",),
+        )
+
+    @classmethod
     def from_row(cls, row: Any, now: float) -> RunSummary:
         blocked = _json.loads(row.blocked_json or "[]")
         return cls(

@@ -263,7 +263,9 @@ class Store:
             q = q.order_by(col.desc() if desc else col.asc(), runs.c.run_id.desc() if desc else runs.c.run_id)
         if limit is not None:
             q = q.limit(limit).offset(offset)
-        return [_rowcheck.check(r) for r in conn.execute(q)]
+        # Unchecked: one damaged row must not hide the others from the list;
+        # the caller checks each and shows a damaged one as such.
+        return list(conn.execute(q))
 
     def count_matching(self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
         """How many rows `list_runs` would return with the same filters (for paging)."""
