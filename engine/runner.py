@@ -16,33 +16,23 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
 
 from . import _json, chain, environment
 from ._host import new_owner
+from ._runstate import _Stop
 from ._states import Action, BlockKind, OutcomeStatus, RunStatus
+from .applying import DecisionsMixin
 from .context import PhaseContext, _rehydrate
 from .errors import LeaseLost, RunHeld, StoreError, UsageError
 from .lease import Heartbeat, holder_alive, holder_name
 from .outcome import BlockReason, Outcome
+from .records import RecordsMixin
 from .workflow import Phase, Workflow
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 log = logging.getLogger("phasegate.run")
-
-
-class _Stop(BaseException):
-    """Raised inside a phase when the run must stop for an operator.
-
-    A BaseException, like KeyboardInterrupt, so that a phase's own
-    `except Exception` cannot swallow it and checkpoint past an effect in
-    doubt or a damaged record."""
-
-    def __init__(self, reason: BlockReason) -> None:
-        super().__init__(reason.detail)
-        self.reason = reason
 
 
 def validate_run_id(run_id: Any) -> str:
@@ -55,7 +45,7 @@ def validate_run_id(run_id: Any) -> str:
     return run_id
 
 
-class Runner:
+class Runner(RecordsMixin, DecisionsMixin):
     def __init__(self, engine: Engine, wf: Workflow, run_id: str, inputs: Any, *, inputs_given: bool, target: str | None) -> None:
         self.engine = engine
         self.store = engine.store
@@ -381,215 +371,6 @@ class Runner:
         self.state.shape = self.wf.shape()
         self.outputs[p.name] = _json.loads(text)
         self.output_hashes[p.name] = out_hash
-
-    # -- durable steps and effects (called by PhaseContext) -----------------
-
-    def _damaged_records(self, open_phases: set[str]) -> list[BlockReason]:
-        """Saved step and effect results an open phase will read back, checked
-        before any phase starts (not half-way through one)."""
-        with self.store.read() as conn:
-            saved = [(f"durable step {s.step_key!r} of {s.phase}", s.result_json, s.result_hash)
-                     for s in self.store.steps_for(conn, self.run_id) if s.phase in open_phases]
-        saved += [(f"effect {e.name!r} of {e.phase}", e.result_json, e.result_hash)
-                  for e in self.effects.values() if e.state == "done" and e.phase in open_phases]
-        return [
-            BlockReason(BlockKind.INTEGRITY, f"saved result of {what} does not match its hash", {"what": "record"})
-            for what, text, digest in saved
-            if text is None or _json.sha256(text) != digest
-        ]
-
-    def load_saved(self, text: str | None, digest: str | None, what: str) -> Any:
-        if text is None or _json.sha256(text) != digest:
-            raise _Stop(
-                BlockReason(
-                    BlockKind.INTEGRITY,
-                    f"saved result of {what} does not match its hash (expected {digest}, actual {_json.sha256(text or '')})",
-                    {"what": "record"},
-                )
-            )
-        try:
-            return _json.loads(text)
-        except ValueError as exc:
-            raise _Stop(BlockReason(BlockKind.INTEGRITY, f"saved result of {what} does not parse: {exc}", {"what": "record"})) from None
-
-    def _hot_fence(self, tx: Any, now: float) -> None:
-        if not tx.fenced(self.run_id, self.owner):
-            raise LeaseLost(f"run {self.run_id!r}: lease lost; nothing recorded")
-
-    def _fence(self, conn: Any, now: float) -> None:
-        if self.store.update_run(conn, self.run_id, {"updated_at": now}, owner=self.owner) == 0:
-            raise LeaseLost(f"run {self.run_id!r}: lease lost; nothing recorded")
-
-    def save_step(self, phase: str, key: str, text: str) -> None:
-        now = self.clock()
-        with self.store.hot_tx() as tx:
-            tx.exec("step", {
-                "run_id": self.run_id, "phase": phase, "step_key": key, "result_json": text,
-                "result_hash": _json.sha256(text), "created_at": now,
-            })
-            self._hot_fence(tx, now)
-
-    def do_effect(self, phase: str, name: str, fn: Callable[..., Any], *, idempotent: bool, atomic: bool) -> Any:
-        key = f"{self.run_id}/{phase}/{name}"
-        row = self.effects.get(key)
-        if row is not None and row.state == "done":
-            return self.load_saved(row.result_json, row.result_hash, f"effect {name!r}")
-        now = self.clock()
-        if row is not None and not (idempotent or atomic or row.retry_ok):
-            raise _Stop(
-                BlockReason(
-                    BlockKind.IN_DOUBT_EFFECT,
-                    f"effect {name} in phase {phase} (key {key}) was started and never recorded done: did it happen?",
-                    {"effect": key, "name": name, "phase": phase},
-                )
-            )
-        if not atomic:
-            # The intent is durable (synchronous=FULL commit) before fn runs.
-            try:
-                with self.store.hot_tx() as tx:
-                    if row is None:
-                        tx.exec("intent", {
-                            "run_id": self.run_id, "phase": phase, "name": name, "key": key,
-                            "idempotent": bool(idempotent), "now": now,
-                        })
-                    else:
-                        tx.exec("reintent", {"key": key, "idempotent": bool(idempotent), "now": now})
-                    self._hot_fence(tx, now)
-            except StoreError:
-                self._check_foreign_effect(row, key, name)
-                raise
-            result = fn(key)
-            text = _json.dumps(result)
-            done = self.clock()
-            with self.store.hot_tx() as tx:
-                tx.exec("effect_done", {
-                    "key": key, "now": done, "result_json": text, "result_hash": _json.sha256(text),
-                })
-                self._hot_fence(tx, done)
-        else:
-            # An atomic effect and its record commit in one transaction, so it
-            # can never be in doubt: no separate intent is needed.
-            with self.store.hot() as conn:
-                with Session(bind=conn) as session:
-                    result = fn(key, session)
-                    session.flush()
-                text = _json.dumps(result)
-                values = {"state": "done", "done_at": now, "result_json": text, "result_hash": _json.sha256(text)}
-                if row is None:
-                    self.store.insert_effect(
-                        conn,
-                        {"run_id": self.run_id, "phase": phase, "name": name, "key": key, "idempotent": idempotent,
-                         "atomic": True, "intent_at": now, **values},
-                    )
-                else:
-                    self.store.update_effect(conn, key, values)
-                self._fence(conn, now)
-        return _json.loads(text)
-
-    def _check_foreign_effect(self, row: Any, key: str, name: str) -> None:
-        """An intent that cannot be recorded because a record with its key
-        exists, yet not as this run's: the store was damaged. Stop; never redo."""
-        if row is not None:
-            return
-        with self.store.read() as conn:
-            other = self.store.effect_by_key(conn, key)
-        if other is not None:
-            raise _Stop(BlockReason(
-                BlockKind.INTEGRITY,
-                f"effect {name}: a record with its key {key} exists but is not this run's; the store was damaged",
-                {"what": "record"},
-            ))
-
-    # -- operator decisions ---------------------------------------------------
-
-    def _settle(self, dec: Any, how: str) -> None:
-        with self.store.write() as conn:
-            self.store.settle_decision(conn, int(dec.id), how, self.clock())
-
-    def _append_marker(
-        self, kind: str, state: chain.Folded, extra: dict[str, Any], dec: Any,
-        phase: str | None = None, index: int | None = None, discard_steps: list[str] | None = None,
-    ) -> None:
-        """Append a decision's marker to the chain and settle the decision in
-        one transaction: a kill can never leave one without the other."""
-        now = self.clock()
-        seq = self.next_seq
-        env_text, env_hash = chain.envelope(
-            run_id=self.run_id, epoch=self.epoch, seq=seq, kind=kind, prev=state.last_hash,
-            inputs_hash=self.inputs_hash,
-            env=environment.fingerprint(self.wf, self.current_probes, None, now,
-                                        with_shape=state.shape != self.wf.shape()),
-            phase=phase, phase_index=index, extra=extra,
-        )
-        with self.store.write() as conn:
-            self.store.insert_checkpoint(
-                conn,
-                {"run_id": self.run_id, "epoch": self.epoch, "seq": seq, "kind": kind, "phase": phase,
-                 "envelope": env_text, "payload_hash": env_hash, "prev_hash": state.last_hash,
-                 "output_state": "none", "created_at": now},
-            )
-            self._fence(conn, now)
-            self.store.update_run(conn, self.run_id, {"head_seq": seq, "head_hash": env_hash})
-            if discard_steps:
-                self.store.discard_steps(conn, self.run_id, discard_steps)
-            self.store.settle_decision(conn, int(dec.id), "applied", now)
-        self.next_seq = seq + 1
-
-    def _truncate(self, untrusted: list[int], trusted: list[chain.Entry], dec: Any) -> None:
-        last = trusted[-1].row if trusted else None
-        with self.store.write() as conn:
-            if dec is not None:
-                self.store.settle_decision(conn, int(dec.id), "applied", self.clock())
-            self.store.set_checkpoint_status(conn, self.run_id, self.epoch, untrusted, "discarded")
-            self.store.update_run(
-                conn, self.run_id,
-                {"head_seq": int(last.seq) if last else -1, "head_hash": last.payload_hash if last else ""},
-                owner=self.owner,
-            )
-
-    def _rewind(self, state: chain.Folded, entries: list[chain.Entry], phase: str | None, dec: Any) -> chain.Folded:
-        target = self.wf.get(phase) if phase else None
-        if target is None:
-            raise UsageError(f"rewind names phase {phase!r}, which this workflow does not have")
-        reopened = [p.name for p in self.wf.phases if p.index >= target.index]
-        self._append_marker("rewind", state, {"reopen": reopened}, dec, phase=target.name, index=target.index,
-                            discard_steps=reopened)
-        return self._refold()
-
-    def _approve(self, state: chain.Folded, blocking: list[dict[str, Any]], dec: Any) -> chain.Folded:
-        codes = {r["probe"][5:]: r["current"] for r in blocking if r["probe"].startswith("code:")}
-        self._append_marker("env", state, {"approved": [r["probe"] for r in blocking], "approved_code": codes}, dec)
-        return self._refold()
-
-    def _degrade(self, state: chain.Folded, skip: list[str], dec: Any) -> chain.Folded:
-        self._append_marker("degrade", state, {"skip": skip}, dec)
-        return self._refold()
-
-    def _refold(self) -> chain.Folded:
-        with self.store.read() as conn:
-            rows = self.store.chain(conn, self.run_id, self.epoch)
-            head = self.store.get_run(conn, self.run_id)
-        assert head is not None  # we hold its lease
-        v = chain.verify(rows, run_id=self.run_id, epoch=self.epoch, inputs_hash=self.inputs_hash,
-                         head_seq=int(head.head_seq), head_hash=head.head_hash, check_type=self._check_type)
-        if v.failure is not None:
-            raise _Stop(BlockReason(BlockKind.INTEGRITY, v.failure.detail(), {"failure": v.failure.as_dict()}))
-        return chain.fold(v.entries)
-
-    def _answer_effect(self, eff: Any, dec: Any) -> None:
-        now = self.clock()
-        with self.store.write() as conn:
-            if dec.action == Action.CONFIRM_EFFECT.value:
-                text = _json.dumps(_json.loads(dec.detail_json).get("result"))
-                self.store.update_effect(
-                    conn, eff.key,
-                    {"state": "done", "done_at": now, "result_json": text, "result_hash": _json.sha256(text), "confirmed_by": int(dec.id)},
-                )
-            else:
-                self.store.update_effect(conn, eff.key, {"retry_ok": True})
-            self._fence(conn, now)
-            self.store.settle_decision(conn, int(dec.id), "applied", now)
-            self.effects[eff.key] = self.store.effect_by_key(conn, eff.key)
 
     # -- floors ---------------------------------------------------------------
 
