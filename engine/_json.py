@@ -26,9 +26,7 @@ def to_plain(value: Any) -> Any:
         raise UsageError(f"value is not JSON-serialisable: {exc}") from None
 
 
-_encode = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-).encode
+_encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
 def dumps(value: Any) -> str:

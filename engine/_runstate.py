@@ -53,4 +53,3 @@ class RunState:
     def _fence(self, conn: Any, now: float) -> None:
         if self.store.update_run(conn, self.run_id, {"updated_at": now}, owner=self.owner) == 0:
             raise LeaseLost(f"run {self.run_id!r}: lease lost; nothing recorded")
-

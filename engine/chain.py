@@ -153,8 +153,12 @@ def verify(
             return fail(row, row.phase, "format", "unknown checkpoint format", str(FORMAT_VERSION), str(env.get("v")))
         if env.get("run_id") != run_id or env.get("epoch") != epoch or env.get("seq") != row.seq:
             return fail(
-                row, row.phase, "identity", "checkpoint belongs elsewhere",
-                f"{run_id}/{epoch}/{row.seq}", f"{env.get('run_id')}/{env.get('epoch')}/{env.get('seq')}",
+                row,
+                row.phase,
+                "identity",
+                "checkpoint belongs elsewhere",
+                f"{run_id}/{epoch}/{row.seq}",
+                f"{env.get('run_id')}/{env.get('epoch')}/{env.get('seq')}",
             )
         if env.get("phase") != row.phase or env.get("kind") != row.kind:
             return fail(row, row.phase, "identity", "row does not match its envelope", row.phase, env.get("phase"))
@@ -189,8 +193,11 @@ def verify(
         return Verified(
             entries,
             IntegrityFailure(
-                seq=head_seq, phase=None, what="head",
-                expected=f"{head_seq}:{(head_hash or GENESIS)[:12]}", actual=f"{last_seq}:{prev[:12]}",
+                seq=head_seq,
+                phase=None,
+                what="head",
+                expected=f"{head_seq}:{(head_hash or GENESIS)[:12]}",
+                actual=f"{last_seq}:{prev[:12]}",
                 message="the chain does not end where the run says it does",
             ),
         )

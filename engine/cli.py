@@ -139,6 +139,9 @@ def _print_view(v: Any) -> None:
     print("phases    " + "  ".join(f"{p['name']}:{p['state']}" for p in v.phases))
     for b in v.blocked:
         print(f"blocked   {b['kind']}: {b['detail']}")
+    if v.error:
+        # The status line above is shortened; the error is shown whole.
+        print(f"error     in {v.error.get('phase')}: {v.error.get('type')}: {v.error.get('message')}")
     for e in v.effects:
         if e["state"] != "done":
             print(f"effect    {e['state']:<9} {e['key']}")
@@ -159,13 +162,24 @@ def cmd_decide(args: argparse.Namespace) -> int:
         if args.dry_run:
             pv = eng.preview(args.run_id, args.action, phase=args.phase, effect=args.effect)
             print(pv.summary)
-            for label, items in (("re-runs", pv.rerun), ("may call again", pv.effects_again),
-                                 ("sets aside", pv.discarded), ("keeps", pv.kept)):
+            for label, items in (
+                ("re-runs", pv.rerun),
+                ("may call again", pv.effects_again),
+                ("sets aside", pv.discarded),
+                ("keeps", pv.kept),
+            ):
                 if items:
                     print(f"  {label}: {', '.join(items)}")
             return EXIT_OK
-        d = eng.decide(args.run_id, args.action, reason=args.reason, operator=args.operator,
-                       phase=args.phase, effect=args.effect, result=result)
+        d = eng.decide(
+            args.run_id,
+            args.action,
+            reason=args.reason,
+            operator=args.operator,
+            phase=args.phase,
+            effect=args.effect,
+            result=result,
+        )
     when = "applied" if d["state"] == "applied" else "recorded; it applies at the next run"
     print(f"{args.run_id}: {d['action']} by {d['operator']} {when} (decision {d['id']})")
     return EXIT_OK
@@ -198,7 +212,10 @@ def cmd_prune(args: argparse.Namespace) -> int:
     for c in cands:
         print(f"{verb:<10} {c.run_id}: {c.what} ({c.bytes} B) - {c.why_safe}")
     total = sum(c.bytes for c in cands)
-    print(f"{len(cands)} {'pruned' if args.apply else 'candidates'}, {total} bytes" + ("" if args.apply else "; --apply to prune"))
+    print(
+        f"{len(cands)} {'pruned' if args.apply else 'candidates'}, {total} bytes"
+        + ("" if args.apply else "; --apply to prune")
+    )
     return EXIT_OK
 
 

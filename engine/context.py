@@ -31,8 +31,13 @@ _hints: dict[tuple[Any, ...], Any] = {}
 def _returns(fn: Callable[..., Any]) -> Any:
     ann = getattr(fn, "__annotations__", None)
     key: tuple[Any, ...] | None = None
-    if (isinstance(ann, dict) and ann and all(isinstance(v, str) for v in ann.values())
-            and hasattr(fn, "__code__") and not hasattr(fn, "__wrapped__")):
+    if (
+        isinstance(ann, dict)
+        and ann
+        and all(isinstance(v, str) for v in ann.values())
+        and hasattr(fn, "__code__")
+        and not hasattr(fn, "__wrapped__")
+    ):
         key = (fn.__code__, id(getattr(fn, "__globals__", None)), tuple(ann.items()))
         if key in _hints:
             return _hints[key]

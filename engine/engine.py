@@ -107,9 +107,7 @@ class Engine:
         try:
             act = Action(action)
         except ValueError:
-            raise UsageError(
-                f"unknown action {action!r}; one of: {', '.join(a.value for a in Action)}"
-            ) from None
+            raise UsageError(f"unknown action {action!r}; one of: {', '.join(a.value for a in Action)}") from None
         if not reason or not str(reason).strip():
             raise UsageError("a decision needs a reason")
         who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
@@ -147,7 +145,10 @@ class Engine:
                     raise UsageError(f"run {run_id!r} has no phase {phase!r} (phases: {', '.join(shape)})")
                 if status is RunStatus.RESET:
                     raise DecisionError(f"run {run_id!r} was reset; there is nothing to rewind")
-                answers = next((k for k in (BlockKind.INTEGRITY, BlockKind.ENV_MISMATCH, BlockKind.BELOW_FLOOR) if k in kinds), None)
+                answers = next(
+                    (k for k in (BlockKind.INTEGRITY, BlockKind.ENV_MISMATCH, BlockKind.BELOW_FLOOR) if k in kinds),
+                    None,
+                )
                 if any(d.action == act.value for d in pending):
                     raise AlreadyDecided(f"run {run_id!r} already has a rewind waiting; it has already been decided")
             else:
@@ -177,9 +178,16 @@ class Engine:
                             f"run {run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
                         )
             values = {
-                "run_id": run_id, "action": act.value, "phase": phase, "effect_key": effect_key,
-                "answers": answers.value if answers else None, "reason": str(reason), "operator": who,
-                "at": now, "detail_json": _json.dumps(detail), "state": "pending",
+                "run_id": run_id,
+                "action": act.value,
+                "phase": phase,
+                "effect_key": effect_key,
+                "answers": answers.value if answers else None,
+                "reason": str(reason),
+                "operator": who,
+                "at": now,
+                "detail_json": _json.dumps(detail),
+                "state": "pending",
             }
             if act is Action.RESET:
                 values.update(state="applied", applied_at=now)
@@ -189,19 +197,42 @@ class Engine:
                 self.store.discard_steps(conn, run_id, None)
                 for d in pending:
                     self.store.settle_decision(conn, int(d.id), "void", now)
-                self.store.update_run(conn, run_id, {
-                    "epoch": int(run.epoch) + 1, "head_seq": -1, "head_hash": "", "status": RunStatus.RESET.value,
-                    "frontier_phase": shape[0] if shape else None, "frontier_index": 0, "steps_done": 0,
-                    "blocked_json": "[]", "error_json": None, "updated_at": now,
-                    "attention": f"reset by {who}: waiting to start over from its original inputs",
-                })
+                self.store.update_run(
+                    conn,
+                    run_id,
+                    {
+                        "epoch": int(run.epoch) + 1,
+                        "head_seq": -1,
+                        "head_hash": "",
+                        "status": RunStatus.RESET.value,
+                        "frontier_phase": shape[0] if shape else None,
+                        "frontier_index": 0,
+                        "steps_done": 0,
+                        "blocked_json": "[]",
+                        "error_json": None,
+                        "updated_at": now,
+                        "attention": f"reset by {who}: waiting to start over from its original inputs",
+                    },
+                )
             else:
-                self.store.update_run(conn, run_id, {
-                    "updated_at": now,
-                    "attention": f"decided: {act.value} by {who}; applies at the next run",
-                })
-        return {"id": decision_id, "run_id": run_id, "action": act.value, "operator": who, "reason": reason,
-                "phase": phase, "effect": effect_key, "state": values["state"]}
+                self.store.update_run(
+                    conn,
+                    run_id,
+                    {
+                        "updated_at": now,
+                        "attention": f"decided: {act.value} by {who}; applies at the next run",
+                    },
+                )
+        return {
+            "id": decision_id,
+            "run_id": run_id,
+            "action": act.value,
+            "operator": who,
+            "reason": reason,
+            "phase": phase,
+            "effect": effect_key,
+            "state": values["state"],
+        }
 
     # -- reading --------------------------------------------------------------
 
@@ -231,8 +262,9 @@ class Engine:
         workflow, status, frontier, last_checkpoint_at; "-" prefix descends);
         reads the runs table only."""
         with self.store.read() as conn:
-            rows = self.store.list_runs(conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order,
-                                        now=self.clock())
+            rows = self.store.list_runs(
+                conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order, now=self.clock()
+            )
         now = self.clock()
         out = []
         for r in rows:
@@ -268,7 +300,9 @@ class Engine:
         """The decisions that fit this run now (the console offers only these)."""
         return _decisions.allowed_actions(self.status(run_id))
 
-    def preview(self, run_id: str, action: str, *, phase: str | None = None, effect: str | None = None) -> _decisions.Preview:
+    def preview(
+        self, run_id: str, action: str, *, phase: str | None = None, effect: str | None = None
+    ) -> _decisions.Preview:
         """What a decision would do, without recording it."""
         return _decisions.preview(self.status(run_id), action, phase=phase, effect=effect)
 
@@ -305,14 +339,29 @@ class Engine:
             actual_inputs = _json.sha256(run.inputs_json)
             if actual_inputs != run.inputs_hash:
                 # The same check the start sequence makes before it parses the inputs.
-                v = chain.Verified([], chain.IntegrityFailure(
-                    -1, None, "inputs", run.inputs_hash, actual_inputs, "stored inputs damaged"))
+                v = chain.Verified(
+                    [],
+                    chain.IntegrityFailure(-1, None, "inputs", run.inputs_hash, actual_inputs, "stored inputs damaged"),
+                )
             else:
-                v = chain.verify(rows, run_id=rid, epoch=int(run.epoch), inputs_hash=run.inputs_hash,
-                                 head_seq=int(run.head_seq), head_hash=run.head_hash)
+                v = chain.verify(
+                    rows,
+                    run_id=rid,
+                    epoch=int(run.epoch),
+                    inputs_hash=run.inputs_hash,
+                    head_seq=int(run.head_seq),
+                    head_hash=run.head_hash,
+                )
             bytes_checked = sum(len(r.envelope) + len(r.output_json or "") for r in rows)
-            reports.append({"run_id": rid, "ok": v.failure is None, "checkpoints": len(rows), "bytes": bytes_checked,
-                            "failure": v.failure.as_dict() if v.failure else None})
+            reports.append(
+                {
+                    "run_id": rid,
+                    "ok": v.failure is None,
+                    "checkpoints": len(rows),
+                    "bytes": bytes_checked,
+                    "failure": v.failure.as_dict() if v.failure else None,
+                }
+            )
             if v.failure is not None and record and not self.store.readonly:
                 self._record_integrity(rid, v.failure)
         return reports
@@ -327,10 +376,16 @@ class Engine:
             if any(b.get("kind") == "integrity" for b in blocked) and run.status == RunStatus.BLOCKED.value:
                 return
             reason = {"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}
-            self.store.update_run(conn, run_id, {
-                "status": RunStatus.BLOCKED.value, "blocked_json": _json.dumps([reason]),
-                "attention": f"integrity: {failure.detail()}"[:300], "updated_at": now,
-            })
+            self.store.update_run(
+                conn,
+                run_id,
+                {
+                    "status": RunStatus.BLOCKED.value,
+                    "blocked_json": _json.dumps([reason]),
+                    "attention": f"integrity: {failure.detail()}"[:300],
+                    "updated_at": now,
+                },
+            )
 
     # -- pruning --------------------------------------------------------------
 
@@ -395,8 +450,14 @@ class Engine:
                 for ref in c.refs:
                     row = by_id[ref]
                     if c.safety == "archive":
-                        payload = {"run_id": run_id, "epoch": int(row.epoch), "seq": int(row.seq), "phase": row.phase,
-                                   "output_hash": _json.loads(row.envelope).get("output_hash"), "output_json": row.output_json}
+                        payload = {
+                            "run_id": run_id,
+                            "epoch": int(row.epoch),
+                            "seq": int(row.seq),
+                            "phase": row.phase,
+                            "output_hash": _json.loads(row.envelope).get("output_hash"),
+                            "output_json": row.output_json,
+                        }
                         path, _digest = _prune.write_archive(folder, f"{row.epoch}.{row.seq}-{row.phase}.json", payload)
                         if self._restore_archived_path(path, payload["output_hash"]) is _MISSING:
                             raise OSError(f"archive {path} did not read back intact; nothing removed")
@@ -406,11 +467,21 @@ class Engine:
                 if c.kind == "finished_run":
                     self.store.delete_steps(conn, [int(s.id) for s in steps])
             if cands:
-                self.store.insert_decision(conn, {
-                    "run_id": run_id, "action": "prune", "reason": reason, "operator": who, "at": now,
-                    "state": "applied", "applied_at": now,
-                    "detail_json": _json.dumps({"pruned": [{"what": c.what, "bytes": c.bytes, "why_safe": c.why_safe} for c in cands]}),
-                })
+                self.store.insert_decision(
+                    conn,
+                    {
+                        "run_id": run_id,
+                        "action": "prune",
+                        "reason": reason,
+                        "operator": who,
+                        "at": now,
+                        "state": "applied",
+                        "applied_at": now,
+                        "detail_json": _json.dumps(
+                            {"pruned": [{"what": c.what, "bytes": c.bytes, "why_safe": c.why_safe} for c in cands]}
+                        ),
+                    },
+                )
                 self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
         return cands
 

@@ -79,7 +79,13 @@ def compare(
         if done is None:
             continue
         changed = done.code != p.code_hash
-        row = {"probe": f"code:{p.name}", "saved": done.code, "current": p.code_hash, "changed": changed, "phases": [p.name]}
+        row = {
+            "probe": f"code:{p.name}",
+            "saved": done.code,
+            "current": p.code_hash,
+            "changed": changed,
+            "phases": [p.name],
+        }
         out.rows.append(row)
         if changed:
             out.blocking.append(row)

@@ -61,9 +61,7 @@ class RunHeld(PhasegateError):
     exit_code = 4
 
     def __init__(self, run_id: str, holder: str, expires_in: float) -> None:
-        super().__init__(
-            f"run {run_id!r} is held by {holder} (lease expires in {max(expires_in, 0):.0f}s)"
-        )
+        super().__init__(f"run {run_id!r} is held by {holder} (lease expires in {max(expires_in, 0):.0f}s)")
         self.run_id = run_id
         self.holder = holder
 

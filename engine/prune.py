@@ -51,8 +51,12 @@ def candidates(
         return out  # never prune under a live run
     live = [r for r in rows if r.status == "live" and int(r.epoch) == int(run.epoch)]
     verified = chain.verify(
-        live, run_id=run.run_id, epoch=int(run.epoch), inputs_hash=run.inputs_hash,
-        head_seq=int(run.head_seq), head_hash=run.head_hash,
+        live,
+        run_id=run.run_id,
+        epoch=int(run.epoch),
+        inputs_hash=run.inputs_hash,
+        head_seq=int(run.head_seq),
+        head_hash=run.head_hash,
     )
     if verified.failure is not None:
         return out  # a damaged run is evidence for an operator, not garbage
@@ -92,8 +96,15 @@ def candidates(
         else:
             why = "archived by a reset; the run started over"
         out.append(
-            PruneCandidate(run.run_id, f"output of {r.phase} (checkpoint {r.epoch}.{r.seq})", int(r.output_bytes),
-                           f"no future value: {why}", "no_future_value", "superseded_output", (int(r.id),))
+            PruneCandidate(
+                run.run_id,
+                f"output of {r.phase} (checkpoint {r.epoch}.{r.seq})",
+                int(r.output_bytes),
+                f"no future value: {why}",
+                "no_future_value",
+                "superseded_output",
+                (int(r.id),),
+            )
         )
 
     # A done phase whose stored output is lost still has its durable steps as

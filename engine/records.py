@@ -27,10 +27,16 @@ class RecordsMixin(RunState):
         """Saved step and effect results an open phase will read back, checked
         before any phase starts (not half-way through one)."""
         with self.store.read() as conn:
-            saved = [(f"durable step {s.step_key!r} of {s.phase}", s.result_json, s.result_hash)
-                     for s in self.store.steps_for(conn, self.run_id) if s.phase in open_phases]
-        saved += [(f"effect {e.name!r} of {e.phase}", e.result_json, e.result_hash)
-                  for e in self.effects.values() if e.state == "done" and e.phase in open_phases]
+            saved = [
+                (f"durable step {s.step_key!r} of {s.phase}", s.result_json, s.result_hash)
+                for s in self.store.steps_for(conn, self.run_id)
+                if s.phase in open_phases
+            ]
+        saved += [
+            (f"effect {e.name!r} of {e.phase}", e.result_json, e.result_hash)
+            for e in self.effects.values()
+            if e.state == "done" and e.phase in open_phases
+        ]
         return [
             BlockReason(BlockKind.INTEGRITY, f"saved result of {what} does not match its hash", {"what": "record"})
             for what, text, digest in saved
@@ -49,7 +55,9 @@ class RecordsMixin(RunState):
         try:
             return _json.loads(text)
         except ValueError as exc:
-            raise _Stop(BlockReason(BlockKind.INTEGRITY, f"saved result of {what} does not parse: {exc}", {"what": "record"})) from None
+            raise _Stop(
+                BlockReason(BlockKind.INTEGRITY, f"saved result of {what} does not parse: {exc}", {"what": "record"})
+            ) from None
 
     def _hot_fence(self, tx: Any, now: float) -> None:
         if not tx.fenced(self.run_id, self.owner):
@@ -58,10 +66,17 @@ class RecordsMixin(RunState):
     def save_step(self, phase: str, key: str, text: str) -> None:
         now = self.clock()
         with self.store.hot_tx() as tx:
-            tx.exec("step", {
-                "run_id": self.run_id, "phase": phase, "step_key": key, "result_json": text,
-                "result_hash": _json.sha256(text), "created_at": now,
-            })
+            tx.exec(
+                "step",
+                {
+                    "run_id": self.run_id,
+                    "phase": phase,
+                    "step_key": key,
+                    "result_json": text,
+                    "result_hash": _json.sha256(text),
+                    "created_at": now,
+                },
+            )
             self._hot_fence(tx, now)
 
     def do_effect(self, phase: str, name: str, fn: Callable[..., Any], *, idempotent: bool, atomic: bool) -> Any:
@@ -83,10 +98,17 @@ class RecordsMixin(RunState):
             try:
                 with self.store.hot_tx() as tx:
                     if row is None:
-                        tx.exec("intent", {
-                            "run_id": self.run_id, "phase": phase, "name": name, "key": key,
-                            "idempotent": bool(idempotent), "now": now,
-                        })
+                        tx.exec(
+                            "intent",
+                            {
+                                "run_id": self.run_id,
+                                "phase": phase,
+                                "name": name,
+                                "key": key,
+                                "idempotent": bool(idempotent),
+                                "now": now,
+                            },
+                        )
                     else:
                         tx.exec("reintent", {"key": key, "idempotent": bool(idempotent), "now": now})
                     self._hot_fence(tx, now)
@@ -97,9 +119,15 @@ class RecordsMixin(RunState):
             text = _json.dumps(result)
             done = self.clock()
             with self.store.hot_tx() as tx:
-                tx.exec("effect_done", {
-                    "key": key, "now": done, "result_json": text, "result_hash": _json.sha256(text),
-                })
+                tx.exec(
+                    "effect_done",
+                    {
+                        "key": key,
+                        "now": done,
+                        "result_json": text,
+                        "result_hash": _json.sha256(text),
+                    },
+                )
                 self._hot_fence(tx, done)
         else:
             # An atomic effect and its record commit in one transaction, so it
@@ -113,8 +141,16 @@ class RecordsMixin(RunState):
                 if row is None:
                     self.store.insert_effect(
                         conn,
-                        {"run_id": self.run_id, "phase": phase, "name": name, "key": key, "idempotent": idempotent,
-                         "atomic": True, "intent_at": now, **values},
+                        {
+                            "run_id": self.run_id,
+                            "phase": phase,
+                            "name": name,
+                            "key": key,
+                            "idempotent": idempotent,
+                            "atomic": True,
+                            "intent_at": now,
+                            **values,
+                        },
                     )
                 else:
                     self.store.update_effect(conn, key, values)
@@ -129,9 +165,10 @@ class RecordsMixin(RunState):
         with self.store.read() as conn:
             other = self.store.effect_by_key(conn, key)
         if other is not None:
-            raise _Stop(BlockReason(
-                BlockKind.INTEGRITY,
-                f"effect {name}: a record with its key {key} exists but is not this run's; the store was damaged",
-                {"what": "record"},
-            ))
-
+            raise _Stop(
+                BlockReason(
+                    BlockKind.INTEGRITY,
+                    f"effect {name}: a record with its key {key} exists but is not this run's; the store was damaged",
+                    {"what": "record"},
+                )
+            )

@@ -46,7 +46,9 @@ def validate_run_id(run_id: Any) -> str:
 
 
 class Runner(RecordsMixin, DecisionsMixin):
-    def __init__(self, engine: Engine, wf: Workflow, run_id: str, inputs: Any, *, inputs_given: bool, target: str | None) -> None:
+    def __init__(
+        self, engine: Engine, wf: Workflow, run_id: str, inputs: Any, *, inputs_given: bool, target: str | None
+    ) -> None:
         self.engine = engine
         self.store = engine.store
         self.clock: Callable[[], float] = engine.clock
@@ -131,8 +133,13 @@ class Runner(RecordsMixin, DecisionsMixin):
                 raise RunHeld(self.run_id, holder_name(row), (row.lease_expires_at or now) - now)
             # The shape (with each phase's code) this process runs with: the
             # next start compares against it to see which code changed.
-            values = {**lease, "status": RunStatus.RUNNING.value, "updated_at": now,
-                      "phase_count": len(self.wf.phases), "shape_json": _json.dumps(self.wf.describe())}
+            values = {
+                **lease,
+                "status": RunStatus.RUNNING.value,
+                "updated_at": now,
+                "phase_count": len(self.wf.phases),
+                "shape_json": _json.dumps(self.wf.describe()),
+            }
             if self.target and not row.target:
                 values["target"] = self.target
             self.store.update_run(conn, self.run_id, values)
@@ -141,11 +148,24 @@ class Runner(RecordsMixin, DecisionsMixin):
     def _drive(self, row: Any) -> Outcome:
         if _json.sha256(row.inputs_json) != row.inputs_hash:
             # Damaged inputs must not be parsed, let alone run with.
-            return self._block([BlockReason(
-                BlockKind.INTEGRITY, "the run's stored inputs do not match the hash they were saved with",
-                {"failure": {"seq": -1, "phase": None, "what": "inputs", "expected": row.inputs_hash,
-                             "actual": _json.sha256(row.inputs_json), "message": "stored inputs damaged"}},
-            )])
+            return self._block(
+                [
+                    BlockReason(
+                        BlockKind.INTEGRITY,
+                        "the run's stored inputs do not match the hash they were saved with",
+                        {
+                            "failure": {
+                                "seq": -1,
+                                "phase": None,
+                                "what": "inputs",
+                                "expected": row.inputs_hash,
+                                "actual": _json.sha256(row.inputs_json),
+                                "message": "stored inputs damaged",
+                            }
+                        },
+                    )
+                ]
+            )
         self.inputs = _json.loads(row.inputs_json)
         self.inputs_json = row.inputs_json
         self.inputs_hash = row.inputs_hash
@@ -292,7 +312,9 @@ class Runner(RecordsMixin, DecisionsMixin):
                     if self.current_probes.get(k) != v
                 ]
                 if moved:
-                    return self._block([BlockReason(BlockKind.ENV_MISMATCH, environment.describe(moved), {"changes": moved})])
+                    return self._block(
+                        [BlockReason(BlockKind.ENV_MISMATCH, environment.describe(moved), {"changes": moved})]
+                    )
             kwargs: dict[str, Any] = {}
             missing: set[str] = set()
             for n in p.needs:
@@ -311,7 +333,9 @@ class Runner(RecordsMixin, DecisionsMixin):
             # not change what a later phase (or a resume) sees.
             ctx = PhaseContext(self, p.name, _json.loads(self.inputs_json), frozenset(missing), saved)
             self.phases_run.append(p.name)
-            log.info("run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else "")
+            log.info(
+                "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
+            )
             try:
                 out = p.fn(ctx, **kwargs)
             except (_Stop, LeaseLost, StoreError):  # the store failing is not the phase failing: exit 2, resumable
@@ -340,8 +364,9 @@ class Runner(RecordsMixin, DecisionsMixin):
             kind="phase",
             prev=self.state.last_hash,
             inputs_hash=self.inputs_hash,
-            env=environment.fingerprint(self.wf, self.current_probes, p.code_hash, now,
-                                        with_shape=self.state.shape != self.wf.shape()),
+            env=environment.fingerprint(
+                self.wf, self.current_probes, p.code_hash, now, with_shape=self.state.shape != self.wf.shape()
+            ),
             phase=p.name,
             phase_index=p.index,
             steps_done=steps_done,
@@ -351,18 +376,36 @@ class Runner(RecordsMixin, DecisionsMixin):
         )
         frontier = nxt if nxt is not None else p
         with self.store.hot_tx() as tx:
-            tx.exec("checkpoint", {
-                "run_id": self.run_id, "epoch": self.epoch, "seq": seq, "kind": "phase", "phase": p.name,
-                "envelope": env_text, "payload_hash": env_hash, "prev_hash": self.state.last_hash,
-                "output_json": text, "output_state": "present", "output_bytes": len(text.encode("utf-8")),
-                "created_at": now,
-            })
-            n = tx.exec("advance", {
-                "head_seq": seq, "head_hash": env_hash, "frontier_phase": frontier.name,
-                "frontier_index": frontier.index + (0 if nxt is not None else 1),
-                "steps_done": 0 if nxt is not None else steps_done, "now": now,
-                "run_id": self.run_id, "owner": self.owner,
-            })
+            tx.exec(
+                "checkpoint",
+                {
+                    "run_id": self.run_id,
+                    "epoch": self.epoch,
+                    "seq": seq,
+                    "kind": "phase",
+                    "phase": p.name,
+                    "envelope": env_text,
+                    "payload_hash": env_hash,
+                    "prev_hash": self.state.last_hash,
+                    "output_json": text,
+                    "output_state": "present",
+                    "output_bytes": len(text.encode("utf-8")),
+                    "created_at": now,
+                },
+            )
+            n = tx.exec(
+                "advance",
+                {
+                    "head_seq": seq,
+                    "head_hash": env_hash,
+                    "frontier_phase": frontier.name,
+                    "frontier_index": frontier.index + (0 if nxt is not None else 1),
+                    "steps_done": 0 if nxt is not None else steps_done,
+                    "now": now,
+                    "run_id": self.run_id,
+                    "owner": self.owner,
+                },
+            )
             if n == 0:
                 raise LeaseLost(f"run {self.run_id!r}: lease lost before checkpoint of {p.name}; nothing recorded")
         self.next_seq = seq + 1
@@ -413,7 +456,11 @@ class Runner(RecordsMixin, DecisionsMixin):
         for p in to_run:
             for n in p.floor:
                 if n in state.skipped or not derivable(n, frozenset()):
-                    why = "skipped by an earlier degrade" if n in state.skipped else "lost and cannot be re-derived from its own inputs"
+                    why = (
+                        "skipped by an earlier degrade"
+                        if n in state.skipped
+                        else "lost and cannot be re-derived from its own inputs"
+                    )
                     blocks.append(
                         BlockReason(
                             BlockKind.BELOW_FLOOR,
@@ -467,7 +514,11 @@ class Runner(RecordsMixin, DecisionsMixin):
         first = reasons[0]
         self._finish(
             RunStatus.BLOCKED,
-            {"blocked_json": _json.dumps([r.as_dict() for r in reasons]), "attention": f"{first.kind}: {first.detail}"[:300], "error_json": None},
+            {
+                "blocked_json": _json.dumps([r.as_dict() for r in reasons]),
+                "attention": f"{first.kind}: {first.detail}"[:300],
+                "error_json": None,
+            },
         )
         log.warning("run %s blocked: %s", self.run_id, "; ".join(str(r) for r in reasons))
         return Outcome(self.run_id, OutcomeStatus.BLOCKED, blocked=reasons, phases_run=self.phases_run)
@@ -477,7 +528,11 @@ class Runner(RecordsMixin, DecisionsMixin):
         err = {"phase": phase, "type": type(exc).__name__, "message": str(exc), "traceback": "".join(tb[-6:])}
         self._finish(
             RunStatus.FAILED,
-            {"error_json": _json.dumps(err), "blocked_json": "[]", "attention": f"failed in {phase}: {type(exc).__name__}: {exc}"[:300]},
+            {
+                "error_json": _json.dumps(err),
+                "blocked_json": "[]",
+                "attention": f"failed in {phase}: {type(exc).__name__}: {exc}"[:300],
+            },
         )
         log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, exc)
         return Outcome(self.run_id, OutcomeStatus.FAILED, error=err, phases_run=self.phases_run)
@@ -498,7 +553,9 @@ class Runner(RecordsMixin, DecisionsMixin):
 _MISSING = object()
 
 
-def _pick(pending: list[Any], *, answers: BlockKind | None = None, action: Action | None = None, effect_key: str | None = None) -> Any:
+def _pick(
+    pending: list[Any], *, answers: BlockKind | None = None, action: Action | None = None, effect_key: str | None = None
+) -> Any:
     for d in pending:
         if answers is not None and d.answers != answers.value:
             continue

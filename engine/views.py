@@ -63,9 +63,17 @@ class RunSummary:
         not allowed to break the list around it."""
         rid = getattr(row, "_mapping", {}).get("run_id")
         return cls(
-            run_id=str(rid)[:200], workflow="?", status=RunStatus.BLOCKED, frontier_phase=None,
-            frontier_index=0, phase_count=0, steps_done=0, last_checkpoint_at=None, updated_at=0.0,
-            attention=f"damaged record: {why}"[:300], blocked_kinds=("integrity",),
+            run_id=str(rid)[:200],
+            workflow="?",
+            status=RunStatus.BLOCKED,
+            frontier_phase=None,
+            frontier_index=0,
+            phase_count=0,
+            steps_done=0,
+            last_checkpoint_at=None,
+            updated_at=0.0,
+            attention=f"damaged record: {why}"[:300],
+            blocked_kinds=("integrity",),
         )
 
     @classmethod
@@ -140,8 +148,12 @@ def build(
     alive = holder_alive(run, now)
     live = [r for r in rows if r.status == "live" and int(r.epoch) == int(run.epoch)]
     verified = chain.verify(
-        live, run_id=run.run_id, epoch=int(run.epoch), inputs_hash=run.inputs_hash,
-        head_seq=int(run.head_seq), head_hash=run.head_hash,
+        live,
+        run_id=run.run_id,
+        epoch=int(run.epoch),
+        inputs_hash=run.inputs_hash,
+        head_seq=int(run.head_seq),
+        head_hash=run.head_hash,
     )
     state = chain.fold(verified.entries)
     integrity = [verified.failure.as_dict()] if verified.failure else []
@@ -173,16 +185,26 @@ def build(
             ps, missing = PhaseState.PARTIAL, []
         else:
             ps, missing = PhaseState.OPEN, []
-        phases.append({
-            "name": name, "state": str(ps), "needs": p["needs"], "floor": p.get("floor", p["needs"]),
-            "probes": p.get("probes", []), "missing": missing,
-            "steps_done": int(d.entry.env.get("steps_done", 0)) if d else None,
-        })
+        phases.append(
+            {
+                "name": name,
+                "state": str(ps),
+                "needs": p["needs"],
+                "floor": p.get("floor", p["needs"]),
+                "probes": p.get("probes", []),
+                "missing": missing,
+                "steps_done": int(d.entry.env.get("steps_done", 0)) if d else None,
+            }
+        )
 
     if frontier_phase is None:
         last = state.done.get(shape[-1]["name"]) if shape else None
-        fr = {"phase": shape[-1]["name"] if shape else None, "index": len(shape), "of": len(shape),
-              "steps_done": int(last.entry.env.get("steps_done", 0)) if last else 0}
+        fr = {
+            "phase": shape[-1]["name"] if shape else None,
+            "index": len(shape),
+            "of": len(shape),
+            "steps_done": int(last.entry.env.get("steps_done", 0)) if last else 0,
+        }
     else:
         n_steps = sum(1 for s in steps if s.phase == frontier_phase) + sum(
             1 for e in effects if e.phase == frontier_phase and e.state == "done"
@@ -199,30 +221,59 @@ def build(
             es = EffectState.INTENT
         else:
             es = EffectState.IN_DOUBT
-        effs.append({
-            "name": e.name, "key": e.key, "phase": e.phase, "state": str(es), "attempt": int(e.attempt),
-            "idempotent": bool(e.idempotent), "atomic": bool(e.atomic), "retry_approved": bool(e.retry_ok),
-            "intent_at": iso(e.intent_at), "done_at": iso(e.done_at), "confirmed_by": e.confirmed_by,
-        })
+        effs.append(
+            {
+                "name": e.name,
+                "key": e.key,
+                "phase": e.phase,
+                "state": str(es),
+                "attempt": int(e.attempt),
+                "idempotent": bool(e.idempotent),
+                "atomic": bool(e.atomic),
+                "retry_approved": bool(e.retry_ok),
+                "intent_at": iso(e.intent_at),
+                "done_at": iso(e.done_at),
+                "confirmed_by": e.confirmed_by,
+            }
+        )
 
     decs = [
-        {"id": int(d.id), "action": d.action, "operator": d.operator, "reason": d.reason, "at": iso(d.at),
-         "state": d.state, "phase": d.phase, "effect": d.effect_key, "answers": d.answers, "applied_at": iso(d.applied_at)}
+        {
+            "id": int(d.id),
+            "action": d.action,
+            "operator": d.operator,
+            "reason": d.reason,
+            "at": iso(d.at),
+            "state": d.state,
+            "phase": d.phase,
+            "effect": d.effect_key,
+            "answers": d.answers,
+            "applied_at": iso(d.applied_at),
+        }
         for d in decisions
     ]
     outputs = []
     for d in state.done.values():
         r = d.entry.row
-        outputs.append({
-            "phase": r.phase, "seq": int(r.seq), "bytes": int(r.output_bytes), "hash": d.entry.env.get("output_hash"),
-            "state": r.output_state if (r.output_state != "present" or d.entry.output_ok) else "lost",
-            "verified": bool(d.entry.output_ok),
-        })
+        outputs.append(
+            {
+                "phase": r.phase,
+                "seq": int(r.seq),
+                "bytes": int(r.output_bytes),
+                "hash": d.entry.env.get("output_hash"),
+                "state": r.output_state if (r.output_state != "present" or d.entry.output_ok) else "lost",
+                "verified": bool(d.entry.output_ok),
+            }
+        )
     outputs.sort(key=lambda o: o["seq"])
     lease = None
     if run.lease_owner:
-        lease = {"holder": holder_name(run), "expires_at": iso(run.lease_expires_at), "alive": alive,
-                 "heartbeat_at": iso(run.heartbeat_at)}
+        lease = {
+            "holder": holder_name(run),
+            "expires_at": iso(run.lease_expires_at),
+            "alive": alive,
+            "heartbeat_at": iso(run.heartbeat_at),
+        }
     attention = "interrupted: its process died; resume it" if status is RunStatus.INTERRUPTED else (run.attention or "")
     return RunView(
         run_id=run.run_id,

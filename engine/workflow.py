@@ -111,9 +111,7 @@ class Workflow:
         if not name or not isinstance(name, str):
             raise WorkflowError("a workflow needs a non-empty name")
         self.name = name
-        self.max_age: float | None = (
-            max_age.total_seconds() if isinstance(max_age, timedelta) else max_age
-        )
+        self.max_age: float | None = max_age.total_seconds() if isinstance(max_age, timedelta) else max_age
         self.phases: list[Phase] = []
         self.probes: dict[str, Probe] = {}
         self._cache: dict[str, Any] = {}
@@ -158,9 +156,7 @@ class Workflow:
                 raise WorkflowError(f"phase {pname!r} is declared twice in {self.name!r}")
             for n in need_t:
                 if n not in known:
-                    raise WorkflowError(
-                        f"phase {pname!r} needs {n!r}, which is not an earlier phase"
-                    )
+                    raise WorkflowError(f"phase {pname!r} needs {n!r}, which is not an earlier phase")
             for n in floor_t:
                 if n not in need_t:
                     raise WorkflowError(f"phase {pname!r} has {n!r} in its floor but not in needs")

@@ -54,11 +54,13 @@ def make_engine(target: str, *, readonly: bool) -> SAEngine:
         raise StoreError("PostgreSQL needs the psycopg driver: pip install 'phasegate[postgres]'")
     engine = create_engine(sa_url(target), pool_size=4, max_overflow=8, pool_pre_ping=True)
     if readonly:
+
         @event.listens_for(engine, "connect")
         def _ro(dbapi_conn: Any, _record: Any) -> None:
             with dbapi_conn.cursor() as cur:
                 cur.execute("SET default_transaction_read_only = on")
             dbapi_conn.commit()
+
     return engine
 
 
@@ -129,7 +131,9 @@ class ChangeFeed:
 
 
 def explain(exc: BaseException, where: str) -> StoreError:
-    msg = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(getattr(exc, "orig", exc)).strip() else repr(exc)
+    msg = (
+        str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(getattr(exc, "orig", exc)).strip() else repr(exc)
+    )
     low = msg.lower()
     if "connection refused" in low or "could not connect" in low or "connection failed" in low:
         return StoreError(f"cannot connect to PostgreSQL at {where}: {msg}")

@@ -15,14 +15,40 @@ from typing import Any, TypeVar
 from .._states import RunStatus
 from ..errors import StoreError
 
-_JSON = {"inputs_json": False, "shape_json": False, "blocked_json": False, "env_json": False,
-         "notes_json": False, "error_json": True}
-_INTS = {"epoch": False, "head_seq": False, "frontier_index": False, "phase_count": False, "steps_done": False,
-         "lease_pid": True}
-_TIMES = {"created_at": False, "updated_at": False, "last_checkpoint_at": True, "lease_expires_at": True,
-          "heartbeat_at": True}
-_TEXT = {"run_id": False, "workflow": False, "inputs_hash": False, "head_hash": False, "attention": False,
-         "target": True, "frontier_phase": True, "lease_owner": True, "lease_host": True}
+_JSON = {
+    "inputs_json": False,
+    "shape_json": False,
+    "blocked_json": False,
+    "env_json": False,
+    "notes_json": False,
+    "error_json": True,
+}
+_INTS = {
+    "epoch": False,
+    "head_seq": False,
+    "frontier_index": False,
+    "phase_count": False,
+    "steps_done": False,
+    "lease_pid": True,
+}
+_TIMES = {
+    "created_at": False,
+    "updated_at": False,
+    "last_checkpoint_at": True,
+    "lease_expires_at": True,
+    "heartbeat_at": True,
+}
+_TEXT = {
+    "run_id": False,
+    "workflow": False,
+    "inputs_hash": False,
+    "head_hash": False,
+    "attention": False,
+    "target": True,
+    "frontier_phase": True,
+    "lease_owner": True,
+    "lease_host": True,
+}
 _STATUSES = frozenset(s.value for s in RunStatus)
 #: A UNIX time past this (year 5138) is damage, not a date.
 _MAX_TIME = 1e11
@@ -74,8 +100,9 @@ def check(row: R) -> R:
     why = problem(row)
     if why is not None:
         rid = getattr(row, "_mapping", {}).get("run_id")
-        raise StoreError(f"run {str(rid)[:80]!r}: its stored record is damaged ({why}); nothing was changed",
-                         title="damaged record")
+        raise StoreError(
+            f"run {str(rid)[:80]!r}: its stored record is damaged ({why}); nothing was changed", title="damaged record"
+        )
     return row
 
 
@@ -121,11 +148,15 @@ def check_all(table: Any, result: Any) -> list[Any]:
     try:
         rows = list(result)
     except (ValueError, TypeError, OverflowError) as exc:  # the driver could not even convert a value
-        raise StoreError(f"a row of {table.name} is damaged ({exc}); nothing was changed", title="damaged record") from None
+        raise StoreError(
+            f"a row of {table.name} is damaged ({exc}); nothing was changed", title="damaged record"
+        ) from None
     for row in rows:
         why = _column_problem(table, row)
         if why is not None:
             rid = row._mapping.get("run_id")
-            raise StoreError(f"a row of {table.name} (run {str(rid)[:80]!r}) is damaged ({why}); nothing was changed",
-                             title="damaged record")
+            raise StoreError(
+                f"a row of {table.name} (run {str(rid)[:80]!r}) is damaged ({why}); nothing was changed",
+                title="damaged record",
+            )
     return rows

@@ -43,6 +43,7 @@ def hot_commit(raw: Any, cur: Any) -> None:
 def hot_rollback(raw: Any, cur: Any) -> None:
     cur.execute("ROLLBACK")
 
+
 #: How long a writer waits for another writer's lock before giving up. Long on
 #: purpose: a user should see a slow write, never "database is locked".
 BUSY_TIMEOUT_MS = 60_000

@@ -119,9 +119,7 @@ class Store:
         if version is None:
             self.schema_problem = f"schema version {value!r} is not a number this engine understands"
         elif version > SCHEMA_VERSION:
-            self.schema_problem = (
-                f"schema version {version} is newer than this engine knows ({SCHEMA_VERSION})"
-            )
+            self.schema_problem = f"schema version {version} is newer than this engine knows ({SCHEMA_VERSION})"
         elif version < SCHEMA_VERSION and create:
             self._migrate(version)
 
@@ -131,9 +129,7 @@ class Store:
         with self.write() as conn:
             while version < SCHEMA_VERSION:
                 version += 1
-                conn.execute(
-                    update(meta).where(meta.c.key == "schema_version").values(value=str(version))
-                )
+                conn.execute(update(meta).where(meta.c.key == "schema_version").values(value=str(version)))
 
     def close(self) -> None:
         with self._hot_lock:
@@ -220,9 +216,7 @@ class Store:
     def insert_run(self, conn: Connection, values: dict[str, Any]) -> None:
         conn.execute(insert(runs).values(**values))
 
-    def update_run(
-        self, conn: Connection, run_id: str, values: dict[str, Any], *, owner: str | None = None
-    ) -> int:
+    def update_run(self, conn: Connection, run_id: str, values: dict[str, Any], *, owner: str | None = None) -> int:
         cond = runs.c.run_id == run_id
         if owner is not None:
             cond = and_(cond, runs.c.lease_owner == owner)
@@ -244,22 +238,26 @@ class Store:
             q = q.where(runs.c.status.in_(list(statuses)))
         if text:
             like = f"%{text}%"
-            q = q.where(
-                or_(runs.c.run_id.like(like), runs.c.workflow.like(like), runs.c.attention.like(like))
-            )
+            q = q.where(or_(runs.c.run_id.like(like), runs.c.workflow.like(like), runs.c.attention.like(like)))
         key, desc = order.lstrip("-"), order.startswith("-")
         if key == "attention":
             # Needs-attention first: blocked, failed, and running rows whose
             # lease lapsed (interrupted; a dead pid on this host is refined by
             # the caller, which sees it row by row).
-            lapsed = and_(runs.c.status == "running",
-                          or_(runs.c.lease_expires_at.is_(None), runs.c.lease_expires_at < (now or 0.0)))
+            lapsed = and_(
+                runs.c.status == "running",
+                or_(runs.c.lease_expires_at.is_(None), runs.c.lease_expires_at < (now or 0.0)),
+            )
             rank = case((or_(runs.c.status.in_(["blocked", "failed"]), lapsed), 0), else_=1)
             q = q.order_by(rank, runs.c.updated_at.desc(), runs.c.run_id)
         else:
             # Sortable columns of the console's runs table; a "-" prefix sorts descending.
-            col = {"workflow": runs.c.workflow, "status": runs.c.status, "frontier": runs.c.frontier_index,
-                   "last_checkpoint_at": runs.c.last_checkpoint_at}.get(key, runs.c.run_id)
+            col = {
+                "workflow": runs.c.workflow,
+                "status": runs.c.status,
+                "frontier": runs.c.frontier_index,
+                "last_checkpoint_at": runs.c.last_checkpoint_at,
+            }.get(key, runs.c.run_id)
             q = q.order_by(col.desc() if desc else col.asc(), runs.c.run_id.desc() if desc else runs.c.run_id)
         if limit is not None:
             q = q.limit(limit).offset(offset)
@@ -267,7 +265,9 @@ class Store:
         # the caller checks each and shows a damaged one as such.
         return list(conn.execute(q))
 
-    def count_matching(self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
+    def count_matching(
+        self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None
+    ) -> int:
         """How many rows `list_runs` would return with the same filters (for paging)."""
         q = select(func.count()).select_from(runs)
         if statuses:
@@ -319,13 +319,13 @@ class Store:
         return _rowcheck.check_all(checkpoints, conn.execute(q))
 
     def next_seq(self, conn: Connection, run_id: str, epoch: int) -> int:
-        q = select(func.max(checkpoints.c.seq)).where(
-            checkpoints.c.run_id == run_id, checkpoints.c.epoch == epoch
-        )
+        q = select(func.max(checkpoints.c.seq)).where(checkpoints.c.run_id == run_id, checkpoints.c.epoch == epoch)
         top = conn.execute(q).scalar()
         if top is not None and not isinstance(top, int):
-            raise StoreError(f"a checkpoint of run {run_id!r} is damaged (seq {str(top)[:40]!r}); nothing was changed",
-                             title="damaged record")
+            raise StoreError(
+                f"a checkpoint of run {run_id!r} is damaged (seq {str(top)[:40]!r}); nothing was changed",
+                title="damaged record",
+            )
         return 0 if top is None else int(top) + 1
 
     def insert_checkpoint(self, conn: Connection, values: dict[str, Any]) -> None:
@@ -353,14 +353,10 @@ class Store:
         )
 
     def all_checkpoints(self, conn: Connection, run_id: str) -> list[Row[Any]]:
-        q = select(checkpoints).where(checkpoints.c.run_id == run_id).order_by(
-            checkpoints.c.epoch, checkpoints.c.seq
-        )
+        q = select(checkpoints).where(checkpoints.c.run_id == run_id).order_by(checkpoints.c.epoch, checkpoints.c.seq)
         return _rowcheck.check_all(checkpoints, conn.execute(q))
 
-    def set_output_state(
-        self, conn: Connection, ckpt_id: int, state: str, archive_path: str | None
-    ) -> None:
+    def set_output_state(self, conn: Connection, ckpt_id: int, state: str, archive_path: str | None) -> None:
         conn.execute(
             update(checkpoints)
             .where(checkpoints.c.id == ckpt_id)
@@ -391,7 +387,9 @@ class Store:
     # -- effects --------------------------------------------------------------
 
     def effects_for(self, conn: Connection, run_id: str) -> list[Row[Any]]:
-        return _rowcheck.check_all(effects, conn.execute(select(effects).where(effects.c.run_id == run_id).order_by(effects.c.id)))
+        return _rowcheck.check_all(
+            effects, conn.execute(select(effects).where(effects.c.run_id == run_id).order_by(effects.c.id))
+        )
 
     def effect_by_key(self, conn: Connection, key: str) -> Row[Any] | None:
         found = _rowcheck.check_all(effects, conn.execute(select(effects).where(effects.c.key == key)).fetchmany(1))
@@ -415,9 +413,7 @@ class Store:
         return int(pk[0]) if pk else 0
 
     def settle_decision(self, conn: Connection, decision_id: int, state: str, at: float) -> None:
-        conn.execute(
-            update(decisions).where(decisions.c.id == decision_id).values(state=state, applied_at=at)
-        )
+        conn.execute(update(decisions).where(decisions.c.id == decision_id).values(state=state, applied_at=at))
 
     # -- the hot path -----------------------------------------------------------
     # Checkpoints, effect records and durable steps are written with fixed SQL

@@ -283,16 +283,29 @@ class Harness:
             finally:
                 con.close()
         out = []
-        for table in ("phasegate_meta", "phasegate_runs", "phasegate_checkpoints", "phasegate_steps",
-                      "phasegate_effects", "phasegate_decisions"):
+        for table in (
+            "phasegate_meta",
+            "phasegate_runs",
+            "phasegate_checkpoints",
+            "phasegate_steps",
+            "phasegate_effects",
+            "phasegate_decisions",
+        ):
             out += [f"{table} {row!r}" for row in self.sql(f"SELECT * FROM {table} ORDER BY 1")]
         return "\n".join(out)
 
     def checkpoint(self, run_id: str, phase: str) -> dict[str, Any]:
-        cols = [r[0] for r in self.sql(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'phasegate_checkpoints'"
-            " AND table_schema = current_schema() ORDER BY ordinal_position"
-        )] if self.backend == "postgres" else [r[1] for r in self.sql("PRAGMA table_info(phasegate_checkpoints)")]
+        cols = (
+            [
+                r[0]
+                for r in self.sql(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = 'phasegate_checkpoints'"
+                    " AND table_schema = current_schema() ORDER BY ordinal_position"
+                )
+            ]
+            if self.backend == "postgres"
+            else [r[1] for r in self.sql("PRAGMA table_info(phasegate_checkpoints)")]
+        )
         rows = self.sql(
             f"SELECT {', '.join(cols)} FROM phasegate_checkpoints WHERE run_id=? AND phase=? AND status='live'"
             " AND kind='phase' ORDER BY epoch DESC, seq DESC LIMIT 1",

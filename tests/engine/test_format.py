@@ -4,8 +4,6 @@ can read, and an engine that does not drag a UI toolkit in."""
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import re
 import stat
@@ -13,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from engine_harness import ROOT
 from pydantic import BaseModel
 

@@ -8,10 +8,9 @@ import os
 import signal
 import socket
 import sqlite3
-
-import pytest
 import time
 
+import pytest
 from engine_harness import BILLING_FILE, spawn
 
 HOST = socket.gethostname()

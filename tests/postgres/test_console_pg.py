@@ -24,8 +24,17 @@ def anyio_backend() -> str:
 
 async def test_console_sees_a_commit_by_another_process(pg_url: str, tmp_path: Path) -> None:
     env = {"PHASEGATE_TEST_KILL_AT": "after:charge:inv-1"}
-    p = cli("run", BILLING, "--run-id", "pg-live", "--input", json.dumps({"ledger": str(tmp_path / "l")}),
-            "--db", pg_url, env=env)
+    p = cli(
+        "run",
+        BILLING,
+        "--run-id",
+        "pg-live",
+        "--input",
+        json.dumps({"ledger": str(tmp_path / "l")}),
+        "--db",
+        pg_url,
+        env=env,
+    )
     assert p.returncode != 0
     assert cli("resume", "pg-live", "--db", pg_url).returncode == 3  # blocked: in doubt
     engine = Engine(pg_url, create=False)

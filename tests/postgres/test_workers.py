@@ -21,11 +21,20 @@ N_WORKERS = 4
 
 
 def _start_worker(url: str, trace: Path, slow: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PHASEGATE_TEST_TRACE": str(trace),
-           "PHASEGATE_TEST_SLOW": slow, "PHASEGATE_LEASE_SECONDS": "3"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PHASEGATE_TEST_TRACE": str(trace),
+        "PHASEGATE_TEST_SLOW": slow,
+        "PHASEGATE_LEASE_SECONDS": "3",
+    }
     return subprocess.Popen(
         [sys.executable, "-m", "engine", "worker", "--db", url, "--poll", "0.2"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
     )
 
 
@@ -119,7 +128,9 @@ def test_console_change_feed_sees_commits(pg_url: str, tmp_path: Path) -> None:
     feed = eng.data_version()
     try:
         assert feed.changed() is False
-        p = cli("run", BILLING, "--run-id", "feed-1", "--input", json.dumps({"ledger": str(tmp_path / "l")}), "--db", pg_url)
+        p = cli(
+            "run", BILLING, "--run-id", "feed-1", "--input", json.dumps({"ledger": str(tmp_path / "l")}), "--db", pg_url
+        )
         assert p.returncode == 0, p.stderr
         deadline = time.monotonic() + 10
         seen = False

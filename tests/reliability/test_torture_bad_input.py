@@ -211,8 +211,9 @@ def _cap_pages() -> None:
 def test_a_full_disk(copy: Path) -> None:
     """SQLite's max_page_count pinned at the file's size: a run that needs to grow."""
     dump = _dump(copy)
-    big = json.dumps({"items": 1, "ledger": str(copy.parent / "l"), "mailbox": str(copy.parent / "m"),
-                      "padding": "x" * 200_000})
+    big = json.dumps(
+        {"items": 1, "ledger": str(copy.parent / "l"), "mailbox": str(copy.parent / "m"), "padding": "x" * 200_000}
+    )
     r = proc.run(["run", TARGET, "--run-id", "big", "--input", big, "--db", str(copy)], before=_cap_pages)
     line = _assert_one_clear_line(r)
     assert "full" in line, line
@@ -240,7 +241,9 @@ def test_a_full_disk_midway_leaves_a_resumable_run(copy: Path) -> None:
     assert proc.run(["run", TARGET, "--run-id", "grows", "--input", json.dumps(big_ref), "--db", str(ref)]).rc == 0
 
     def outputs(db: Path) -> list[object]:
-        return [o["hash"] for o in json.loads(proc.inproc(["status", "grows", "--json", "--db", str(db)]).stdout)["outputs"]]
+        return [
+            o["hash"] for o in json.loads(proc.inproc(["status", "grows", "--json", "--db", str(db)]).stdout)["outputs"]
+        ]
 
     assert outputs(copy) == outputs(ref)
     ledger = [json.loads(x)["key"] for x in (copy.parent / "l").read_text().splitlines()]
@@ -258,14 +261,17 @@ def test_a_missing_path(tmp_path: Path) -> None:
         assert not missing.exists(), args
 
 
-@pytest.mark.parametrize("target", [
-    "/no/such/file.py:wf",
-    f"{proc.ROOT / 'tests' / 'workflows' / 'torture.py'}:nothing",
-    f"{proc.ROOT / 'tests' / 'workflows' / 'torture.py'}:kill_point",
-    "no_such_module_anywhere:wf",
-    "just-a-word",
-    f"{proc.ROOT / 'README.md'}:wf",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/no/such/file.py:wf",
+        f"{proc.ROOT / 'tests' / 'workflows' / 'torture.py'}:nothing",
+        f"{proc.ROOT / 'tests' / 'workflows' / 'torture.py'}:kill_point",
+        "no_such_module_anywhere:wf",
+        "just-a-word",
+        f"{proc.ROOT / 'README.md'}:wf",
+    ],
+)
 def test_a_target_that_is_not_a_workflow(copy: Path, target: str) -> None:
     dump = _dump(copy)
     _assert_one_clear_line(proc.run(["run", target, "--run-id", "x", "--db", str(copy)]))
@@ -275,14 +281,17 @@ def test_a_target_that_is_not_a_workflow(copy: Path, target: str) -> None:
     assert not fresh.exists()
 
 
-@pytest.mark.parametrize("args", [
-    ["--input", "{not json"],
-    ["--input", "NaN"],
-    ["--input", '{"a": Infinity}'],
-    ["--input-file", "/no/such/inputs.json"],
-    ["--input-file", "@BAD"],
-    ["--input", "{}", "--input-file", "@BAD"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--input", "{not json"],
+        ["--input", "NaN"],
+        ["--input", '{"a": Infinity}'],
+        ["--input-file", "/no/such/inputs.json"],
+        ["--input-file", "@BAD"],
+        ["--input", "{}", "--input-file", "@BAD"],
+    ],
+)
 def test_inputs_that_are_not_json(copy: Path, args: list[str]) -> None:
     bad = copy.parent / "bad.json"
     bad.write_text("{'python': 'dict'}")
@@ -294,6 +303,7 @@ def test_inputs_that_are_not_json(copy: Path, args: list[str]) -> None:
 
 def test_a_decision_result_that_is_not_json(copy: Path) -> None:
     dump = _dump(copy)
-    _assert_one_clear_line(proc.run(["decide", "stopped", "confirm_effect", "--result", "{oops", "--reason", "r",
-                                     "--db", str(copy)]))
+    _assert_one_clear_line(
+        proc.run(["decide", "stopped", "confirm_effect", "--result", "{oops", "--reason", "r", "--db", str(copy)])
+    )
     assert _dump(copy) == dump

@@ -62,8 +62,10 @@ def _blocked_runs(db: Path, tmp_path: Path, n: int) -> list[str]:
     for i in range(n):
         rid = f"doubt-{i}"
         ins = {"items": 1, "ledger": str(tmp_path / f"{rid}.ledger"), "mailbox": str(tmp_path / f"{rid}.mail")}
-        r = proc.run(["run", TORTURE, "--run-id", rid, "--input", json.dumps(ins), "--db", str(db)],
-                     env={"PHASEGATE_TEST_KILL_AT": "before:charge:0"})
+        r = proc.run(
+            ["run", TORTURE, "--run-id", rid, "--input", json.dumps(ins), "--db", str(db)],
+            env={"PHASEGATE_TEST_KILL_AT": "before:charge:0"},
+        )
         assert r.killed, r
         r = proc.run(["resume", rid, "--db", str(db)])
         assert r.rc == 3 and "in_doubt_effect" in r.stdout, r
@@ -98,8 +100,9 @@ def test_decisions_and_readers_hammer_a_checkpointing_run(tmp_path: Path) -> Non
     deciders = []
     for i, rid in enumerate(blocked):
         answer = ["retry_effect"] if i % 2 else ["confirm_effect", "--result", '{"charge_id": "ch-0", "amount": 1}']
-        deciders.append(proc.start(["decide", rid, *answer, "--reason", f"hammer {i}", "--operator", f"op{i}",
-                                    "--db", str(db)]))
+        deciders.append(
+            proc.start(["decide", rid, *answer, "--reason", f"hammer {i}", "--operator", f"op{i}", "--db", str(db)])
+        )
     results = [d.wait(60) for d in deciders]
     run = runner.wait(120)
     stop.touch()
@@ -113,7 +116,9 @@ def test_decisions_and_readers_hammer_a_checkpointing_run(tmp_path: Path) -> Non
     assert all(r.rc == 0 for r in reads), reads
     with closing(sqlite3.connect(db, isolation_level=None)) as conn:
         ckpts = conn.execute("SELECT count(*) FROM phasegate_checkpoints WHERE run_id='busy'").fetchone()[0]
-        decs = conn.execute("SELECT run_id, action, operator, state FROM phasegate_decisions ORDER BY run_id").fetchall()
+        decs = conn.execute(
+            "SELECT run_id, action, operator, state FROM phasegate_decisions ORDER BY run_id"
+        ).fetchall()
     assert ckpts == 40
     assert sorted(d[0] for d in decs) == sorted(blocked)  # every decision landed, none twice
     assert all(d[3] == "pending" for d in decs)
@@ -129,8 +134,12 @@ def test_two_operators_deciding_at_once_one_applies(tmp_path: Path) -> None:
     runs = _blocked_runs(db, tmp_path, len(pairs))
     for rid, (a, b) in zip(runs, pairs, strict=True):
         go = tmp_path / f"go-{rid}"
-        kids = [_barrier_start(["decide", rid, act, "--reason", f"operator {n}", "--operator", f"op{n}", "--db", str(db)], go)
-                for n, act in enumerate((a, b))]
+        kids = [
+            _barrier_start(
+                ["decide", rid, act, "--reason", f"operator {n}", "--operator", f"op{n}", "--db", str(db)], go
+            )
+            for n, act in enumerate((a, b))
+        ]
         go.touch()
         res = [k.wait(60) for k in kids]
         assert sorted(r.rc for r in res) == [0, 2], [(r.rc, r.stderr) for r in res]

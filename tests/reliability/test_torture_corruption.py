@@ -25,7 +25,9 @@ def test_every_kind_of_damage_ends_safely(fuzzer: corrupt.Fuzzer) -> None:
     env = os.environ.get("PHASEGATE_TORTURE_SEED")
     seed = int(env) if env else random.SystemRandom().randrange(10**6)
     rng = random.Random(seed)
-    reports = [fuzzer.case(n, random.Random(rng.getrandbits(64)), kind) for n, kind in enumerate(sorted(fuzzer.damages()))]
+    reports = [
+        fuzzer.case(n, random.Random(rng.getrandbits(64)), kind) for n, kind in enumerate(sorted(fuzzer.damages()))
+    ]
     lines = [f"{r.kind:<20} {r.detail[:70]:<70} {r.outcomes}" for r in reports]
     bad = [f"{r.kind}: {r.detail}: {v}" for r in reports for v in r.violations]
     assert not bad, f"seed {seed}\n" + "\n".join(bad + lines)
@@ -56,8 +58,11 @@ def test_damaged_inputs_stop_the_run_before_it_parses_them(fuzzer: corrupt.Fuzze
         assert rep.outcomes[damaged] in ("integrity", "unusable"), (rep.detail, rep.outcomes)
 
 
-@pytest.mark.xfail(strict=True, reason="design limit: effect records of an open phase are outside the hash chain, "
-                   "so a deleted 'done' record is invisible and the effect is repeated (see the reliability report)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="design limit: effect records of an open phase are outside the hash chain, "
+    "so a deleted 'done' record is invisible and the effect is repeated (see the reliability report)",
+)
 def test_a_deleted_effect_record_of_an_open_phase_is_detected(fuzzer: corrupt.Fuzzer, tmp_path: Path) -> None:
     import shutil
     import sqlite3

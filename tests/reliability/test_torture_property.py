@@ -72,6 +72,7 @@ def build(spec: list[list[str]], world: World) -> Workflow:
                 if op == "step":
                     out.append(ctx.step(name, lambda j=j: f"s{i}.{j}"))
                 elif op == "durable":
+
                     def work(i: int = i, j: int = j) -> str:
                         world.step_runs[f"p{i}.{j}"] += 1
                         try:
@@ -83,6 +84,7 @@ def build(spec: list[list[str]], world: World) -> Workflow:
 
                     out.append(ctx.step(name, work, durable=True))
                 elif op == "atomic":
+
                     def book(key: str, session: Any) -> dict[str, str]:
                         session.execute(text("CREATE TABLE IF NOT EXISTS prop_books (key TEXT PRIMARY KEY)"))
                         session.execute(text("INSERT INTO prop_books (key) VALUES (:k)"), {"k": key})
@@ -92,8 +94,9 @@ def build(spec: list[list[str]], world: World) -> Workflow:
                     out.append(ctx.effect(name, book, atomic=True))
                 else:
                     idem = op == "idempotent"
-                    out.append(ctx.effect(name, lambda key, idem=idem: world.gateway(key, idempotent=idem),
-                                          idempotent=idem))
+                    out.append(
+                        ctx.effect(name, lambda key, idem=idem: world.gateway(key, idempotent=idem), idempotent=idem)
+                    )
             world.tick()
             return {"ops": out, "prev": prev.get(f"p{i - 1}")}
 
@@ -111,17 +114,23 @@ def expected(spec: list[list[str]], run_id: str) -> Any:
         out: list[Any] = []
         for j, op in enumerate(ops):
             key = f"{run_id}/p{i}/e{j}"
-            out.append({"step": f"s{i}.{j}", "durable": f"d{i}.{j}", "atomic": {"booked": key}}.get(
-                op, {"charge": "c-" + key}))
+            out.append(
+                {"step": f"s{i}.{j}", "durable": f"d{i}.{j}", "atomic": {"booked": key}}.get(op, {"charge": "c-" + key})
+            )
         prev = {"ops": out, "prev": prev}
     return prev
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(spec=SPEC, kills=st.sets(st.integers(min_value=1, max_value=80), max_size=8),
-       dawdle=st.lists(st.booleans(), min_size=0, max_size=6), twice=st.booleans())
-def test_kills_and_decisions_keep_every_promise(spec: list[list[str]], kills: set[int], dawdle: list[bool],
-                                                 twice: bool) -> None:
+@given(
+    spec=SPEC,
+    kills=st.sets(st.integers(min_value=1, max_value=80), max_size=8),
+    dawdle=st.lists(st.booleans(), min_size=0, max_size=6),
+    twice=st.booleans(),
+)
+def test_kills_and_decisions_keep_every_promise(
+    spec: list[list[str]], kills: set[int], dawdle: list[bool], twice: bool
+) -> None:
     world = World(kills)
     wf = build(spec, world)
     run_id = "prop"
@@ -143,7 +152,9 @@ def test_kills_and_decisions_keep_every_promise(spec: list[list[str]], kills: se
                 with Engine(db, clock=lambda: now[0]) as reader:
                     view = reader.status(run_id) if any(True for _ in reader.run_ids()) else None
                 if view is not None:
-                    reported.append((frozenset(p["name"] for p in view.phases if p["state"] == "done"), len(world.starts)))
+                    reported.append(
+                        (frozenset(p["name"] for p in view.phases if p["state"] == "done"), len(world.starts))
+                    )
                 continue
             finally:
                 eng.close()

@@ -70,15 +70,21 @@ def test_database_wal_and_archive_files_are_private_even_with_umask_0(tmp_path: 
     db = tmp_path / "s.db"
     umask0 = lambda: os.umask(0)  # noqa: E731 - the child's umask would allow 0666/0777
     ins = json.dumps({"payloads": ["x"]})
-    r = proc.run(["run", INERT, "--run-id", "a", "--input", ins, "--db", str(db)], preexec=umask0,
-                 env={"PHASEGATE_TEST_KILL_AT": ""})
+    r = proc.run(
+        ["run", INERT, "--run-id", "a", "--input", ins, "--db", str(db)],
+        preexec=umask0,
+        env={"PHASEGATE_TEST_KILL_AT": ""},
+    )
     assert r.rc == 0, r
     # a killed writer leaves its WAL and index behind: they are private too
     from tests.torture.crash import TARGET
 
     tins = json.dumps({"items": 1, "ledger": str(tmp_path / "l"), "mailbox": str(tmp_path / "m")})
-    r = proc.run(["run", TARGET, "--run-id", "k", "--input", tins, "--db", str(db)], preexec=umask0,
-                 env={"PHASEGATE_TEST_KILL_AT": "start:report"})
+    r = proc.run(
+        ["run", TARGET, "--run-id", "k", "--input", tins, "--db", str(db)],
+        preexec=umask0,
+        env={"PHASEGATE_TEST_KILL_AT": "start:report"},
+    )
     assert r.killed
     files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
     for f in files:
@@ -97,8 +103,15 @@ def test_database_wal_and_archive_files_are_private_even_with_umask_0(tmp_path: 
 #: Calls that turn data into code or a process.
 _CODE = {"eval", "exec", "compile", "__import__"}
 _MODULES = {"pickle", "cPickle", "dill", "marshal", "shelve", "jsonpickle", "yaml"}
-_COMMANDS = {("os", "system"), ("os", "popen"), ("os", "execv"), ("os", "execvp"), ("os", "execl"),
-             ("os", "spawnv"), ("os", "startfile")}
+_COMMANDS = {
+    ("os", "system"),
+    ("os", "popen"),
+    ("os", "execv"),
+    ("os", "execvp"),
+    ("os", "execl"),
+    ("os", "spawnv"),
+    ("os", "startfile"),
+}
 
 
 def _findings(folder: Path, *, commands: bool) -> list[str]:
@@ -137,6 +150,8 @@ def test_the_console_never_runs_code_or_commands() -> None:
 def test_the_scanner_itself_finds_what_it_looks_for(tmp_path: Path) -> None:
     bad = tmp_path / "pkg"
     bad.mkdir()
-    (bad / "m.py").write_text("import pickle\nimport subprocess\nimport os\neval('1')\nos.system('x')\npickle.loads(b'')\n")
+    (bad / "m.py").write_text(
+        "import pickle\nimport subprocess\nimport os\neval('1')\nos.system('x')\npickle.loads(b'')\n"
+    )
     got = _findings(bad, commands=True)
     assert len(got) == 5, got

@@ -25,7 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None, help="master seed (default: random, printed)")
     p.add_argument("--run-seed", type=int, default=None, help="replay one tortured run by its printed run-seed")
     p.add_argument("--only", default=None, help="one corruption kind, e.g. delete-effect")
-    p.add_argument("--exec", action="store_true", help="spawn `python -m engine` for every run and resume (slower, as a deploy runs it)")
+    p.add_argument(
+        "--exec",
+        action="store_true",
+        help="spawn `python -m engine` for every run and resume (slower, as a deploy runs it)",
+    )
     p.add_argument("--items", type=int, default=4, help="items per tortured run (more items, more kills per run)")
     p.add_argument("--dir", default=None, help="work folder (default: a new temporary one, removed when all is well)")
     args = p.parse_args(argv)
@@ -35,22 +39,37 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     failed = 0
     if args.kills > 0 or args.run_seed is not None:
-        reps = crash.torture(max(args.kills, 1), seed, work / "crash", mode="exec" if args.exec else "fork",
-                             items=args.items, run_seed=args.run_seed, log=lambda s: print(s, flush=True))
+        reps = crash.torture(
+            max(args.kills, 1),
+            seed,
+            work / "crash",
+            mode="exec" if args.exec else "fork",
+            items=args.items,
+            run_seed=args.run_seed,
+            log=lambda s: print(s, flush=True),
+        )
         kills = sum(r.kills for r in reps)
         bad = [r for r in reps if not r.ok]
         failed += len(bad)
         dec: Counter[str] = Counter()
         for r in reps:
             dec.update(r.decisions)
-        print(f"torture: {len(reps)} runs, {kills} kills ({sum(r.point_kills for r in reps)} at kill points), "
-              f"{sum(r.attempts for r in reps)} attempts, decisions {dict(dec) or '-'}; "
-              f"{len(reps) - len(bad)} completed with every invariant, {len(bad)} failed", flush=True)
+        print(
+            f"torture: {len(reps)} runs, {kills} kills ({sum(r.point_kills for r in reps)} at kill points), "
+            f"{sum(r.attempts for r in reps)} attempts, decisions {dict(dec) or '-'}; "
+            f"{len(reps) - len(bad)} completed with every invariant, {len(bad)} failed",
+            flush=True,
+        )
     if args.corruptions > 0 and args.run_seed is None:
-        creps = corrupt.fuzz(args.corruptions, seed, work / "corrupt", only=args.only, log=lambda s: print(s, flush=True))
+        creps = corrupt.fuzz(
+            args.corruptions, seed, work / "corrupt", only=args.only, log=lambda s: print(s, flush=True)
+        )
         failed += sum(1 for r in creps if r.violations)
-    print(f"phasegate torture: seed {seed}: {'FAILED' if failed else 'all invariants held'} "
-          f"({time.monotonic() - t0:.0f} s)", flush=True)
+    print(
+        f"phasegate torture: seed {seed}: {'FAILED' if failed else 'all invariants held'} "
+        f"({time.monotonic() - t0:.0f} s)",
+        flush=True,
+    )
     if not failed and not args.dir:
         crash.cleanup(work)
     return 1 if failed else 0

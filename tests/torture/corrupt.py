@@ -37,8 +37,21 @@ BASE_RUNS = [
     ("mid-enrich", "step:1"),
 ]
 #: Columns of a run's row that no hash covers: damage there must still not crash anything.
-RUN_COLUMNS = ["shape_json", "blocked_json", "env_json", "notes_json", "status", "workflow", "target",
-               "frontier_phase", "attention", "lease_owner", "lease_pid", "lease_expires_at", "updated_at"]
+RUN_COLUMNS = [
+    "shape_json",
+    "blocked_json",
+    "env_json",
+    "notes_json",
+    "status",
+    "workflow",
+    "target",
+    "frontier_phase",
+    "attention",
+    "lease_owner",
+    "lease_pid",
+    "lease_expires_at",
+    "updated_at",
+]
 CHECKPOINT_COLUMNS = ["run_id", "epoch", "seq", "kind", "phase", "output_state", "output_bytes", "created_at", "status"]
 STEP_COLUMNS = ["run_id", "phase", "step_key", "created_at", "discarded"]
 EFFECT_COLUMNS = ["run_id", "phase", "name", "key", "state", "attempt", "intent_at", "done_at"]
@@ -95,8 +108,12 @@ class Fuzzer:
     # -- the stores ---------------------------------------------------------------
 
     def inputs(self, world: Path, run_id: str) -> dict[str, Any]:
-        return {"items": self.items, "pace": 0, "ledger": str(world / f"{run_id}.ledger"),
-                "mailbox": str(world / f"{run_id}.mailbox")}
+        return {
+            "items": self.items,
+            "pace": 0,
+            "ledger": str(world / f"{run_id}.ledger"),
+            "mailbox": str(world / f"{run_id}.mailbox"),
+        }
 
     def _build(self, folder: Path, world: Path, prefix: str = "") -> None:
         db = folder / "store.db"
@@ -104,8 +121,10 @@ class Fuzzer:
         for rid, point in BASE_RUNS:
             rid = prefix + rid
             env = {"PHASEGATE_TEST_KILL_AT": point} if point else {}
-            r = proc.run(["run", TARGET, "--run-id", rid, "--input", json.dumps(self.inputs(world, rid)),
-                          "--db", str(db)], env=env)
+            r = proc.run(
+                ["run", TARGET, "--run-id", rid, "--input", json.dumps(self.inputs(world, rid)), "--db", str(db)],
+                env=env,
+            )
             if r.rc not in (0, proc.KILLED) or r.traceback:
                 raise AssertionError(f"building the base store: {rid} exited {r.rc}: {r.stderr}")
 
@@ -149,15 +168,26 @@ class Fuzzer:
             "delete-effect": lambda db, rng: self._delete(db, rng, "effects"),
             "delete-run": lambda db, rng: self._delete(db, rng, "runs"),
             "flip-step": lambda db, rng: self._flip_col(db, rng, "steps", rng.choice(["result_json", "result_hash"])),
-            "flip-effect": lambda db, rng: self._flip_col(db, rng, "effects", rng.choice(["result_json", "result_hash"])),
+            "flip-effect": lambda db, rng: self._flip_col(
+                db, rng, "effects", rng.choice(["result_json", "result_hash"])
+            ),
             "flip-inputs": lambda db, rng: self._flip_col(db, rng, "runs", "inputs_json"),
-            "flip-head": lambda db, rng: self._flip_col(db, rng, "runs", rng.choice(["head_hash", "head_seq", "epoch"])),
+            "flip-head": lambda db, rng: self._flip_col(
+                db, rng, "runs", rng.choice(["head_hash", "head_seq", "epoch"])
+            ),
             "flip-run-row": lambda db, rng: self._flip_col(db, rng, "runs", rng.choice(RUN_COLUMNS)),
-            "flip-checkpoint-row": lambda db, rng: self._flip_col(db, rng, "checkpoints", rng.choice(CHECKPOINT_COLUMNS)),
+            "flip-checkpoint-row": lambda db, rng: self._flip_col(
+                db, rng, "checkpoints", rng.choice(CHECKPOINT_COLUMNS)
+            ),
             "flip-record-row": lambda db, rng: self._flip_col(
-                db, rng, *rng.choice([("steps", c) for c in STEP_COLUMNS] + [("effects", c) for c in EFFECT_COLUMNS])),
-            "schema-future": lambda db, rng: self._sql(db, "UPDATE phasegate_meta SET value='99' WHERE key='schema_version'"),
-            "schema-garbage": lambda db, rng: self._sql(db, "UPDATE phasegate_meta SET value='v1;drop' WHERE key='schema_version'"),
+                db, rng, *rng.choice([("steps", c) for c in STEP_COLUMNS] + [("effects", c) for c in EFFECT_COLUMNS])
+            ),
+            "schema-future": lambda db, rng: self._sql(
+                db, "UPDATE phasegate_meta SET value='99' WHERE key='schema_version'"
+            ),
+            "schema-garbage": lambda db, rng: self._sql(
+                db, "UPDATE phasegate_meta SET value='v1;drop' WHERE key='schema_version'"
+            ),
             "truncate": self._truncate,
             "flip-file-bytes": self._flip_file,
             "foreign-wal": self._put_wal,
@@ -175,13 +205,15 @@ class Fuzzer:
         key, value = rng.choice(rows)
         value = str(value)
         if not value:
-            self._sql(db, f"UPDATE {TABLES[table]} SET {col} = ? WHERE {'run_id' if table == 'runs' else 'id'} = ?", "{", key)
+            self._sql(
+                db, f"UPDATE {TABLES[table]} SET {col} = ? WHERE {'run_id' if table == 'runs' else 'id'} = ?", "{", key
+            )
             return f"{table}.{col} of {key}: '' -> '{{'"
         i = rng.randrange(len(value))
         ch = value[i]
-        pool = "0123456789abcdef" if col.endswith("hash") else "0123456789abcdefXYZ{}[]\":,"
+        pool = "0123456789abcdef" if col.endswith("hash") else '0123456789abcdefXYZ{}[]":,'
         new = rng.choice([c for c in pool if c != ch])
-        damaged = value[:i] + new + value[i + 1:]
+        damaged = value[:i] + new + value[i + 1 :]
         keycol = "run_id" if table == "runs" else "id"
         self._sql(db, f"UPDATE {TABLES[table]} SET {col} = ? WHERE {keycol} = ?", damaged, key)
         return f"{table}.{col} of {key}: byte {i} {ch!r}->{new!r}"
@@ -196,21 +228,33 @@ class Fuzzer:
         body = json.loads(env)
         body["prev"] = "0" * 64
         text = _json.dumps(body)
-        self._sql(db, "UPDATE phasegate_checkpoints SET envelope=?, payload_hash=? WHERE id=?", text, _json.sha256(text), cid)
+        self._sql(
+            db, "UPDATE phasegate_checkpoints SET envelope=?, payload_hash=? WHERE id=?", text, _json.sha256(text), cid
+        )
         return f"checkpoint {cid}: link rewritten, hash recomputed"
 
     def _splice(self, db: Path, rng: random.Random) -> str:
         """A checkpoint of another run (another store's twin) put in its place."""
         with closing(sqlite3.connect(self.other / "store.db", isolation_level=None)) as src:
-            src_rows = list(src.execute(
-                "SELECT run_id, seq, envelope, payload_hash, prev_hash, output_json FROM phasegate_checkpoints"))
+            src_rows = list(
+                src.execute(
+                    "SELECT run_id, seq, envelope, payload_hash, prev_hash, output_json FROM phasegate_checkpoints"
+                )
+            )
         with closing(sqlite3.connect(db, isolation_level=None)) as conn:
             rows = list(conn.execute("SELECT id, run_id, seq FROM phasegate_checkpoints"))
         cid, rid, seq = rng.choice(rows)
         twins = [r for r in src_rows if r[0] == "x-" + rid and r[1] == seq] or src_rows
         s = rng.choice(twins)
-        self._sql(db, "UPDATE phasegate_checkpoints SET envelope=?, payload_hash=?, prev_hash=?, output_json=? WHERE id=?",
-                  s[2], s[3], s[4], s[5], cid)
+        self._sql(
+            db,
+            "UPDATE phasegate_checkpoints SET envelope=?, payload_hash=?, prev_hash=?, output_json=? WHERE id=?",
+            s[2],
+            s[3],
+            s[4],
+            s[5],
+            cid,
+        )
         return f"checkpoint {cid} ({rid}/{seq}) replaced by {s[0]}/{s[1]}"
 
     def _delete(self, db: Path, rng: random.Random, table: str) -> str:
@@ -268,7 +312,9 @@ class Fuzzer:
         for args in (["status", "--json"], ["status"], ["verify"], ["status", "mid-charge"]):
             r = proc.inproc([*args, "--db", str(db)])
             if r.traceback or r.rc not in (0, 2, 3) or (r.rc != 0 and not _one_line(r.stderr) and args[0] != "verify"):
-                rep.violations.append(f"`{' '.join(args)}` on the damaged store: exit {r.rc}: {r.stderr.strip()[-800:]}")
+                rep.violations.append(
+                    f"`{' '.join(args)}` on the damaged store: exit {r.rc}: {r.stderr.strip()[-800:]}"
+                )
         crash = _console_reads(db, [rid for rid, _ in BASE_RUNS])
         if crash:
             rep.violations.append(f"the console's reads crashed on the damaged store: {crash}")
@@ -392,9 +438,12 @@ def fuzz(cases: int, seed: int, workdir: Path, *, log: Any = print, only: str | 
         log(f"  {k:<18} " + ", ".join(f"{o} {c}" for o, c in sorted(by_kind[k].items())))
     failed = sum(1 for r in reports if r.violations)
     known = sum(1 for r in reports if r.known and not r.violations)
-    log(f"corruption: {len(reports)} cases, {sum(tally.values())} resumes: "
-        + ", ".join(f"{o} {c}" for o, c in sorted(tally.items())) + f"; {failed} failed"
-        + (f"; {known} met a known limit (see the report lines marked 'known')" if known else ""))
+    log(
+        f"corruption: {len(reports)} cases, {sum(tally.values())} resumes: "
+        + ", ".join(f"{o} {c}" for o, c in sorted(tally.items()))
+        + f"; {failed} failed"
+        + (f"; {known} met a known limit (see the report lines marked 'known')" if known else "")
+    )
     for r in reports:
         for k in r.known:
             log(f"  known: case {r.n} {r.kind}: {k}")

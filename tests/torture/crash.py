@@ -27,8 +27,11 @@ def _wfmod() -> Any:
     load(TARGET)  # warms the loader's module cache, so forked children start at once
     import sys
 
-    return next(m for n, m in sys.modules.items() if n.startswith("phasegate_target_") and getattr(m, "wf", None)
-                is not None and m.wf.name == "test-torture")
+    return next(
+        m
+        for n, m in sys.modules.items()
+        if n.startswith("phasegate_target_") and getattr(m, "wf", None) is not None and m.wf.name == "test-torture"
+    )
 
 
 @dataclass
@@ -51,8 +54,16 @@ class RunReport:
 class Torture:
     """One torture session: a folder, a database, a reference result."""
 
-    def __init__(self, workdir: Path, *, items: int = 4, pace: float = 0.002, mode: str = "fork",
-                 point_share: float = 0.3, log: Any = print) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        items: int = 4,
+        pace: float = 0.002,
+        mode: str = "fork",
+        point_share: float = 0.3,
+        log: Any = print,
+    ) -> None:
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.db = self.dir / "torture.db"
@@ -72,8 +83,12 @@ class Torture:
         return proc.inproc(args)
 
     def inputs(self, run_id: str) -> dict[str, Any]:
-        return {"items": self.items, "pace": self.pace, "ledger": str(self.dir / f"{run_id}.ledger"),
-                "mailbox": str(self.dir / f"{run_id}.mailbox")}
+        return {
+            "items": self.items,
+            "pace": self.pace,
+            "ledger": str(self.dir / f"{run_id}.ledger"),
+            "mailbox": str(self.dir / f"{run_id}.mailbox"),
+        }
 
     def status(self, run_id: str) -> dict[str, Any]:
         r = self.cli("status", run_id, "--json", "--db", str(self.db))
@@ -85,8 +100,10 @@ class Torture:
         """Output hashes of an uninterrupted run, and how long one takes."""
         rid = "reference"
         t0 = time.monotonic()
-        r = proc.run(["run", TARGET, "--run-id", rid, "--input", json.dumps(self.inputs(rid)), "--db", str(self.db)],
-                     mode=self.mode)
+        r = proc.run(
+            ["run", TARGET, "--run-id", rid, "--input", json.dumps(self.inputs(rid)), "--db", str(self.db)],
+            mode=self.mode,
+        )
         took = time.monotonic() - t0
         if r.rc != 0:
             raise AssertionError(f"the uninterrupted reference run failed ({r.rc}): {r.stdout}{r.stderr}")
@@ -133,9 +150,11 @@ class Torture:
                 rep.violations.append(str(exc))
                 break
             charged = Counter(r["key"].rsplit(":", 1)[-1] for r in self.mod.read_lines(self.inputs(run_id)["ledger"]))
-            rep.history.append(f"attempt {rep.attempts} ({args[0]}, {how}): "
-                               + ("killed" if res.killed else f"exit {res.rc} {res.stdout.strip()[:200]}")
-                               + f"; gateway has charged items {dict(sorted(charged.items()))}")
+            rep.history.append(
+                f"attempt {rep.attempts} ({args[0]}, {how}): "
+                + ("killed" if res.killed else f"exit {res.rc} {res.stdout.strip()[:200]}")
+                + f"; gateway has charged items {dict(sorted(charged.items()))}"
+            )
             if res.killed:
                 rep.kills += 1
                 rep.point_kills += point is not None
@@ -182,13 +201,32 @@ class Torture:
             key = b["effect"]
             if key in ledger:
                 rec = ledger[key]
-                args = ["decide", run_id, "confirm_effect", "--effect", key, "--result",
-                        json.dumps({"charge_id": rec["charge_id"], "amount": rec["amount"]}),
-                        "--reason", "gateway ledger shows the charge", "--operator", "torture"]
+                args = [
+                    "decide",
+                    run_id,
+                    "confirm_effect",
+                    "--effect",
+                    key,
+                    "--result",
+                    json.dumps({"charge_id": rec["charge_id"], "amount": rec["amount"]}),
+                    "--reason",
+                    "gateway ledger shows the charge",
+                    "--operator",
+                    "torture",
+                ]
                 action = "confirm_effect"
             else:
-                args = ["decide", run_id, "retry_effect", "--effect", key,
-                        "--reason", "gateway ledger has no such charge", "--operator", "torture"]
+                args = [
+                    "decide",
+                    run_id,
+                    "retry_effect",
+                    "--effect",
+                    key,
+                    "--reason",
+                    "gateway ledger has no such charge",
+                    "--operator",
+                    "torture",
+                ]
                 action = "retry_effect"
             r = self.cli(*args, "--db", str(self.db))
             if r.rc != 0:
@@ -216,8 +254,9 @@ class Torture:
         if len(mails) != self.items or any(n > 1 for n in mails.values()):
             v.append(f"mailbox holds {dict(mails)}, expected each of {self.items} keys once")
         with closing(sqlite3.connect(self.db, isolation_level=None)) as conn:
-            books = conn.execute("SELECT count(*), count(DISTINCT key) FROM torture_books WHERE key LIKE ?",
-                                 (f"{run_id}/%",)).fetchone()
+            books = conn.execute(
+                "SELECT count(*), count(DISTINCT key) FROM torture_books WHERE key LIKE ?", (f"{run_id}/%",)
+            ).fetchone()
         if tuple(books) != (self.items, self.items):
             v.append(f"atomic bookings {tuple(books)}, expected {self.items} once each")
         lines = _trace(trace)
@@ -239,8 +278,17 @@ def _hashes(status: dict[str, Any]) -> dict[str, str]:
     return {o["phase"]: o["hash"] for o in status["outputs"]}
 
 
-def torture(kills: int, seed: int, workdir: Path, *, mode: str = "fork", kills_per_run: int = 6,
-            items: int = 4, log: Any = print, run_seed: int | None = None) -> list[RunReport]:
+def torture(
+    kills: int,
+    seed: int,
+    workdir: Path,
+    *,
+    mode: str = "fork",
+    kills_per_run: int = 6,
+    items: int = 4,
+    log: Any = print,
+    run_seed: int | None = None,
+) -> list[RunReport]:
     """Torture runs until `kills` kills have landed. Prints each run's seed."""
     t = Torture(workdir, items=items, mode=mode, log=log)
     log(f"torture: seed {seed}, {kills} kills, mode {mode}, reference run {t.duration * 1000:.0f} ms")
@@ -253,8 +301,10 @@ def torture(kills: int, seed: int, workdir: Path, *, mode: str = "fork", kills_p
         reports.append(rep)
         total += rep.kills
         mark = "ok  " if rep.ok else "FAIL"
-        log(f"  {mark} run {rep.run_id} run-seed {rs}: {rep.kills} kills ({rep.point_kills} at kill points), "
-            f"{rep.attempts} attempts, decisions {dict(rep.decisions) or '-'}")
+        log(
+            f"  {mark} run {rep.run_id} run-seed {rs}: {rep.kills} kills ({rep.point_kills} at kill points), "
+            f"{rep.attempts} attempts, decisions {dict(rep.decisions) or '-'}"
+        )
         for line in rep.violations:
             log(f"       {line}")
         if rep.violations:

@@ -158,8 +158,14 @@ def start(
         full = {**os.environ, **(env or {})}
         full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
         with out.open("wb") as o, err.open("wb") as e:
-            popen = subprocess.Popen([*wrapper, sys.executable, "-m", "engine", *args], stdout=o, stderr=e,
-                                     env=full, cwd=ROOT, preexec_fn=preexec)
+            popen = subprocess.Popen(
+                [*wrapper, sys.executable, "-m", "engine", *args],
+                stdout=o,
+                stderr=e,
+                env=full,
+                cwd=ROOT,
+                preexec_fn=preexec,
+            )
         return Child(popen.pid, out, err, popen)
     warm()
     _no_open_databases(args[list(args).index("--db") + 1] if "--db" in args else None)
@@ -198,9 +204,16 @@ def start(
     return Child(pid, out, err)
 
 
-def run(args: Sequence[str], *, env: dict[str, str] | None = None, mode: str = "fork", timeout: float = 120.0,
-        before: Callable[[], None] | None = None, preexec: Callable[[], None] | None = None,
-        wrapper: Sequence[str] = ()) -> Result:
+def run(
+    args: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    mode: str = "fork",
+    timeout: float = 120.0,
+    before: Callable[[], None] | None = None,
+    preexec: Callable[[], None] | None = None,
+    wrapper: Sequence[str] = (),
+) -> Result:
     return start(args, env=env, mode=mode, before=before, preexec=preexec, wrapper=wrapper).wait(timeout)
 
 

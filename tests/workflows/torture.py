@@ -120,6 +120,7 @@ def enrich(ctx, load) -> list[dict]:
     kill_point("start:enrich")
     out = []
     for i, item in enumerate(load):
+
         def score(item: dict = item, i: int = i) -> int:
             trace(f"step:score:{i}")
             _pace(ctx)
@@ -161,6 +162,7 @@ def notify(ctx, charge) -> list[dict]:
     mailbox = ctx.inputs["mailbox"]
     out = []
     for i, c in enumerate(charge):
+
         def send(key: str, c: dict = c, i: int = i) -> dict:
             _pace(ctx)
             res = mailer_send(mailbox, key, f"{c['id']}@example.test")
@@ -174,7 +176,9 @@ def notify(ctx, charge) -> list[dict]:
             # records the effect: both commit or neither.
             kill_point(f"before:book:{i}")
             session.execute(text("CREATE TABLE IF NOT EXISTS torture_books (key TEXT PRIMARY KEY, charge_id TEXT)"))
-            session.execute(text("INSERT INTO torture_books (key, charge_id) VALUES (:k, :c)"), {"k": key, "c": c["charge_id"]})
+            session.execute(
+                text("INSERT INTO torture_books (key, charge_id) VALUES (:k, :c)"), {"k": key, "c": c["charge_id"]}
+            )
             return {"booked": c["charge_id"]}
 
         booked = ctx.effect(f"book:{i}", book, atomic=True)
@@ -199,6 +203,12 @@ def report(ctx, charge, notify, load) -> dict:
 def kill_points(items: int) -> list[str]:
     pts = [f"start:{p.name}" for p in wf.phases]
     for i in range(items):
-        pts += [f"step:{i}", f"loop:charge:{i}", f"before:charge:{i}", f"after:charge:{i}",
-                f"after:mail:{i}", f"before:book:{i}"]
+        pts += [
+            f"step:{i}",
+            f"loop:charge:{i}",
+            f"before:charge:{i}",
+            f"after:charge:{i}",
+            f"after:mail:{i}",
+            f"before:book:{i}",
+        ]
     return pts
