@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -120,13 +121,27 @@ def make_engine(path: Path, *, readonly: bool) -> SAEngine:
     return engine
 
 
-def enable_wal(engine: SAEngine) -> None:
-    # Outside any transaction: the journal mode cannot change inside one.
-    raw = engine.raw_connection()
-    try:
-        raw.cursor().execute("PRAGMA journal_mode=WAL")
-    finally:
-        raw.close()
+def enable_wal(engine: SAEngine, *, patience: float = 30.0) -> None:
+    """Switch a new store to WAL, outside any transaction (the journal mode
+    cannot change inside one). Several processes may create the same store at
+    once; changing the mode takes a lock SQLite's busy handler does not wait
+    for, so a locked answer is retried, and a store already in WAL is left as is."""
+    deadline = time.monotonic() + patience
+    while True:
+        raw = engine.raw_connection()
+        try:
+            cur = raw.cursor()
+            mode = cur.execute("PRAGMA journal_mode").fetchone()
+            if mode and str(mode[0]).lower() == "wal":
+                return
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() or time.monotonic() > deadline:
+                raise
+        finally:
+            raw.close()
+        time.sleep(0.05)
 
 
 def explain(exc: BaseException, path: Path | None) -> StoreError:

@@ -69,7 +69,7 @@ class Store:
         self._hot: Connection | None = None
         try:
             self._open(fresh=fresh, create=create)
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, self.dialect.DriverError) as exc:
             self.sa.dispose()
             raise self.explain(exc) from None
         except UnicodeDecodeError:
