@@ -204,6 +204,21 @@ def verify(
     return Verified(entries, None)
 
 
+def verify_run(run: Any, rows: Sequence[Any], check_type: Callable[[str, Any], str | None] | None = None) -> Verified:
+    """Verify the live chain of `run`'s current epoch among `rows` (which may
+    hold other epochs and set-aside entries), against what its row says."""
+    live = [r for r in rows if r.status == "live" and int(r.epoch) == int(run.epoch)]
+    return verify(
+        live,
+        run_id=run.run_id,
+        epoch=int(run.epoch),
+        inputs_hash=run.inputs_hash,
+        head_seq=int(run.head_seq),
+        head_hash=run.head_hash,
+        check_type=check_type,
+    )
+
+
 @dataclass
 class Done:
     """A phase the trusted chain marks done."""

@@ -344,14 +344,7 @@ class Engine:
                     chain.IntegrityFailure(-1, None, "inputs", run.inputs_hash, actual_inputs, "stored inputs damaged"),
                 )
             else:
-                v = chain.verify(
-                    rows,
-                    run_id=rid,
-                    epoch=int(run.epoch),
-                    inputs_hash=run.inputs_hash,
-                    head_seq=int(run.head_seq),
-                    head_hash=run.head_hash,
-                )
+                v = chain.verify_run(run, rows)
             bytes_checked = sum(len(r.envelope) + len(r.output_json or "") for r in rows)
             reports.append(
                 {

@@ -49,15 +49,7 @@ def candidates(
     out: list[PruneCandidate] = []
     if run.lease_owner is not None and run.lease_expires_at is not None and run.lease_expires_at > now:
         return out  # never prune under a live run
-    live = [r for r in rows if r.status == "live" and int(r.epoch) == int(run.epoch)]
-    verified = chain.verify(
-        live,
-        run_id=run.run_id,
-        epoch=int(run.epoch),
-        inputs_hash=run.inputs_hash,
-        head_seq=int(run.head_seq),
-        head_hash=run.head_hash,
-    )
+    verified = chain.verify_run(run, rows)
     if verified.failure is not None:
         return out  # a damaged run is evidence for an operator, not garbage
     state = chain.fold(verified.entries)

@@ -146,15 +146,7 @@ def build(
 ) -> RunView:
     status = effective_status(run, now)
     alive = holder_alive(run, now)
-    live = [r for r in rows if r.status == "live" and int(r.epoch) == int(run.epoch)]
-    verified = chain.verify(
-        live,
-        run_id=run.run_id,
-        epoch=int(run.epoch),
-        inputs_hash=run.inputs_hash,
-        head_seq=int(run.head_seq),
-        head_hash=run.head_hash,
-    )
+    verified = chain.verify_run(run, rows)
     state = chain.fold(verified.entries)
     integrity = [verified.failure.as_dict()] if verified.failure else []
     blocked = _json.loads(run.blocked_json or "[]")

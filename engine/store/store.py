@@ -181,19 +181,23 @@ class Store:
         except UnicodeDecodeError:
             raise self._not_utf8() from None
 
-    @contextmanager
-    def hot(self) -> Iterator[Connection]:
-        """The reused connection of the checkpoint path: no pool checkout, no
-        new connection per boundary. One thread at a time."""
+    def _hot_connection(self) -> Connection:
+        """The reused writer connection (callers hold `_hot_lock`)."""
         if self.readonly:
             raise StoreError("the store is open read-only")
         if self.schema_problem:
             # A store this code cannot interpret is evidence: nothing may change it.
             raise StoreError(f"{self.schema_problem}; nothing was written")
+        if self._hot is None or self._hot.closed:
+            self._hot = self.sa.connect().execution_options(phasegate_write=True)
+        return self._hot
+
+    @contextmanager
+    def hot(self) -> Iterator[Connection]:
+        """The reused connection of the checkpoint path: no pool checkout, no
+        new connection per boundary. One thread at a time."""
         with self._hot_lock:
-            if self._hot is None or self._hot.closed:
-                self._hot = self.sa.connect().execution_options(phasegate_write=True)
-            conn = self._hot
+            conn = self._hot_connection()
             try:
                 with conn.begin():
                     yield conn
@@ -459,15 +463,8 @@ class Store:
         """One write transaction on the reused connection, driven at the
         driver level: BEGIN IMMEDIATE, the fixed statements, COMMIT (an fsync
         under synchronous=FULL). Rolled back on any exception."""
-        if self.readonly:
-            raise StoreError("the store is open read-only")
-        if self.schema_problem:
-            # A store this code cannot interpret is evidence: nothing may change it.
-            raise StoreError(f"{self.schema_problem}; nothing was written")
         with self._hot_lock:
-            if self._hot is None or self._hot.closed:
-                self._hot = self.sa.connect().execution_options(phasegate_write=True)
-            raw = self._hot.connection.dbapi_connection
+            raw = self._hot_connection().connection.dbapi_connection
             assert raw is not None
             cur = raw.cursor()
             try:
