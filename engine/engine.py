@@ -246,8 +246,9 @@ class Engine:
             effects = self.store.effects_for(conn, run_id)
             decisions = self.store.decisions_for(conn, run_id)
         now = self.clock()
-        cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days)
-        return build(run, rows, steps, effects, decisions, cands, now)
+        verified = chain.verify_run(run, rows)  # once, for the view and the prune candidates
+        cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days, verified=verified)
+        return build(run, rows, steps, effects, decisions, cands, now, verified)
 
     def runs(
         self,

@@ -44,12 +44,14 @@ def candidates(
     *,
     now: float,
     retention_days: float,
+    verified: chain.Verified | None = None,
 ) -> list[PruneCandidate]:
-    """The candidates of one run, from its own rows only."""
+    """The candidates of one run, from its own rows only (`verified`: its
+    chain already verified by the caller, so it is not hashed twice)."""
     out: list[PruneCandidate] = []
     if run.lease_owner is not None and run.lease_expires_at is not None and run.lease_expires_at > now:
         return out  # never prune under a live run
-    verified = chain.verify_run(run, rows)
+    verified = verified if verified is not None else chain.verify_run(run, rows)
     if verified.failure is not None:
         return out  # a damaged run is evidence for an operator, not garbage
     state = chain.fold(verified.entries)

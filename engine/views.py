@@ -143,10 +143,11 @@ def build(
     decisions: list[Any],
     candidates: list[PruneCandidate],
     now: float,
+    verified: chain.Verified | None = None,
 ) -> RunView:
     status = effective_status(run, now)
     alive = holder_alive(run, now)
-    verified = chain.verify_run(run, rows)
+    verified = verified if verified is not None else chain.verify_run(run, rows)
     state = chain.fold(verified.entries)
     integrity = [verified.failure.as_dict()] if verified.failure else []
     blocked = _json.loads(run.blocked_json or "[]")
