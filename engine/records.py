@@ -8,6 +8,7 @@ is fenced by the run's lease.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -115,7 +116,7 @@ class RecordsMixin(RunState):
             except StoreError:
                 self._check_foreign_effect(row, key, name)
                 raise
-            result = fn(key)
+            result = _call(fn, key)
             text = _json.dumps(result)
             done = self.clock()
             with self.store.hot_tx() as tx:
@@ -134,7 +135,7 @@ class RecordsMixin(RunState):
             # can never be in doubt: no separate intent is needed.
             with self.store.hot() as conn:
                 with Session(bind=conn) as session:
-                    result = fn(key, session)
+                    result = _call(fn, key, session)
                     session.flush()
                 text = _json.dumps(result)
                 values = {"state": "done", "done_at": now, "result_json": text, "result_hash": _json.sha256(text)}
@@ -172,3 +173,24 @@ class RecordsMixin(RunState):
                     {"what": "record"},
                 )
             )
+
+
+def _call(fn: Callable[..., Any], key: str, session: Any = None) -> Any:
+    """Call an effect's function with what it asks for: the idempotency key
+    (`fn(key)`), and for an atomic effect the session too (`fn(key, session)`,
+    or `fn(session)` when it takes one argument); `fn()` when it takes none."""
+    try:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+        varargs = any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: give it everything
+        params, varargs = [], True
+    args: tuple[Any, ...] = (key,) if session is None else (key, session)
+    if varargs or len(params) >= len(args):
+        return fn(*args)
+    if session is not None and len(params) == 1:
+        return fn(session)
+    return fn(*args[: len(params)])
