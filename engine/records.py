@@ -67,7 +67,7 @@ class RecordsMixin(RunState):
     def save_step(self, phase: str, key: str, text: str) -> None:
         now = self.clock()
         with self.store.hot_tx() as tx:
-            tx.exec(
+            tx.run(
                 "step",
                 {
                     "run_id": self.run_id,
@@ -99,7 +99,7 @@ class RecordsMixin(RunState):
             try:
                 with self.store.hot_tx() as tx:
                     if row is None:
-                        tx.exec(
+                        tx.run(
                             "intent",
                             {
                                 "run_id": self.run_id,
@@ -111,7 +111,7 @@ class RecordsMixin(RunState):
                             },
                         )
                     else:
-                        tx.exec("reintent", {"key": key, "idempotent": bool(idempotent), "now": now})
+                        tx.run("reintent", {"key": key, "idempotent": bool(idempotent), "now": now})
                     self._hot_fence(tx, now)
             except StoreError:
                 self._check_foreign_effect(row, key, name)
@@ -120,7 +120,7 @@ class RecordsMixin(RunState):
             text = _json.dumps(result)
             done = self.clock()
             with self.store.hot_tx() as tx:
-                tx.exec(
+                tx.run(
                     "effect_done",
                     {
                         "key": key,

@@ -376,7 +376,7 @@ class Runner(RecordsMixin, DecisionsMixin):
         )
         frontier = nxt if nxt is not None else p
         with self.store.hot_tx() as tx:
-            tx.exec(
+            tx.run(
                 "checkpoint",
                 {
                     "run_id": self.run_id,
@@ -393,7 +393,7 @@ class Runner(RecordsMixin, DecisionsMixin):
                     "created_at": now,
                 },
             )
-            n = tx.exec(
+            n = tx.run(
                 "advance",
                 {
                     "head_seq": seq,

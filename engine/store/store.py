@@ -507,7 +507,7 @@ class HotTx:
         self._cur = cur
         self._sql = sql
 
-    def exec(self, name: str, params: dict[str, Any]) -> int:
+    def run(self, name: str, params: dict[str, Any]) -> int:
         """Returns the row count: 0 from a fenced update means the lease is gone."""
         self._cur.execute(self._sql[name], params)
         return int(self._cur.rowcount)
