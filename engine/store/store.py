@@ -375,9 +375,6 @@ class Store:
             q = q.where(steps.c.phase == phase)
         return _rowcheck.check_all(steps, conn.execute(q.order_by(steps.c.id)))
 
-    def insert_step(self, conn: Connection, values: dict[str, Any]) -> None:
-        conn.execute(insert(steps).values(**values))
-
     def discard_steps(self, conn: Connection, run_id: str, phases: Sequence[str] | None) -> None:
         cond = steps.c.run_id == run_id
         if phases is not None:
