@@ -72,13 +72,21 @@ class Worker:
         if threading.current_thread() is not threading.main_thread():
             return {}
 
+        signals = 0
+
         def handler(signum: int, _frame: FrameType | None) -> None:
+            # Counted in a plain local, not read from the Event: a second
+            # signal can land while the first handler is still inside
+            # `Event.set()`, before the flag flips, and would then be taken
+            # for a first one (seen as the first line logged twice).
+            nonlocal signals
+            signals += 1
             name = signal.Signals(signum).name
-            if self._stop.is_set():
+            if signals > 1:
                 log.warning("%s again: stopping now; the current run is left interrupted and resumable", name)
                 raise KeyboardInterrupt
-            log.warning("%s: finishing the current phase, then stopping (send it again to stop at once)", name)
             self._stop.set()
+            log.warning("%s: finishing the current phase, then stopping (send it again to stop at once)", name)
 
         previous: dict[int, _Handler] = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
