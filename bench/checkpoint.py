@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine import Engine
+from phasegate import Engine
 
 from . import payload, raw
 from ._util import Figure, at_most, median, scratch, scratch_in
@@ -100,7 +100,7 @@ def _paired(d: Path, state: Any, text: str, phases: int) -> list[tuple[float, fl
 
 def _json_parts(state: Any, text: str) -> dict[str, float]:
     """Median microseconds of the JSON work a boundary does on the output."""
-    from engine import _json
+    from phasegate import _json
 
     reps = max(5, min(200, 2_000_000 // max(len(text), 1)))
     out: dict[str, float] = {}

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def available() -> str | None:
     try:
-        from console.app import ConsoleApp  # noqa: F401
-        from console.widgets.runs_table import RunsTable  # noqa: F401
+        from phasegate.console.app import ConsoleApp  # noqa: F401
+        from phasegate.console.widgets.runs_table import RunsTable  # noqa: F401
     except ImportError as exc:
         return f"console not importable yet ({exc})"
     return None
@@ -166,7 +166,7 @@ async def _until(cond: Any, pilot: Any, timeout: float = 120.0) -> None:
 
 
 def _table(app: Any) -> Any:
-    from console.widgets.runs_table import RunsTable
+    from phasegate.console.widgets.runs_table import RunsTable
 
     try:
         return app.screen.query_one(RunsTable)
@@ -187,8 +187,8 @@ def _peak_rss_mb() -> float:
 
 
 async def _scale(db: str) -> dict[str, Any]:
-    from console.app import ConsoleApp
-    from engine import Engine
+    from phasegate import Engine
+    from phasegate.console.app import ConsoleApp
 
     t0 = time.perf_counter()
     engine = Engine(db, create=False, readonly=True)
@@ -213,8 +213,8 @@ async def _scale(db: str) -> dict[str, Any]:
 
 
 async def _live(db: str, commits: int) -> dict[str, Any]:
-    from console.app import ConsoleApp
-    from engine import Engine
+    from phasegate import Engine
+    from phasegate.console.app import ConsoleApp
 
     engine = Engine(db, create=False)
     blocked = [r.run_id for r in engine.runs(statuses=["blocked"]) if not r.attention.startswith("decided")][:commits]
@@ -282,7 +282,7 @@ def _commit(db: str) -> None:
     """Decide `approve` on each run id read from stdin, through the engine (the
     same path as `phasegate decide`), and answer with the decision's timestamp,
     taken before its commit: the latency measured includes the commit itself."""
-    from engine import Engine
+    from phasegate import Engine
 
     with Engine(db, create=False) as engine:
         for line in sys.stdin:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engine import Engine, Workflow
+from phasegate import Engine, Workflow
 
 from . import raw
 from ._util import Figure, at_most, below, median, scratch

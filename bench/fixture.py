@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from engine import Engine, Workflow
+from phasegate import Engine, Workflow
 
 _world = {"tariff": "2026-01"}
 

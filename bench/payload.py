@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import _json
+from phasegate import _json
 
 SIZES: dict[str, int] = {"1KB": 1024, "64KB": 64 * 1024, "1MB": 1024 * 1024}
 

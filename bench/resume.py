@@ -10,7 +10,7 @@ import logging
 import time
 from pathlib import Path
 
-from engine import Engine
+from phasegate import Engine
 
 from . import fixture
 from ._util import Figure, at_most, median, scratch

@@ -8,7 +8,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from engine import Engine
+from phasegate import Engine
 
 from . import payload
 from ._util import Figure, at_least, median

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine import Workflow
+from phasegate import Workflow
 
 
 class Marks:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from engine import Engine
+from phasegate import Engine
 
 
 def run_console(

@@ -1,17 +1,17 @@
-"""`python -m console [--db PATH] [--read-only] [--no-mouse]`."""
+"""`python -m phasegate.console [--db PATH] [--read-only] [--no-mouse]`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from engine import PhasegateError
+from phasegate import PhasegateError
 
 from .cli import add_arguments, cmd_console
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m console", description="phasegate's operations console")
+    p = argparse.ArgumentParser(prog="python -m phasegate.console", description="phasegate's operations console")
     add_arguments(p)
     args = p.parse_args(argv)
     try:

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 
-from engine import Engine, PhasegateError
+from phasegate import Engine, PhasegateError
 
 from . import live, service
 from ._format import set_monochrome

@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from engine import RunView
+from phasegate import RunView
 
 from ._format import EFFECT_MARKS, marked, plain, short, size, tone
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine import Engine, Preview, RunStatus, RunSummary, RunView
+from phasegate import Engine, Preview, RunStatus, RunSummary, RunView
 
 from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice

@@ -1,39 +1,92 @@
-"""phasegate's engine: resumable workflows of phases, checkpointed to a store.
+"""phasegate: resumable workflows of phases, checkpointed to a store.
 
 The public API is what this module exports; everything else is private.
+Names are loaded on first use (PEP 562), so `import phasegate` stays cheap:
+a command that only registers itself, or `phasegate --help`, does not pay
+for the store's driver and ORM.
 """
 
-from ._states import (
-    Action,
-    ActionName,
-    BlockKind,
-    BlockKindName,
-    EffectState,
-    EffectStateName,
-    OutcomeStatus,
-    PhaseState,
-    PhaseStateName,
-    RunStatus,
-    RunStatusName,
-)
-from .context import PhaseContext
-from .decisions import Preview
-from .engine import Engine, default_db
-from .errors import (
-    AlreadyDecided,
-    DecisionError,
-    LeaseLost,
-    PhasegateError,
-    RunHeld,
-    RunNotFound,
-    StoreError,
-    UsageError,
-    WorkflowError,
-)
-from .outcome import BlockReason, Outcome
-from .prune import PruneCandidate
-from .views import RunSummary, RunView
-from .workflow import Workflow
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._states import (
+        Action,
+        ActionName,
+        BlockKind,
+        BlockKindName,
+        EffectState,
+        EffectStateName,
+        OutcomeStatus,
+        PhaseState,
+        PhaseStateName,
+        RunStatus,
+        RunStatusName,
+    )
+    from .context import PhaseContext
+    from .decisions import Preview
+    from .engine import Engine, default_db
+    from .errors import (
+        AlreadyDecided,
+        DecisionError,
+        LeaseLost,
+        PhasegateError,
+        RunHeld,
+        RunNotFound,
+        StoreError,
+        UsageError,
+        WorkflowError,
+    )
+    from .outcome import BlockReason, Outcome
+    from .prune import PruneCandidate
+    from .views import RunSummary, RunView
+    from .workflow import Workflow
+
+#: Public name -> the private module that defines it.
+_WHERE: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "Action",
+            "ActionName",
+            "BlockKind",
+            "BlockKindName",
+            "EffectState",
+            "EffectStateName",
+            "OutcomeStatus",
+            "PhaseState",
+            "PhaseStateName",
+            "RunStatus",
+            "RunStatusName",
+        ),
+        "._states",
+    ),
+    "PhaseContext": ".context",
+    "Preview": ".decisions",
+    "Engine": ".engine",
+    "default_db": ".engine",
+    **dict.fromkeys(
+        (
+            "AlreadyDecided",
+            "DecisionError",
+            "LeaseLost",
+            "PhasegateError",
+            "RunHeld",
+            "RunNotFound",
+            "StoreError",
+            "UsageError",
+            "WorkflowError",
+        ),
+        ".errors",
+    ),
+    "BlockReason": ".outcome",
+    "Outcome": ".outcome",
+    "PruneCandidate": ".prune",
+    "RunSummary": ".views",
+    "RunView": ".views",
+    "Workflow": ".workflow",
+}
 
 __all__ = [
     "Action",
@@ -67,3 +120,17 @@ __all__ = [
     "WorkflowError",
     "default_db",
 ]
+assert set(__all__) == set(_WHERE)  # one list for tools, one map for loading
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'phasegate' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

@@ -31,8 +31,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_HELD = 0, 1, 2, 3, 4
 #: Commands that live outside the engine (they need a screen), imported only
 #: when invoked so `import engine` never loads a UI toolkit.
 EXTERNAL: dict[str, str] = {
-    "console": "console.cli:add_console",
-    "demo": "sample_runs.demo:add_demo",
+    "console": "phasegate.console.cli:add_console",
+    "demo": "phasegate.sample_runs.demo:add_demo",
 }
 
 

@@ -24,6 +24,17 @@ def normalise(target: str) -> str:
     return target
 
 
+#: Module prefixes of targets stored by phasegate 0.1, when the samples were a
+#: top-level `sample_runs` package: such runs still resume.
+_RENAMED = {"sample_runs": "phasegate.sample_runs"}
+
+
+def _current_module(path: str) -> str:
+    head, dot, rest = path.partition(".")
+    new = _RENAMED.get(head)
+    return f"{new}{dot}{rest}" if new else path
+
+
 def load(target: str) -> Workflow:
     path, _, name = normalise(target).rpartition(":")
     if path.endswith(".py") or "/" in path:
@@ -47,6 +58,7 @@ def load(target: str) -> Workflow:
                 del sys.modules[mod_name]
                 raise UsageError(f"importing {file} failed: {type(exc).__name__}: {exc}") from None
     else:
+        path = _current_module(path)
         try:
             module = importlib.import_module(path)
         except ImportError as exc:

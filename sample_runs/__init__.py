@@ -4,9 +4,9 @@ Each workflow lives in its own module and reads everything it works on (its
 ledger, config files, source and target folders) from a working directory
 named in the run's inputs, so runs never share state by accident:
 
-- `sample_runs.billing:wf`   invoice billing against a simulated payment gateway
-- `sample_runs.pipeline:wf`  a data pipeline: download, transform, publish
-- `sample_runs.research:wf`  an agent's research task with declared floors
+- `phasegate.sample_runs.billing:wf`   invoice billing against a simulated payment gateway
+- `phasegate.sample_runs.pipeline:wf`  a data pipeline: download, transform, publish
+- `phasegate.sample_runs.research:wf`  an agent's research task with declared floors
 
 Each module also has `prepare(workdir, ...)`, which lays out a working
 directory and returns the inputs for a run on it.
@@ -20,8 +20,8 @@ from __future__ import annotations
 __version__ = "1.4.0"
 
 WORKFLOWS: dict[str, str] = {
-    "billing": "sample_runs.billing:wf",
-    "pipeline": "sample_runs.pipeline:wf",
-    "research": "sample_runs.research:wf",
+    "billing": "phasegate.sample_runs.billing:wf",
+    "pipeline": "phasegate.sample_runs.pipeline:wf",
+    "research": "phasegate.sample_runs.research:wf",
 }
 """Workflow name -> the target string `phasegate run` and the worker load."""

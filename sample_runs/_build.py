@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine import Engine, Outcome, PhasegateError, Workflow
+from phasegate import Engine, Outcome, PhasegateError, Workflow
 
 from . import WORKFLOWS, billing, pipeline, research
 from ._points import BEACON_ENV, PAUSE_ENV
@@ -81,7 +81,7 @@ class Demo:
         else:
             with log.open("ab") as out:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "engine", *argv],
+                    [sys.executable, "-m", "phasegate", *argv],
                     env=env,
                     stdin=subprocess.DEVNULL,
                     stdout=out,

@@ -5,7 +5,7 @@ What it shows:
 - a costly durable step: each invoice is priced once (`price:<id>`); a
   process killed half-way through pricing keeps the invoices it had priced;
 - effects against a simulated payment gateway that keeps its own ledger
-  (`sample_runs.gateway`). With `idempotent: true` the gateway deduplicates by
+  (`phasegate.sample_runs.gateway`). With `idempotent: true` the gateway deduplicates by
   the effect's key, so a charge interrupted mid-call is simply repeated; with
   `idempotent: false` it charges every call, so a process killed between the
   charge and its record leaves an in-doubt effect for an operator to settle
@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine import PhaseContext, Workflow
+from phasegate import PhaseContext, Workflow
 
 from . import __version__
 from ._points import nap, pause_point

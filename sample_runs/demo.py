@@ -49,7 +49,7 @@ def paths(db: str | Path) -> tuple[Path, Path]:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from engine import UsageError
+    from phasegate import UsageError
 
     from ._build import MARKER
 
@@ -140,7 +140,7 @@ def _build_with_progress(db: Path, work: Path) -> None:
 def _summary(console: Any, db: Path, seconds: float) -> None:
     from rich.table import Table
 
-    from engine import Engine
+    from phasegate import Engine
 
     with Engine(db, create=False) as eng:
         rows = eng.runs(limit=100)
@@ -173,7 +173,7 @@ def open_console(db: Path, no_console: bool) -> int:
         return EXIT_OK
     hint = f"open the console later with: phasegate console --db {os.path.relpath(db)}"
     try:
-        from console import run_console
+        from phasegate.console import run_console
     except ImportError:
         print(f"the console is not installed in this environment; {hint}", file=sys.stderr)
         return EXIT_OK

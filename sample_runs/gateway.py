@@ -8,7 +8,7 @@ Two flavours, as in real life: an idempotent gateway deduplicates by the
 idempotency key it is given (a repeated call returns the first charge), and a
 plain one charges every call it receives.
 
-    python -m sample_runs.gateway DIR [--key KEY]
+    python -m phasegate.sample_runs.gateway DIR [--key KEY]
 
 prints the ledger in DIR (only the charges for KEY with `--key`).
 """
@@ -84,7 +84,9 @@ class Gateway:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m sample_runs.gateway", description="Show a simulated gateway's ledger.")
+    p = argparse.ArgumentParser(
+        prog="python -m phasegate.sample_runs.gateway", description="Show a simulated gateway's ledger."
+    )
     p.add_argument("dir", help="the gateway folder (has ledger.jsonl)")
     p.add_argument("--key", default=None, help="only the charges made under this idempotency key")
     args = p.parse_args(argv)

@@ -2,7 +2,7 @@
 transform each one, publish the result to a target folder.
 
 What it shows:
-- retries at the edge: the simulated source (`sample_runs.source`) rate-limits
+- retries at the edge: the simulated source (`phasegate.sample_runs.source`) rate-limits
   and fails transiently; each download is retried with backoff, and kept as a
   durable step once it succeeds, so a restart does not fetch it again;
 - costly durable steps: each file's transform is saved when it finishes, so a
@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine import PhaseContext, Workflow
+from phasegate import PhaseContext, Workflow
 
 from . import __version__
 from ._points import nap, pace, pause_point

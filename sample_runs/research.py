@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from engine import PhaseContext, Workflow
+from phasegate import PhaseContext, Workflow
 
 from . import __version__
 from ._points import pace, pause_point

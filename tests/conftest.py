@@ -21,11 +21,11 @@ BILLING = f"{WORKFLOWS / 'billing.py'}:wf"
 def cli(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m engine ARGS` and return the finished process."""
+    """Run `python -m phasegate ARGS` and return the finished process."""
     full_env = {**os.environ, **(env or {})}
     full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), full_env.get("PYTHONPATH", "")])
     return subprocess.run(
-        [sys.executable, "-m", "engine", *args],
+        [sys.executable, "-m", "phasegate", *args],
         capture_output=True,
         text=True,
         env=full_env,

@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
-from engine import PhasegateError, RunView
+from phasegate import PhasegateError, RunView
 
 from .. import service
 from ..actions import ACTIONS, ActionRequest, ActionResult

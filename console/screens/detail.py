@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
-from engine import PhasegateError, RunView
+from phasegate import PhasegateError, RunView
 
 from .. import panels, service
 from ..widgets import InfoPanel, PhaseStrip

@@ -13,7 +13,7 @@ from textual.events import Resize
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
-from engine import PhasegateError, RunView
+from phasegate import PhasegateError, RunView
 
 from .. import service
 from ..widgets import CountsBar, RunsTable

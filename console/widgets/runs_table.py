@@ -12,7 +12,7 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
-from engine import RunSummary
+from phasegate import RunSummary
 
 from .._format import age, plain, run_status
 

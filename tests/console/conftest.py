@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from console.app import ConsoleApp
-from engine import Engine
+from phasegate import Engine
+from phasegate.console.app import ConsoleApp
 from tests.console import fixtures
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from engine import Engine
+from phasegate import Engine
 from tests.console import wf as fixture_wf
 
 T0 = 1_780_000_000.0  # 2026-05-28T20:26:40Z

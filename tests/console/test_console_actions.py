@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from console.screens.action_modal import ActionModal
-from console.screens.detail import DetailScreen
-from console.screens.runs import RunsScreen
-from engine import Engine
+from phasegate import Engine
+from phasegate.console.screens.action_modal import ActionModal
+from phasegate.console.screens.detail import DetailScreen
+from phasegate.console.screens.runs import RunsScreen
 from tests.conftest import status_json
 from tests.console import fixtures as fx
 from tests.console.pilot_helpers import settle

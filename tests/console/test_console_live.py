@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from console.screens.detail import DetailScreen
-from console.screens.runs import RunsScreen
+from phasegate.console.screens.detail import DetailScreen
+from phasegate.console.screens.runs import RunsScreen
 from tests.conftest import ROOT
 from tests.console import fixtures as fx
 from tests.console.pilot_helpers import settle
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 def decide_elsewhere(db: Path, run_id: str, action: str, reason: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PHASEGATE_OPERATOR": "ops-bob"}
     return subprocess.Popen(
-        [sys.executable, "-m", "engine", "decide", run_id, action, "--reason", reason, "--db", str(db)],
+        [sys.executable, "-m", "phasegate", "decide", run_id, action, "--reason", reason, "--db", str(db)],
         env=env,
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -89,7 +89,7 @@ def test_file_events_ignore_shm(tmp_path: Path) -> None:
     import threading
     import time
 
-    from console import live
+    from phasegate.console import live
 
     db = tmp_path / "runs.db"
     db.write_bytes(b"")

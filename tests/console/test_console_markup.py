@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from console.screens.detail import DetailScreen
-from engine import Engine
+from phasegate import Engine
+from phasegate.console.screens.detail import DetailScreen
 from tests.console import fixtures as fx
 from tests.console import wf as fixture_wf
 from tests.console.pilot_helpers import settle

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from console.screens.detail import DetailScreen
+from phasegate.console.screens.detail import DetailScreen
 from tests.console import fixtures as fx
 from tests.console.pilot_helpers import settle
 

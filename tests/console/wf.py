@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine import Workflow
+from phasegate import Workflow
 
 #: Steering from the builder: where to interrupt, and the probed tax table.
 HOOKS: dict[str, Any] = {"interrupt": None, "tax": "tax-2026-01", "fail": None}

@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PAUSE_ENV = "PHASEGATE_SAMPLE_PAUSE_AT"
 BEACON_ENV = "PHASEGATE_SAMPLE_BEACON"
 TARGETS = {
-    "billing": "sample_runs.billing:wf",
-    "pipeline": "sample_runs.pipeline:wf",
-    "research": "sample_runs.research:wf",
+    "billing": "phasegate.sample_runs.billing:wf",
+    "pipeline": "phasegate.sample_runs.pipeline:wf",
+    "research": "phasegate.sample_runs.research:wf",
 }
 
 
@@ -32,7 +32,7 @@ def env(**extra: str) -> dict[str, str]:
 def cli(*args: str, timeout: float = 120, **extra: str) -> subprocess.CompletedProcess[str]:
     """`phasegate ARGS`, as an operator runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "engine", *args],
+        [sys.executable, "-m", "phasegate", *args],
         capture_output=True,
         text=True,
         env=env(**extra),
@@ -44,7 +44,7 @@ def cli(*args: str, timeout: float = 120, **extra: str) -> subprocess.CompletedP
 def start(*args: str, **extra: str) -> subprocess.Popen[str]:
     """`phasegate ARGS` in the background (a worker); stdout and stderr to one pipe."""
     return subprocess.Popen(
-        [sys.executable, "-m", "engine", *args],
+        [sys.executable, "-m", "phasegate", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -79,7 +79,7 @@ def kill_at(db: Path, workflow: str, run_id: str, inputs: dict[str, Any], point:
         [
             sys.executable,
             "-m",
-            "engine",
+            "phasegate",
             "run",
             TARGETS[workflow],
             "--run-id",
@@ -128,7 +128,7 @@ def ledger_keys(gateway_dir: Path) -> list[str]:
 def view(db: Path, run_id: str) -> dict[str, Any]:
     """What `phasegate status RUN --json` prints, read in this process (cheap
     enough to poll; the CLI itself is exercised elsewhere)."""
-    from engine import Engine
+    from phasegate import Engine
 
     with Engine(db, create=False, readonly=True) as eng:
         return eng.status(run_id).to_json()
@@ -137,7 +137,7 @@ def view(db: Path, run_id: str) -> dict[str, Any]:
 def stop_between_phases(db: Path, wf: Any, run_id: str, inputs: dict[str, Any], *, phases: int) -> None:
     """Run `phases` phases in this process, then stop the way a worker's
     shutdown does: checkpointed, lease released, resumable (interrupted)."""
-    from engine import Engine
+    from phasegate import Engine
 
     checks = iter(range(10_000))
     with Engine(db) as eng:

@@ -26,9 +26,13 @@ def test_readme_api_example_runs(tmp_path: Path) -> None:
 
 
 def test_registering_the_demo_command_stays_light() -> None:
-    """Every `phasegate` invocation imports `sample_runs.demo` to register the
-    subcommand; it must not pull in the engine, Rich or Textual to do so."""
-    code = "import sys, sample_runs.demo; print(sorted(m for m in ('engine', 'rich', 'textual') if m in sys.modules))"
+    """Every `phasegate` invocation imports `phasegate.sample_runs.demo` to
+    register the subcommand; it must not pull in the store, Rich or Textual to
+    do so (`import phasegate` itself loads its names lazily)."""
+    code = (
+        "import sys, phasegate.sample_runs.demo; "
+        "print(sorted(m for m in ('phasegate.console', 'phasegate.engine', 'sqlalchemy', 'rich', 'textual') if m in sys.modules))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"

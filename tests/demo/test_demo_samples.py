@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from demo_support import TARGETS, kill_at, ledger_keys, view
 
-from engine import Engine
-from sample_runs import billing, pipeline, research
+from phasegate import Engine
+from phasegate.sample_runs import billing, pipeline, research
 
 CASES = {
     # workflow: (prepare, kill point, the phase that is partial when killed)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from demo_support import cli, ledger_keys, status
 
-from sample_runs._spare import kill_if_same
+from phasegate.sample_runs._spare import kill_if_same
 
 
 def _kill_live_run(work: Path) -> None:
@@ -109,7 +109,7 @@ def test_again_without_force_and_without_a_terminal_refuses(demo: tuple[Path, An
 
 def test_never_replaces_a_database_it_did_not_build(tmp_path: Path) -> None:
     db = tmp_path / "prod.db"
-    from engine import Engine
+    from phasegate import Engine
 
     Engine(db).close()
     proc = cli("demo", "--no-console", "--force", "--db", str(db))

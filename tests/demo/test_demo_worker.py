@@ -22,8 +22,8 @@ from demo_support import (
     wait_for,
 )
 
-from engine import Engine
-from sample_runs import billing, pipeline
+from phasegate import Engine
+from phasegate.sample_runs import billing, pipeline
 
 
 def _env_mismatch_run(tmp_path: Path, db: Path) -> tuple[str, dict[str, Any]]:

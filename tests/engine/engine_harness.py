@@ -3,11 +3,11 @@ process, killed with SIGKILL where a test says, and the store read back the
 way an operator (`phasegate status --json`) or a forensic tool (sqlite3)
 would read it.
 
-Most runs fork this interpreter and call `engine.cli.main` in the child
-instead of starting `python -m engine`: the child is a separate process that
+Most runs fork this interpreter and call `phasegate.cli.main` in the child
+instead of starting `python -m phasegate`: the child is a separate process that
 parses the same argv, opens the store itself, exits with the same code and
 dies as hard under SIGKILL, but skips ~0.5 s of imports, which keeps the suite
-inside its CI budget. A few tests (`real=True`) go through `python -m engine`
+inside its CI budget. A few tests (`real=True`) go through `python -m phasegate`
 to hold the actual entry point to the same contract.
 """
 
@@ -39,7 +39,7 @@ def _warm_up() -> None:
     inherits the imports and caches instead of paying for them itself."""
     import contextlib
 
-    from engine import cli
+    from phasegate import cli
 
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -129,7 +129,7 @@ def _child_main(args: list[str], env: dict[str, str], out: Any, err: Any) -> Non
         sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
         os.environ.update(env)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        from engine.cli import main
+        from phasegate.cli import main
 
         code = main(args)
     except SystemExit as exc:
@@ -159,7 +159,7 @@ def real_cli(args: list[str], env: dict[str, str] | None = None) -> Proc:
     full = {**os.environ, **(env or {})}
     full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
     p = subprocess.run(
-        [sys.executable, "-m", "engine", *args], capture_output=True, text=True, env=full, timeout=120, cwd=ROOT
+        [sys.executable, "-m", "phasegate", *args], capture_output=True, text=True, env=full, timeout=120, cwd=ROOT
     )
     return Proc(p.returncode, p.stdout, p.stderr)
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import UsageError, _json, chain
+from phasegate import UsageError, _json, chain
 
 INPUTS = _json.sha256(_json.dumps({"day": "2026-11-30"}))
 

@@ -4,7 +4,7 @@ operator; changed code of a phase not yet done is the ordinary fix-and-resume.""
 
 from __future__ import annotations
 
-from engine import Engine, Workflow
+from phasegate import Engine, Workflow
 
 
 def _change(st, probe):

@@ -15,7 +15,7 @@ import pytest
 from engine_harness import ROOT
 from pydantic import BaseModel
 
-from engine import Engine, Workflow
+from phasegate import Engine, Workflow
 
 
 class Invoice(BaseModel):
@@ -101,7 +101,7 @@ def test_a_saved_output_that_no_longer_fits_its_type_is_an_integrity_failure(tmp
         eng.run(models, "m1", inputs={"city": "Bern"})
     # A well-formed, consistently re-hashed payload that does not fit the
     # phase's declared type: only the type check can catch it.
-    from engine import _json, chain
+    from phasegate import _json, chain
 
     con = sqlite3.connect(db)
     row = con.execute("SELECT envelope, output_json FROM phasegate_checkpoints WHERE phase='load'").fetchone()
@@ -151,7 +151,10 @@ def test_database_files_are_created_owner_only(h):
 
 
 def test_engine_import_does_not_load_a_ui_toolkit():
-    code = "import sys, engine, engine.cli; print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'console')))"
+    code = (
+        "import sys, phasegate, phasegate.cli, phasegate.engine; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich') or m.startswith('phasegate.console')))"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"

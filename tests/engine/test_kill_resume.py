@@ -65,7 +65,7 @@ def test_a_durable_step_completed_before_the_kill_is_not_run_again(h):
 
 
 def test_real_entry_point_killed_mid_charge_then_resumed(h):
-    """The same story through `python -m engine`, the way a deploy runs it."""
+    """The same story through `python -m phasegate`, the way a deploy runs it."""
     p = h.run("r1", kill="start:report", real=True)
     assert p.returncode == -9
     h.clear_trace()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from console.app import ConsoleApp
-from engine import Engine
+from phasegate import Engine
+from phasegate.console.app import ConsoleApp
 from tests.conftest import BILLING, cli
 
 pytestmark = pytest.mark.anyio

@@ -12,8 +12,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from engine import Engine
-from engine.loader import load
+from phasegate import Engine
+from phasegate.loader import load
 from tests.conftest import BILLING, ROOT, WORKFLOWS, cli
 
 N_RUNS = 40
@@ -29,7 +29,7 @@ def _start_worker(url: str, trace: Path, slow: str) -> subprocess.Popen[str]:
         "PHASEGATE_LEASE_SECONDS": "3",
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "engine", "worker", "--db", url, "--poll", "0.2"],
+        [sys.executable, "-m", "phasegate", "worker", "--db", url, "--poll", "0.2"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -157,7 +157,7 @@ def test_a_read_only_folder(copy: Path, tmp_path: Path) -> None:
 
 
 def test_a_read_only_file_for_an_unprivileged_user(copy: Path, tmp_path: Path) -> None:
-    """The same through a real `python -m engine` run by `nobody`, where file modes do apply."""
+    """The same through a real `python -m phasegate` run by `nobody`, where file modes do apply."""
     setpriv = shutil.which("setpriv")
     if setpriv is None or os.geteuid() != 0:
         pytest.skip("needs root and setpriv to run a child as nobody")
@@ -189,7 +189,7 @@ def _cap_pages() -> None:
     """A full disk: every connection of the child may not grow the file."""
     from sqlalchemy import event
 
-    import engine.store._sqlite as sq
+    import phasegate.store._sqlite as sq
 
     make = sq.make_engine
 

@@ -32,7 +32,7 @@ def test_thirty_kills_lose_nothing_and_double_nothing(tmp_path: Path) -> None:
 
 
 def test_kills_through_the_real_command_line(tmp_path: Path) -> None:
-    """A few kills where every step is a spawned `python -m engine`, as a deploy runs it."""
+    """A few kills where every step is a spawned `python -m phasegate`, as a deploy runs it."""
     seed = _seed()
     lines: list[str] = []
     reports = crash.torture(3, seed, tmp_path, mode="exec", items=2, kills_per_run=3, log=lines.append)

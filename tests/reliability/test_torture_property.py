@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from engine import AlreadyDecided, Engine, Workflow
+from phasegate import AlreadyDecided, Engine, Workflow
 
 
 class Kill(BaseException):

@@ -40,8 +40,8 @@ def test_hostile_payloads_are_stored_and_read_back_as_inert_data(tmp_path: Path)
     r = proc.run(["run", INERT, "--run-id", "hostile", "--input", json.dumps({"payloads": payloads}), "--db", str(db)])
     assert r.rc == 0, r
     # read back through the engine's public API
-    from engine import Engine
-    from engine.loader import load
+    from phasegate import Engine
+    from phasegate.loader import load
 
     with Engine(db) as eng:
         view = eng.status("hostile")

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--exec",
         action="store_true",
-        help="spawn `python -m engine` for every run and resume (slower, as a deploy runs it)",
+        help="spawn `python -m phasegate` for every run and resume (slower, as a deploy runs it)",
     )
     p.add_argument("--items", type=int, default=4, help="items per tortured run (more items, more kills per run)")
     p.add_argument("--dir", default=None, help="work folder (default: a new temporary one, removed when all is well)")

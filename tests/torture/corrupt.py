@@ -220,7 +220,7 @@ class Fuzzer:
 
     def _relink(self, db: Path, rng: random.Random) -> str:
         """A forger's edit: a checkpoint's own hash is right, its link is not."""
-        from engine import _json
+        from phasegate import _json
 
         with closing(sqlite3.connect(db, isolation_level=None)) as conn:
             rows = list(conn.execute("SELECT id, envelope FROM phasegate_checkpoints"))
@@ -387,10 +387,10 @@ def _console_reads(db: Path, run_ids: list[str]) -> str | None:
     """What the console reads for its screens, on the damaged store: a
     phasegate error is shown to the operator; anything else is a crash."""
     try:
-        from console import service
+        from phasegate.console import service
     except ImportError:
         return None
-    from engine import Engine, PhasegateError
+    from phasegate import Engine, PhasegateError
 
     try:
         with Engine(db, create=False) as eng:

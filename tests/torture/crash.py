@@ -22,7 +22,7 @@ TARGET = f"{WORKFLOWS / 'torture.py'}:wf"
 
 
 def _wfmod() -> Any:
-    from engine.loader import load
+    from phasegate.loader import load
 
     load(TARGET)  # warms the loader's module cache, so forked children start at once
     import sys

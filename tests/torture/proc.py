@@ -1,8 +1,8 @@
 """Running the real `phasegate` command line as a child process.
 
-Two ways, same code path: `fork` runs `engine.cli.main` in a forked child of
+Two ways, same code path: `fork` runs `phasegate.cli.main` in a forked child of
 this (already warmed-up) interpreter, which makes hundreds of kills cheap;
-`exec` spawns `python -m engine`, the way a deploy script runs it. Either way
+`exec` spawns `python -m phasegate`, the way a deploy script runs it. Either way
 the child is a separate process that a SIGKILL ends for real.
 """
 
@@ -90,7 +90,7 @@ _warm = False
 def _name_driver_errors() -> None:
     """In a child: add SQLite's own error name to a driver error's message,
     so a torture failure says which I/O error it was (diagnosis only)."""
-    import engine.store._sqlite as sq
+    import phasegate.store._sqlite as sq
 
     explain = sq.explain
 
@@ -109,7 +109,7 @@ def warm() -> None:
     console and demo commands lazily) once, so forked children start warm."""
     global _warm
     if not _warm:
-        from engine.cli import build_parser
+        from phasegate.cli import build_parser
 
         build_parser()
         _warm = True
@@ -159,7 +159,7 @@ def start(
         full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
         with out.open("wb") as o, err.open("wb") as e:
             popen = subprocess.Popen(
-                [*wrapper, sys.executable, "-m", "engine", *args],
+                [*wrapper, sys.executable, "-m", "phasegate", *args],
                 stdout=o,
                 stderr=e,
                 env=full,
@@ -188,7 +188,7 @@ def start(
             _name_driver_errors()
             if before is not None:
                 before()
-            from engine.cli import main
+            from phasegate.cli import main
 
             rc = main(list(args))
         except SystemExit as exc:
@@ -219,7 +219,7 @@ def run(
 
 def inproc(args: Sequence[str]) -> Result:
     """`phasegate ARGS` in this process (for quick reads and decisions)."""
-    from engine.cli import main
+    from phasegate.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

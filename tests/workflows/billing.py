@@ -19,7 +19,7 @@ import signal
 import time
 from pathlib import Path
 
-from engine import Workflow
+from phasegate import Workflow
 
 
 def kill_point(name: str) -> None:

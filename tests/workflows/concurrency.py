@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from engine import Workflow
+from phasegate import Workflow
 
 gate = Workflow("test-gate")
 

@@ -4,7 +4,7 @@ output, and (in `fails`) the error an operator reads."""
 
 from __future__ import annotations
 
-from engine import Workflow
+from phasegate import Workflow
 
 wf = Workflow("test-inert")
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from engine import Workflow
+from phasegate import Workflow
 
 
 def kill_point(name: str) -> None:

@@ -10,7 +10,7 @@ import signal
 
 from sqlalchemy import text
 
-from engine import Workflow
+from phasegate import Workflow
 
 wf = Workflow("atomic-ledger")
 

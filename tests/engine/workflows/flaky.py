@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from engine import Workflow
+from phasegate import Workflow
 
 wf = Workflow("flaky")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import signal
 
-from engine import Workflow
+from phasegate import Workflow
 
 
 def _trace(event: str) -> None:

@@ -8,7 +8,7 @@ import os
 import signal
 from pathlib import Path
 
-from engine import Workflow
+from phasegate import Workflow
 
 wf = Workflow("swallow")
 

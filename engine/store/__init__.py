@@ -1,0 +1,1 @@
+"""The store: tables, the hot path, and each backend's specifics."""
