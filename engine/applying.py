@@ -1,149 +1,117 @@
-"""Applying an operator's decisions at the start of a run.
+"""Where a decision is applied.
 
-Each application and the decision's `applied` state commit in one
-transaction, so a kill can never leave a decision half carried out: a rewind,
-an approval or a degrade appends a marker to the hash chain; an answer to an
-in-doubt effect updates its record; a degrade after an integrity failure sets
-the untrusted checkpoints aside.
+Every operator decision is carried out here, and each application commits
+in one transaction with the decision's own `applied` (or `void`) state, so a
+kill never leaves a decision half carried out:
+
+- a reset, at once when it is recorded (`apply_reset`): the epoch's
+  checkpoints are archived and the run starts over from its inputs;
+- the rest at the run's next start, as the planner orders them
+  (`DecisionApplier.apply`): setting aside untrusted checkpoints, a rewind,
+  an approval or a degrade (each a marker in the run's chain), an answer to
+  an effect in doubt (its ledger record).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from . import _json, chain, environment
-from ._runstate import RunState, _Stop
-from ._states import Action, BlockKind
-from .errors import UsageError
-from .outcome import BlockReason
+from . import _json
+from ._states import Action, RunStatus
+from .journal import RunJournal
+from .lease import Fence
+from .ledger import EffectLedger
+from .planner import AnswerEffect, Application, Approve, Degrade, Rewind, SetAside, Void
+from .store.store import Store
 
 
-class DecisionsMixin(RunState):
-    """Carries out pending decisions during the start sequence."""
+class DecisionApplier:
+    """Carries out a run's pending decisions during its start sequence."""
 
-    def _settle(self, dec: Any, how: str) -> None:
-        with self.store.write() as conn:
-            self.store.settle_decision(conn, int(dec.id), how, self.clock())
-
-    def _append_marker(
+    def __init__(
         self,
-        kind: str,
-        state: chain.Folded,
-        extra: dict[str, Any],
-        dec: Any,
-        phase: str | None = None,
-        index: int | None = None,
-        discard_steps: list[str] | None = None,
+        store: Store,
+        journal: RunJournal,
+        ledger: EffectLedger,
+        fence: Fence,
+        clock: Callable[[], float],
+        probes: Mapping[str, Any],
     ) -> None:
-        """Append a decision's marker to the chain and settle the decision in
-        one transaction: a kill can never leave one without the other."""
-        now = self.clock()
-        seq = self.next_seq
-        env_text, env_hash = chain.envelope(
-            run_id=self.run_id,
-            epoch=self.epoch,
-            seq=seq,
-            kind=kind,
-            prev=state.last_hash,
-            inputs_hash=self.inputs_hash,
-            env=environment.fingerprint(
-                self.wf, self.current_probes, None, now, with_shape=state.shape != self.wf.shape()
-            ),
-            phase=phase,
-            phase_index=index,
-            extra=extra,
-        )
-        with self.store.write() as conn:
-            self.store.insert_checkpoint(
-                conn,
-                {
-                    "run_id": self.run_id,
-                    "epoch": self.epoch,
-                    "seq": seq,
-                    "kind": kind,
-                    "phase": phase,
-                    "envelope": env_text,
-                    "payload_hash": env_hash,
-                    "prev_hash": state.last_hash,
-                    "output_state": "none",
-                    "created_at": now,
-                },
-            )
-            self._fence(conn, now)
-            self.store.update_run(conn, self.run_id, {"head_seq": seq, "head_hash": env_hash})
-            if discard_steps:
-                self.store.discard_steps(conn, self.run_id, discard_steps)
-            self.store.settle_decision(conn, int(dec.id), "applied", now)
-        self.next_seq = seq + 1
+        self._store = store
+        self._fence = fence
+        self._journal = journal
+        self._ledger = ledger
+        self._clock = clock
+        self._probes = dict(probes)
+        self.notes: list[str] = []
+        """What applying said that the run's status should show."""
 
-    def _truncate(self, untrusted: list[int], trusted: list[chain.Entry], dec: Any) -> None:
-        last = trusted[-1].row if trusted else None
-        with self.store.write() as conn:
-            if dec is not None:
-                self.store.settle_decision(conn, int(dec.id), "applied", self.clock())
-            self.store.set_checkpoint_status(conn, self.run_id, self.epoch, untrusted, "discarded")
-            self.store.update_run(
-                conn,
-                self.run_id,
-                {"head_seq": int(last.seq) if last else -1, "head_hash": last.payload_hash if last else ""},
-                owner=self.owner,
-            )
-
-    def _rewind(self, state: chain.Folded, entries: list[chain.Entry], phase: str | None, dec: Any) -> chain.Folded:
-        target = self.wf.get(phase) if phase else None
-        if target is None:
-            raise UsageError(f"rewind names phase {phase!r}, which this workflow does not have")
-        reopened = [p.name for p in self.wf.phases if p.index >= target.index]
-        self._append_marker(
-            "rewind", state, {"reopen": reopened}, dec, phase=target.name, index=target.index, discard_steps=reopened
-        )
-        return self._refold()
-
-    def _approve(self, state: chain.Folded, blocking: list[dict[str, Any]], dec: Any) -> chain.Folded:
-        codes = {r["probe"][5:]: r["current"] for r in blocking if r["probe"].startswith("code:")}
-        self._append_marker("env", state, {"approved": [r["probe"] for r in blocking], "approved_code": codes}, dec)
-        return self._refold()
-
-    def _degrade(self, state: chain.Folded, skip: list[str], dec: Any) -> chain.Folded:
-        self._append_marker("degrade", state, {"skip": skip}, dec)
-        return self._refold()
-
-    def _refold(self) -> chain.Folded:
-        with self.store.read() as conn:
-            rows = self.store.chain(conn, self.run_id, self.epoch)
-            head = self.store.get_run(conn, self.run_id)
-        assert head is not None  # we hold its lease
-        v = chain.verify(
-            rows,
-            run_id=self.run_id,
-            epoch=self.epoch,
-            inputs_hash=self.inputs_hash,
-            head_seq=int(head.head_seq),
-            head_hash=head.head_hash,
-            check_type=self._check_type,
-        )
-        if v.failure is not None:
-            raise _Stop(BlockReason(BlockKind.INTEGRITY, v.failure.detail(), {"failure": v.failure.as_dict()}))
-        return chain.fold(v.entries)
-
-    def _answer_effect(self, eff: Any, dec: Any) -> None:
-        now = self.clock()
-        with self.store.write() as conn:
-            if dec.action == Action.CONFIRM_EFFECT.value:
-                text = _json.dumps(_json.loads(dec.detail_json).get("result"))
-                self.store.update_effect(
-                    conn,
-                    eff.key,
-                    {
-                        "state": "done",
-                        "done_at": now,
-                        "result_json": text,
-                        "result_hash": _json.sha256(text),
-                        "confirmed_by": int(dec.id),
-                    },
+    def apply(self, app: Application) -> None:
+        now = self._clock()
+        with self._store.write() as conn:
+            if isinstance(app, SetAside):
+                self._journal.set_aside(conn, list(app.untrusted), list(app.trusted))
+            elif isinstance(app, Rewind):
+                self._journal.marker(
+                    conn, "rewind", {"reopen": list(app.reopen)}, probes=self._probes, phase=app.phase, index=app.index
                 )
-            else:
-                self.store.update_effect(conn, eff.key, {"retry_ok": True})
-            self._fence(conn, now)
-            self.store.settle_decision(conn, int(dec.id), "applied", now)
-            self.effects[eff.key] = self.store.effect_by_key(conn, eff.key)
+                self._store.discard_steps(conn, self._journal.run_id, list(app.reopen))
+            elif isinstance(app, Approve):
+                self._journal.marker(
+                    conn, "env", {"approved": list(app.probes), "approved_code": dict(app.codes)}, probes=self._probes
+                )
+            elif isinstance(app, Degrade):
+                self._journal.marker(conn, "degrade", {"skip": list(app.skip)}, probes=self._probes)
+            elif isinstance(app, AnswerEffect):
+                if app.action is Action.CONFIRM_EFFECT:
+                    self._ledger.confirm(conn, app.key, app.result, app.decision, now)
+                else:
+                    self._ledger.allow_retry(conn, app.key)
+                self._fence.check(conn, now)
+                self._ledger.reload(app.key, conn)
+            elif isinstance(app, Void):
+                self.notes.append(app.note)
+            if app.decision is not None:
+                self._store.settle_decision(conn, app.decision, "void" if isinstance(app, Void) else "applied", now)
+
+    def void(self, decisions: Sequence[int]) -> None:
+        """Settle decisions that nothing needed any more (the run goes on without them)."""
+        if not decisions:
+            return
+        now = self._clock()
+        with self._store.write() as conn:
+            for d in decisions:
+                self._store.settle_decision(conn, d, "void", now)
+
+
+def apply_reset(store: Store, conn: Any, run: Any, *, pending: Sequence[int], who: str, now: float) -> None:
+    """Archive the run's current epoch and start it over from its original
+    inputs, in the caller's transaction (the one recording the reset)."""
+    shape = [p["name"] for p in _shape(run)]
+    store.archive_epoch(conn, run.run_id, int(run.epoch))
+    store.discard_steps(conn, run.run_id, None)
+    for d in pending:
+        store.settle_decision(conn, d, "void", now)
+    store.update_run(
+        conn,
+        run.run_id,
+        {
+            "epoch": int(run.epoch) + 1,
+            "head_seq": -1,
+            "head_hash": "",
+            "status": RunStatus.RESET.value,
+            "frontier_phase": shape[0] if shape else None,
+            "frontier_index": 0,
+            "steps_done": 0,
+            "blocked_json": "[]",
+            "error_json": None,
+            "updated_at": now,
+            "attention": f"reset by {who}: waiting to start over from its original inputs",
+        },
+    )
+
+
+def _shape(run: Any) -> list[dict[str, Any]]:
+    shape: list[dict[str, Any]] = _json.loads(run.shape_json)
+    return shape

@@ -10,14 +10,15 @@ twice is wrong.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import _json
 from .errors import UsageError
 
 if TYPE_CHECKING:
-    from .runner import Runner
+    from .ledger import EffectLedger
+    from .steplog import StepLog
 
 T = TypeVar("T")
 
@@ -55,16 +56,19 @@ class PhaseContext:
 
     def __init__(
         self,
-        runner: Runner,
+        run_id: str,
         phase: str,
         inputs: Any,
         missing: frozenset[str],
-        saved_steps: Mapping[str, tuple[str, str]],
+        *,
+        steps: StepLog,
+        effects: EffectLedger,
     ) -> None:
-        self._runner = runner
+        self._steps = steps
+        self._effects = effects
         self.phase = phase
         """The name of the phase being run."""
-        self.run_id = runner.run_id
+        self.run_id = run_id
         """The run's id."""
         self.inputs = inputs
         """The run's original inputs, exactly as given to its first `run`."""
@@ -72,7 +76,6 @@ class PhaseContext:
         """Needed outputs that are lost and were accepted as gaps (degraded run)."""
         self.steps_done = 0
         """Steps (of any kind) completed in this execution of the phase."""
-        self._saved = dict(saved_steps)
         self._occurrence: dict[str, int] = {}
         self._effects_seen: set[str] = set()
 
@@ -89,17 +92,15 @@ class PhaseContext:
         n = self._occurrence.get(name, 0)
         self._occurrence[name] = n + 1
         key = name if n == 0 else f"{name}#{n + 1}"
-        saved = self._saved.get(key)
         annotation = _returns(fn)
-        if saved is not None:
-            value = self._runner.load_saved(saved[0], saved[1], f"durable step {key!r}")
-        else:
+        found, value = self._steps.read(self.phase, key)
+        if not found:
             result = fn(*args, **kwargs)
             text = _json.dumps(result)
-            self._runner.save_step(self.phase, key, text)
+            self._steps.save(self.phase, key, text)
             value = _json.loads(text)
         self.steps_done += 1
-        return cast(T, _rehydrate(annotation, value))
+        return cast(T, rehydrate(annotation, value))
 
     def effect(
         self,
@@ -120,12 +121,12 @@ class PhaseContext:
         if name in self._effects_seen:
             raise UsageError(f"effect {name!r} is called twice in phase {self.phase!r}; effect names must be unique")
         self._effects_seen.add(name)
-        value = self._runner.do_effect(self.phase, name, fn, idempotent=idempotent, atomic=atomic)
+        value = self._effects.perform(self.phase, name, fn, idempotent=idempotent, atomic=atomic)
         self.steps_done += 1
-        return cast(T, _rehydrate(_returns(fn), value))
+        return cast(T, rehydrate(_returns(fn), value))
 
 
-def _rehydrate(annotation: Any, value: Any) -> Any:
+def rehydrate(annotation: Any, value: Any) -> Any:
     """Give back the value as its function declared it (pydantic models,
     dataclasses); plain JSON data when the function declared nothing."""
     if annotation is Any or annotation is None:

@@ -10,14 +10,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import _json, chain
+from . import _json, archive, chain
 from . import decisions as _decisions
 from . import prune as _prune
 from ._states import ANSWERS, Action, BlockKind, RunStatus
+from .applying import apply_reset
 from .errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, StoreError, UsageError
 from .lease import holder_alive, holder_name
 from .outcome import Outcome
-from .runner import _MISSING, Runner, validate_run_id
+from .runner import Runner, validate_run_id
 from .store import _rowcheck
 from .store.store import ChangeProbe, Store
 from .views import RunSummary, RunView, build, effective_status
@@ -66,7 +67,7 @@ class Engine:
         #: Checked between phases; when it returns True the run stops cleanly,
         #: resumable, with its lease released (a worker's graceful shutdown).
         self.should_stop: Callable[[], bool] | None = None
-        self.archive_dir = _prune.archive_dir(self.store.path, archive_dir or os.environ.get("PHASEGATE_ARCHIVE_DIR"))
+        self.archive_dir = archive.archive_dir(self.store.path, archive_dir or os.environ.get("PHASEGATE_ARCHIVE_DIR"))
 
     def close(self) -> None:
         self.store.close()
@@ -84,7 +85,17 @@ class Engine:
         checkpoint, verify it, compare the world, then run what is open."""
         if not isinstance(wf, Workflow):
             raise UsageError(f"{wf!r} is not a phasegate Workflow")
-        runner = Runner(self, wf, run_id, inputs, inputs_given=inputs is not None, target=target)
+        runner = Runner(
+            self.store,
+            wf,
+            run_id,
+            inputs,
+            inputs_given=inputs is not None,
+            target=target,
+            clock=self.clock,
+            lease_seconds=self.lease_seconds,
+            should_stop=self.should_stop,
+        )
         return runner.execute()
 
     # -- decisions ------------------------------------------------------------
@@ -193,27 +204,7 @@ class Engine:
                 values.update(state="applied", applied_at=now)
             decision_id = self.store.insert_decision(conn, values)
             if act is Action.RESET:
-                self.store.archive_epoch(conn, run_id, int(run.epoch))
-                self.store.discard_steps(conn, run_id, None)
-                for d in pending:
-                    self.store.settle_decision(conn, int(d.id), "void", now)
-                self.store.update_run(
-                    conn,
-                    run_id,
-                    {
-                        "epoch": int(run.epoch) + 1,
-                        "head_seq": -1,
-                        "head_hash": "",
-                        "status": RunStatus.RESET.value,
-                        "frontier_phase": shape[0] if shape else None,
-                        "frontier_index": 0,
-                        "steps_done": 0,
-                        "blocked_json": "[]",
-                        "error_json": None,
-                        "updated_at": now,
-                        "attention": f"reset by {who}: waiting to start over from its original inputs",
-                    },
-                )
+                apply_reset(self.store, conn, run, pending=[int(d.id) for d in pending], who=who, now=now)
             else:
                 self.store.update_run(
                     conn,
@@ -436,7 +427,7 @@ class Engine:
             steps = self.store.steps_for(conn, run_id)
             cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days)
             by_id = {int(r.id): r for r in rows}
-            folder = self.archive_dir / _prune.safe_name(run_id)
+            folder = self.archive_dir / archive.safe_name(run_id)
             for c in cands:
                 if c.kind == "step_records":
                     self.store.delete_steps(conn, list(c.refs))
@@ -452,8 +443,8 @@ class Engine:
                             "output_hash": _json.loads(row.envelope).get("output_hash"),
                             "output_json": row.output_json,
                         }
-                        path, _digest = _prune.write_archive(folder, f"{row.epoch}.{row.seq}-{row.phase}.json", payload)
-                        if self._restore_archived_path(path, payload["output_hash"]) is _MISSING:
+                        path, _digest = archive.write_archive(folder, archive.archive_name(row), payload)
+                        if archive.restore(path, payload["output_hash"]) is archive.MISSING:
                             raise OSError(f"archive {path} did not read back intact; nothing removed")
                         self.store.set_output_state(conn, ref, "archived", str(path))
                     else:
@@ -478,24 +469,6 @@ class Engine:
                 )
                 self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
         return cands
-
-    def _restore_archived(self, row: Any, output_hash: str | None) -> Any:
-        return self._restore_archived_path(Path(row.archive_path), output_hash)
-
-    @staticmethod
-    def _restore_archived_path(path: Path, output_hash: str | None) -> Any:
-        """An archived output, only if its bytes still hash to what the chain says."""
-        try:
-            doc = _json.loads(path.read_bytes())
-            text = doc["output_json"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return _MISSING
-        if not isinstance(text, str) or _json.sha256(text) != output_hash:
-            return _MISSING
-        try:
-            return _json.loads(text)
-        except ValueError:
-            return _MISSING
 
 
 def _whoami() -> str:

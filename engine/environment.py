@@ -63,7 +63,7 @@ def compare(
     state: Folded,
     current: Mapping[str, Any],
     now: float,
-    last_codes: Mapping[str, str] | None = None,
+    last_codes: Mapping[str, str | None] | None = None,
 ) -> Comparison:
     out = Comparison()
     for name in sorted(set(current) | set(state.probes)):

@@ -7,13 +7,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import update
 
 from ._host import HOST, pid_alive
+from .errors import LeaseLost
 from .store.schema import runs
-from .store.store import Store
+from .store.store import HotTx, Store
 
 log = logging.getLogger("phasegate.lease")
 
@@ -32,6 +34,27 @@ def holder_alive(row: Any, now: float) -> bool:
 
 def holder_name(row: Any) -> str:
     return f"{row.lease_host}:{row.lease_pid}"
+
+
+@dataclass(frozen=True)
+class Fence:
+    """This process's claim on one run. Every write the run makes checks it
+    inside the same transaction, so a process that lost its lease records
+    nothing after it lost it."""
+
+    store: Store
+    run_id: str
+    owner: str
+
+    def check(self, conn: Any, now: float) -> None:
+        """For an ordinary write transaction: touch the run row as its owner."""
+        if self.store.update_run(conn, self.run_id, {"updated_at": now}, owner=self.owner) == 0:
+            raise LeaseLost(f"run {self.run_id!r}: lease lost; nothing recorded")
+
+    def check_hot(self, tx: HotTx) -> None:
+        """For a hot-path transaction: a locked read, not a write."""
+        if not tx.fenced(self.run_id, self.owner):
+            raise LeaseLost(f"run {self.run_id!r}: lease lost; nothing recorded")
 
 
 class Heartbeat:

@@ -9,10 +9,7 @@ file whose bytes are read back and hash-matched before anything is removed
 
 from __future__ import annotations
 
-import hashlib
-import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from . import _json, chain
@@ -143,44 +140,3 @@ def candidates(
             )
         )
     return out
-
-
-def archive_dir(db_path: Path | None, configured: str | None) -> Path:
-    if configured:
-        return Path(configured)
-    base = db_path if db_path is not None else Path("phasegate")
-    return base.with_name(base.name + ".archive")
-
-
-def write_archive(folder: Path, name: str, payload: dict[str, Any]) -> tuple[Path, str]:
-    """Write, fsync, then read back and compare: the archive counts only once
-    its bytes are known to be on disk as written."""
-    # mkdir(parents=True) gives the parents the default mode (0777 less the
-    # umask): the archive root is made first, explicitly private.
-    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    folder.mkdir(mode=0o700, exist_ok=True)
-    text = _json.dumps(payload).encode("utf-8")
-    digest = hashlib.sha256(text).hexdigest()
-    path = folder / name
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
-    try:
-        os.write(fd, text)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dfd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-    back = hashlib.sha256(path.read_bytes()).hexdigest()
-    if back != digest:
-        raise OSError(f"archive {path} read back with hash {back}, wrote {digest}")
-    return path, digest
-
-
-def safe_name(run_id: str) -> str:
-    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:60]
-    return f"{slug}-{hashlib.sha256(run_id.encode()).hexdigest()[:10]}"

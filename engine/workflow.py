@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from . import _json
 from .errors import WorkflowError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -216,6 +217,21 @@ class Workflow:
             }
             for p in self.phases
         ]
+
+    def check_output(self, phase: str, value: Any) -> str | None:
+        """Why `value` does not fit what `phase` declares it returns (None when
+        it fits, or when the phase is unknown or declares nothing)."""
+        try:
+            ph = self.get(phase)
+        except KeyError:
+            return None
+        if ph.output_type is Any:
+            return None
+        try:
+            _json.adapter(ph.output_type).validate_python(value)
+        except Exception as exc:  # noqa: BLE001 - pydantic ValidationError or schema build error
+            return str(exc).splitlines()[0]
+        return None
 
     def __repr__(self) -> str:
         return f"Workflow({self.name!r}, phases={[p.name for p in self.phases]})"

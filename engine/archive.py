@@ -1,0 +1,83 @@
+"""Where a phase's output goes when it leaves the store, and how it comes back.
+
+An archive counts only once its bytes are on disk as written (fsync, then
+read back and compare), and an archived output is handed to a phase only if
+its bytes still hash to what the run's chain says.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from . import _json
+
+
+class Missing:
+    """An archived output that cannot be had: gone, unreadable or altered."""
+
+
+MISSING = Missing()
+
+
+def archive_dir(db_path: Path | None, configured: str | None) -> Path:
+    if configured:
+        return Path(configured)
+    base = db_path if db_path is not None else Path("phasegate")
+    return base.with_name(base.name + ".archive")
+
+
+def write_archive(folder: Path, name: str, payload: dict[str, Any]) -> tuple[Path, str]:
+    """Write, fsync, then read back and compare: the archive counts only once
+    its bytes are known to be on disk as written."""
+    # mkdir(parents=True) gives the parents the default mode (0777 less the
+    # umask): the archive root is made first, explicitly private.
+    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    text = _json.dumps(payload).encode("utf-8")
+    digest = hashlib.sha256(text).hexdigest()
+    path = folder / name
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+    try:
+        os.write(fd, text)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dfd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    back = hashlib.sha256(path.read_bytes()).hexdigest()
+    if back != digest:
+        raise OSError(f"archive {path} read back with hash {back}, wrote {digest}")
+    return path, digest
+
+
+def safe_name(run_id: str) -> str:
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)[:60]
+    return f"{slug}-{hashlib.sha256(run_id.encode()).hexdigest()[:10]}"
+
+
+def archive_name(row: Any) -> str:
+    return f"{row.epoch}.{row.seq}-{row.phase}.json"
+
+
+def restore(path: Path, output_hash: str | None) -> Any:
+    """An archived output, only if its bytes still hash to what the chain
+    says; `MISSING` otherwise."""
+    try:
+        doc = _json.loads(path.read_bytes())
+        text = doc["output_json"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return MISSING
+    if not isinstance(text, str) or _json.sha256(text) != output_hash:
+        return MISSING
+    try:
+        return _json.loads(text)
+    except ValueError:
+        return MISSING
