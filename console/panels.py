@@ -5,6 +5,7 @@ so a run id, an error or a probe value is shown exactly as stored."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -44,7 +45,7 @@ def summary(v: RunView, now: float) -> Text:
         for d in v.pending_decisions:
             line.append("\n")
             line.append(
-                f"waiting: {d['action']} by {d['operator']} (decision {d['id']}) applies at the next run",
+                f"waiting: {d.action} by {d.operator} (decision {d.id}) applies at the next run",
                 style="italic",
             )
     return line
@@ -55,9 +56,9 @@ def outputs(v: RunView) -> tuple[RenderableType, bool]:
         return NONE, True
     t = _table("phase", "size", "hash", "state")
     for o in v.outputs:
-        ok = o["verified"]
-        state = Text("verified" if ok else f"NOT verified ({o['state']})", style="" if ok else tone("bold red"))
-        t.add_row(plain(o["phase"]), Text(size(o["bytes"])), plain(str(o["hash"] or "-")[:16]), state)
+        ok = o.verified
+        state = Text("verified" if ok else f"NOT verified ({o.state})", style="" if ok else tone("bold red"))
+        t.add_row(plain(o.phase), Text(size(o.bytes)), plain(str(o.hash or "-")[:16]), state)
     return t, False
 
 
@@ -108,12 +109,12 @@ def effects(v: RunView) -> tuple[RenderableType, bool]:
         return NONE, True
     t = _table("state", "effect", "key", "attempt")
     for e in v.effects:
-        label = {"in_doubt": "IN DOUBT", "intent": "intent", "done": "done"}[e["state"]]
+        label = {"in_doubt": "IN DOUBT", "intent": "intent", "done": "done"}[e.state]
         t.add_row(
-            marked(EFFECT_MARKS, e["state"], label),
-            plain(f"{e['name']} ({e['phase']})"),
-            plain(e["key"]),
-            Text(str(e["attempt"])),
+            marked(EFFECT_MARKS, e.state, label),
+            plain(f"{e.name} ({e.phase})"),
+            plain(e.key),
+            Text(str(e.attempt)),
         )
     return t, False
 
@@ -132,21 +133,19 @@ def decisions(v: RunView) -> tuple[RenderableType, bool]:
         return NONE, True
     t = _table("when", "who", "what", "state", "why")
     for d in v.decisions:
-        what = (
-            d["action"] + (f" {d['phase']}" if d.get("phase") else "") + (f" {d['effect']}" if d.get("effect") else "")
-        )
+        what = d.action + (f" {d.phase}" if d.phase else "") + (f" {d.effect}" if d.effect else "")
         t.add_row(
-            Text(str(d["at"] or "-").replace("T", " ").rstrip("Z")),
-            plain(d["operator"]),
+            Text(str(d.at or "-").replace("T", " ").rstrip("Z")),
+            plain(d.operator),
             plain(what),
-            Text(d["state"]),
-            plain(d["reason"]),
+            Text(d.state),
+            plain(d.reason),
         )
     return t, False
 
 
 def error(v: RunView) -> tuple[RenderableType, bool]:
-    e: dict[str, Any] | None = v.error
+    e: Mapping[str, Any] | None = v.error
     if not e:
         return NONE, True
     line = Text()

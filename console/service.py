@@ -48,7 +48,7 @@ def allowed(engine: Engine, view: RunView) -> list[str]:
     """The console actions that fit this run now (decisions plus prune)."""
     if view.status is RunStatus.RUNNING:
         return []
-    names = [str(a) for a in engine.allowed_actions(view.run_id)]
+    names = [str(a) for a in engine.allowed_actions(view)]
     if view.prune_candidates:
         names.append("prune")
     return names
@@ -78,17 +78,17 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
         summary = f"Prune {len(cands)} item(s), {size(total)}, from this run. Archived items are read back and hash-matched first."
         return ActionRequest(spec, run_id, (Choice(None, "", summary, (("removes", items),)),))
     if name == "rewind":
-        phases = [p["name"] for p in view.phases if p["state"] in ("done", "degraded")]
-        choices = tuple(_choice(engine.preview(run_id, name, phase=p), p, p) for p in phases)
+        phases = [p.name for p in view.phases if p.done]
+        choices = tuple(_choice(engine.preview(view, name, phase=p), p, p) for p in phases)
         return ActionRequest(spec, run_id, choices, choose="phase", default=max(len(choices) - 1, 0))
     if name in ("confirm_effect", "retry_effect"):
-        keys = [e["key"] for e in view.effects if e["state"] == "in_doubt"]
+        keys = [e.key for e in view.effects if e.state == "in_doubt"]
         if len(keys) > 1:
-            choices = tuple(_choice(engine.preview(run_id, name, effect=k), k, k) for k in keys)
+            choices = tuple(_choice(engine.preview(view, name, effect=k), k, k) for k in keys)
             return ActionRequest(spec, run_id, choices, choose="effect")
         only = keys[0] if keys else None
-        return ActionRequest(spec, run_id, (_choice(engine.preview(run_id, name, effect=only), only, only or ""),))
-    pv = engine.preview(run_id, name)
+        return ActionRequest(spec, run_id, (_choice(engine.preview(view, name, effect=only), only, only or ""),))
+    pv = engine.preview(view, name)
     return ActionRequest(spec, run_id, (_choice(pv, None, ""),), type_run_id=name == "reset")
 
 
@@ -109,5 +109,5 @@ def apply(engine: Engine, result: ActionResult) -> str:
         phase=result.choice if name == "rewind" else None,
         effect=result.choice if name in ("confirm_effect", "retry_effect") else None,
     )
-    when = "applied" if d["state"] == "applied" else "recorded; it applies at the next run"
-    return f"{d['action']} on {result.run_id} by {d['operator']} {when} (decision {d['id']})"
+    when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
+    return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         RunStatusName,
     )
     from .context import PhaseContext
-    from .decisions import Preview
+    from .decisions import Decision, Preview
     from .engine import Engine, default_db
     from .errors import (
         AlreadyDecided,
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     )
     from .outcome import BlockReason, Outcome
     from .prune import PruneCandidate
-    from .views import RunSummary, RunView
+    from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
     from .workflow import Workflow
 
 #: Public name -> the private module that defines it.
@@ -64,6 +64,7 @@ _WHERE: dict[str, str] = {
     ),
     "PhaseContext": ".context",
     "Preview": ".decisions",
+    "Decision": ".decisions",
     "Engine": ".engine",
     "default_db": ".engine",
     **dict.fromkeys(
@@ -83,7 +84,9 @@ _WHERE: dict[str, str] = {
     "BlockReason": ".outcome",
     "Outcome": ".outcome",
     "PruneCandidate": ".prune",
-    "RunSummary": ".views",
+    **dict.fromkeys(
+        ("RunSummary", "DecisionView", "EffectView", "Frontier", "LeaseView", "OutputView", "PhaseView"), ".views"
+    ),
     "RunView": ".views",
     "Workflow": ".workflow",
 }
@@ -95,16 +98,23 @@ __all__ = [
     "BlockKind",
     "BlockKindName",
     "BlockReason",
+    "Decision",
     "DecisionError",
+    "DecisionView",
     "EffectState",
     "EffectStateName",
+    "EffectView",
     "Engine",
+    "Frontier",
     "LeaseLost",
+    "LeaseView",
     "Outcome",
     "OutcomeStatus",
+    "OutputView",
     "PhaseContext",
     "PhaseState",
     "PhaseStateName",
+    "PhaseView",
     "PhasegateError",
     "Preview",
     "PruneCandidate",

@@ -24,7 +24,7 @@ from . import _json
 from .engine import Engine, default_db
 from .errors import PhasegateError, UsageError
 from .outcome import Outcome
-from .views import iso
+from .views import RunView, iso
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_HELD = 0, 1, 2, 3, 4
 
@@ -131,24 +131,24 @@ def cmd_status(args: argparse.Namespace) -> int:
         return EXIT_OK
 
 
-def _print_view(v: Any) -> None:
+def _print_view(v: RunView) -> None:
     print(f"run       {v.run_id}  ({v.workflow})")
     print(f"status    {v.status.value}" + (f"  - {v.attention}" if v.attention else ""))
     fr = v.frontier
-    print(f"frontier  {fr['index']}/{fr['of']} {fr['phase']} ({fr['steps_done']} steps done)")
-    print("phases    " + "  ".join(f"{p['name']}:{p['state']}" for p in v.phases))
+    print(f"frontier  {fr.index}/{fr.of} {fr.phase} ({fr.steps_done} steps done)")
+    print("phases    " + "  ".join(f"{p.name}:{p.state}" for p in v.phases))
     for b in v.blocked:
         print(f"blocked   {b['kind']}: {b['detail']}")
     if v.error:
         # The status line above is shortened; the error is shown whole.
         print(f"error     in {v.error.get('phase')}: {v.error.get('type')}: {v.error.get('message')}")
     for e in v.effects:
-        if e["state"] != "done":
-            print(f"effect    {e['state']:<9} {e['key']}")
+        if e.state != "done":
+            print(f"effect    {e.state:<9} {e.key}")
     for c in v.prune_candidates:
         print(f"prunable  {c.what} ({c.bytes} B): {c.why_safe}")
     for d in v.decisions:
-        print(f"decision  {d['at']} {d['operator']} {d['action']} [{d['state']}]: {d['reason']}")
+        print(f"decision  {d.at} {d.operator} {d.action} [{d.state}]: {d.reason}")
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
@@ -180,8 +180,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
             effect=args.effect,
             result=result,
         )
-    when = "applied" if d["state"] == "applied" else "recorded; it applies at the next run"
-    print(f"{args.run_id}: {d['action']} by {d['operator']} {when} (decision {d['id']})")
+    when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
+    print(f"{args.run_id}: {d.action} by {d.operator} {when} (decision {d.id})")
     return EXIT_OK
 
 

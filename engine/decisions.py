@@ -1,14 +1,19 @@
 """Which decisions fit a stopped run, and what each would do.
 
-Pure functions over a `RunView`, so the console's confirmation modal and
-`phasegate decide --dry-run` say exactly the same thing.
+Pure functions over a `RunView`: `fit` is the one rule that `decide`,
+`decide --dry-run`, `preview` and the console's offers all ask, so none of
+them can accept what another refuses.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from ._states import ANSWERS, Action, BlockKind, RunStatus
+from . import _json
+from ._states import ANSWERS, Action, BlockKind, EffectState, RunStatus
+from .errors import AlreadyDecided, DecisionError, PhasegateError, UsageError
 from .views import RunView
 
 
@@ -28,44 +33,166 @@ class Preview:
     """What is explicitly kept (completed effects are never repeated)."""
 
 
-def allowed_actions(view: RunView) -> list[Action]:
-    """The decisions that fit why the run is stopped, in the console's order."""
-    if view.status in (RunStatus.RUNNING,):
-        return []
-    pending = {(d["answers"], d.get("effect")) for d in view.pending_decisions}
-    pending_actions = {d["action"] for d in view.pending_decisions}
-    out: list[Action] = []
-    if view.status is RunStatus.BLOCKED:
-        kinds = [BlockKind(b["kind"]) for b in view.blocked]
-        doubts = [b.get("effect") for b in view.blocked if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
-        for k in kinds:
-            for a in sorted(ANSWERS[k], key=list(Action).index):
-                if a in (Action.REWIND, Action.RESET):
-                    continue
-                if a in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
-                    if all((k.value, e) in pending for e in doubts):
-                        continue
-                elif (k.value, None) in pending:
-                    continue
-                if a not in out:
-                    out.append(a)
+@dataclass(frozen=True)
+class Fit:
+    """How a decision fits a run: the block it answers, the effect it names,
+    and what it records beside the reason (the result of a confirmation, the
+    values an approval accepts)."""
+
+    action: Action
+    answers: BlockKind | None = None
+    effect_key: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A decision as recorded (what `Engine.decide` returns)."""
+
+    id: int
+    run_id: str
+    action: Action
+    operator: str
+    reason: str
+    phase: str | None
+    effect: str | None
+    state: str
+    """"pending" until the run's next start carries it out; "applied" for a reset."""
+
+
+def parse_action(action: Action | str) -> Action:
+    try:
+        return Action(action)
+    except ValueError:
+        raise UsageError(f"unknown action {action!r}; one of: {', '.join(a.value for a in Action)}") from None
+
+
+def _reasons(view: RunView) -> list[Mapping[str, Any]]:
+    """Why the run waits for a decision: its block reasons, or for an
+    interrupted run the effects its dead process left in doubt (the operator
+    can answer them before the next run has to ask)."""
     if view.status is RunStatus.INTERRUPTED:
-        doubts = [e["key"] for e in view.effects if e["state"] == "in_doubt"]
-        if doubts and not all(("in_doubt_effect", e) in pending for e in doubts):
-            out += [Action.CONFIRM_EFFECT, Action.RETRY_EFFECT]
-    if view.status is not RunStatus.RESET and any(p["state"] in ("done", "degraded") for p in view.phases):
-        if Action.REWIND.value not in pending_actions:
-            out.append(Action.REWIND)
-    if view.status is not RunStatus.RESET:
-        out.append(Action.RESET)
+        return [
+            {"kind": BlockKind.IN_DOUBT_EFFECT.value, "effect": e.key, "detail": f"effect {e.name} in doubt"}
+            for e in view.effects
+            if e.state is EffectState.IN_DOUBT
+        ]
+    return list(view.blocked) if view.status is RunStatus.BLOCKED else []
+
+
+def fit(
+    view: RunView,
+    action: Action | str,
+    *,
+    phase: str | None = None,
+    effect: str | None = None,
+    result: Any = None,
+) -> Fit:
+    """The one rule for "does this decision fit this run now". `decide`
+    records only what fits, `--dry-run` and `preview` refuse what it would
+    refuse, and the console offers only what fits. Raises the error the
+    operator sees: UsageError, DecisionError or AlreadyDecided."""
+    act = parse_action(action)
+    run_id = view.run_id
+    if view.lease is not None and view.lease.alive:
+        raise DecisionError(f"run {run_id!r} is running (held by {view.lease.holder}); decide once it stops")
+    reasons = _reasons(view)
+    kinds = list(dict.fromkeys(BlockKind(b["kind"]) for b in reasons))
+    shape = [p.name for p in view.phases]
+    pending = view.pending_decisions
+
+    if act is Action.RESET:
+        if view.status is RunStatus.RESET:
+            raise AlreadyDecided(f"run {run_id!r} has already been reset")
+        return Fit(act)
+    if act is Action.REWIND:
+        if not phase:
+            raise UsageError("rewind needs --phase NAME: the phase to re-run from")
+        if phase not in shape:
+            raise UsageError(f"run {run_id!r} has no phase {phase!r} (phases: {', '.join(shape)})")
+        if view.status is RunStatus.RESET:
+            raise DecisionError(f"run {run_id!r} was reset; there is nothing to rewind")
+        heavy = (BlockKind.INTEGRITY, BlockKind.ENV_MISMATCH, BlockKind.BELOW_FLOOR)
+        answered: BlockKind | None = next((k for k in heavy if k in kinds), None)
+        if any(d.action == act.value for d in pending):
+            raise AlreadyDecided(f"run {run_id!r} already has a rewind waiting; it has already been decided")
+        return Fit(act, answered)
+
+    fits = [k for k in kinds if act in ANSWERS[k]]
+    if not fits:
+        why = ", ".join(sorted(k.value for k in kinds)) or f"it is {view.status.value}, not blocked"
+        raise DecisionError(f"{act.value} does not fit run {run_id!r}: {why}")
+    answers = fits[0]
+    detail: dict[str, Any] = {}
+    key: str | None = None
+    if act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
+        doubts = [str(b["effect"]) for b in reasons if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
+        if effect is None:
+            if len(doubts) != 1:
+                raise UsageError(f"name the effect (--effect KEY); in doubt: {', '.join(doubts)}")
+            effect = doubts[0]
+        matches = [d for d in doubts if d == effect or d.endswith("/" + effect)]
+        if not matches:
+            raise DecisionError(f"effect {effect!r} is not in doubt in run {run_id!r}")
+        key = matches[0]
+        if result is not None:
+            detail["result"] = _json.loads(_json.dumps(result))
+    if act is Action.APPROVE:
+        changes = next(b for b in reasons if b["kind"] == BlockKind.ENV_MISMATCH.value).get("changes", [])
+        detail["accepted"] = [{"probe": c["probe"], "current": c.get("current")} for c in changes]
+    for d in pending:
+        if d.answers == answers.value and (key is None or d.effect == key):
+            raise AlreadyDecided(
+                f"run {run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
+            )
+    return Fit(act, answers, key, detail)
+
+
+def fits(view: RunView, action: Action, **kw: Any) -> bool:
+    try:
+        fit(view, action, **kw)
+    except PhasegateError:
+        return False
+    return True
+
+
+def allowed_actions(view: RunView) -> list[Action]:
+    """The decisions that fit the run now, in the console's order: each asked
+    of `fit`, for every effect in doubt and (for a rewind) the phases done."""
+    if view.status is RunStatus.RUNNING:
+        return []
+    out: list[Action] = []
+    doubts = [str(b["effect"]) for b in _reasons(view) if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
+    done = [p.name for p in view.phases if p.done]
+    for act in (
+        Action.APPROVE,
+        Action.DEGRADE,
+        Action.CONFIRM_EFFECT,
+        Action.RETRY_EFFECT,
+        Action.REWIND,
+        Action.RESET,
+    ):
+        if act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
+            ok = any(fits(view, act, effect=k) for k in doubts)
+        elif act is Action.REWIND:
+            ok = bool(done) and fits(view, act, phase=done[0])
+        else:
+            ok = fits(view, act)
+        if ok:
+            out.append(act)
     return out
 
 
 def preview(view: RunView, action: Action | str, *, phase: str | None = None, effect: str | None = None) -> Preview:
-    act = Action(action)
-    names = [p["name"] for p in view.phases]
-    open_phases = [p["name"] for p in view.phases if p["state"] not in ("done", "degraded")]
-    done_effects = [e["key"] for e in view.effects if e["state"] == "done"]
+    """What the decision would do. Refuses, with `decide`'s own error, what
+    `decide` would refuse."""
+    chosen = fit(view, action, phase=phase, effect=effect)
+    act = chosen.action
+    if chosen.effect_key is not None:
+        effect = chosen.effect_key
+    names = [p.name for p in view.phases]
+    open_phases = [p.name for p in view.phases if not p.done]
+    done_effects = [e.key for e in view.effects if e.state is EffectState.DONE]
     kept = (
         [f"{len(done_effects)} completed effect(s) keep their results and are not called again"] if done_effects else []
     )
@@ -73,7 +200,7 @@ def preview(view: RunView, action: Action | str, *, phase: str | None = None, ef
         changed = [r["probe"] for b in view.blocked if b["kind"] == "env_mismatch" for r in b.get("changes", [])]
         return Preview(
             act,
-            f"Accept the changed environment ({', '.join(changed) or 'as shown'}) and continue from {view.frontier['phase']}.",
+            f"Accept the changed environment ({', '.join(changed) or 'as shown'}) and continue from {view.frontier.phase}.",
             rerun=open_phases,
             kept=kept,
         )
@@ -103,15 +230,13 @@ def preview(view: RunView, action: Action | str, *, phase: str | None = None, ef
         if phase is None or phase not in names:
             return Preview(act, "Choose the phase to re-run from.")
         again = names[names.index(phase) :]
-        doubt = [e["key"] for e in view.effects if e["phase"] in again and e["state"] != "done"]
+        doubt = [e.key for e in view.effects if e.phase in again and e.state is not EffectState.DONE]
         return Preview(
             act,
             f"Re-run from {phase}: {', '.join(again)} run again with the current environment.",
             rerun=again,
             effects_again=doubt,
-            discarded=[
-                f"output of {n} (superseded, prunable)" for n in again if n in {o["phase"] for o in view.outputs}
-            ],
+            discarded=[f"output of {n} (superseded, prunable)" for n in again if n in {o.phase for o in view.outputs}],
             kept=kept,
         )
     if act is Action.RESET:
@@ -119,14 +244,14 @@ def preview(view: RunView, action: Action | str, *, phase: str | None = None, ef
             act,
             "Archive every checkpoint and start over from the original inputs.",
             rerun=names,
-            effects_again=[e["key"] for e in view.effects if e["state"] != "done"],
-            discarded=[f"output of {o['phase']} (archived)" for o in view.outputs] or ["nothing saved yet"],
+            effects_again=[e.key for e in view.effects if e.state is not EffectState.DONE],
+            discarded=[f"output of {o.phase} (archived)" for o in view.outputs] or ["nothing saved yet"],
             kept=kept,
         )
     doubts = [
-        e for e in view.effects if e["state"] == "in_doubt" and (effect is None or effect in (e["key"], e["name"]))
+        e for e in view.effects if e.state is EffectState.IN_DOUBT and (effect is None or effect in (e.key, e.name))
     ]
-    keys = [e["key"] for e in doubts]
+    keys = [e.key for e in doubts]
     if act is Action.CONFIRM_EFFECT:
         return Preview(
             act,
@@ -146,4 +271,4 @@ def preview(view: RunView, action: Action | str, *, phase: str | None = None, ef
 def _trusted_done(view: RunView, seq: int | None) -> set[str]:
     if seq is None:
         return set()
-    return {o["phase"] for o in view.outputs if o["seq"] < seq}
+    return {o.phase for o in view.outputs if o.seq < seq}

@@ -13,10 +13,10 @@ from typing import Any
 from . import _json, archive, chain
 from . import decisions as _decisions
 from . import prune as _prune
-from ._states import ANSWERS, Action, BlockKind, RunStatus
+from ._states import Action, RunStatus
 from .applying import apply_reset
-from .errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, StoreError, UsageError
-from .lease import holder_alive, holder_name
+from .errors import PhasegateError, RunNotFound, StoreError, UsageError
+from .lease import holder_alive
 from .outcome import Outcome
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
@@ -110,15 +110,13 @@ class Engine:
         phase: str | None = None,
         effect: str | None = None,
         result: Any = None,
-    ) -> dict[str, Any]:
-        """Record an operator's decision on a stopped run. It is validated
-        against why the run is stopped, kept forever, and applied at the next
-        `run` of that id (a reset is applied at once: it archives the state)."""
+    ) -> _decisions.Decision:
+        """Record an operator's decision on a stopped run. It is checked against
+        the run as it is inside the recording transaction (`decisions.fit`),
+        kept forever, and applied at the next `run` of that id; a reset is
+        applied at once (applying.py), since it archives the state."""
         validate_run_id(run_id)
-        try:
-            act = Action(action)
-        except ValueError:
-            raise UsageError(f"unknown action {action!r}; one of: {', '.join(a.value for a in Action)}") from None
+        act = _decisions.parse_action(action)
         if not reason or not str(reason).strip():
             raise UsageError("a decision needs a reason")
         who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
@@ -127,103 +125,32 @@ class Engine:
             run = self.store.get_run(conn, run_id, lock=True)
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
-            if holder_alive(run, now):
-                raise DecisionError(f"run {run_id!r} is running (held by {holder_name(run)}); decide once it stops")
-            status = effective_status(run, now)
-            blocked = [b for b in _json.loads(run.blocked_json or "[]")] if status is RunStatus.BLOCKED else []
-            if status is RunStatus.INTERRUPTED:
-                # A dead process may have left an effect in doubt; the operator
-                # can answer it before the next run has to ask.
-                blocked = [
-                    {"kind": BlockKind.IN_DOUBT_EFFECT.value, "effect": e.key, "detail": f"effect {e.name} in doubt"}
-                    for e in self.store.effects_for(conn, run_id)
-                    if e.state == "intent" and not (e.idempotent or e.atomic or e.retry_ok)
-                ]
-            kinds = {BlockKind(b["kind"]) for b in blocked}
-            pending = [d for d in self.store.decisions_for(conn, run_id) if d.state == "pending"]
-            shape = [p["name"] for p in _json.loads(run.shape_json)]
-            answers: BlockKind | None = None
-            detail: dict[str, Any] = {}
-            effect_key: str | None = None
-
+            view = self._view(conn, run, now, with_candidates=False)
+            chosen = _decisions.fit(view, act, phase=phase, effect=effect, result=result)
+            state = "applied" if act is Action.RESET else "pending"
+            decision_id = self.store.insert_decision(
+                conn,
+                {
+                    "run_id": run_id,
+                    "action": act.value,
+                    "phase": phase,
+                    "effect_key": chosen.effect_key,
+                    "answers": chosen.answers.value if chosen.answers else None,
+                    "reason": str(reason),
+                    "operator": who,
+                    "at": now,
+                    "detail_json": _json.dumps(chosen.detail),
+                    "state": state,
+                    **({"applied_at": now} if state == "applied" else {}),
+                },
+            )
             if act is Action.RESET:
-                if status is RunStatus.RESET:
-                    raise AlreadyDecided(f"run {run_id!r} has already been reset")
-            elif act is Action.REWIND:
-                if not phase:
-                    raise UsageError("rewind needs --phase NAME: the phase to re-run from")
-                if phase not in shape:
-                    raise UsageError(f"run {run_id!r} has no phase {phase!r} (phases: {', '.join(shape)})")
-                if status is RunStatus.RESET:
-                    raise DecisionError(f"run {run_id!r} was reset; there is nothing to rewind")
-                answers = next(
-                    (k for k in (BlockKind.INTEGRITY, BlockKind.ENV_MISMATCH, BlockKind.BELOW_FLOOR) if k in kinds),
-                    None,
-                )
-                if any(d.action == act.value for d in pending):
-                    raise AlreadyDecided(f"run {run_id!r} already has a rewind waiting; it has already been decided")
+                pending = [d.id for d in view.pending_decisions]
+                apply_reset(self.store, conn, run, pending=pending, who=who, now=now)
             else:
-                fits = [k for k in kinds if act in ANSWERS[k]]
-                if not fits:
-                    why = ", ".join(sorted(k.value for k in kinds)) or f"it is {status.value}, not blocked"
-                    raise DecisionError(f"{act.value} does not fit run {run_id!r}: {why}")
-                answers = fits[0]
-                if act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
-                    doubts = [b["effect"] for b in blocked if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
-                    if effect is None:
-                        if len(doubts) != 1:
-                            raise UsageError(f"name the effect (--effect KEY); in doubt: {', '.join(doubts)}")
-                        effect = doubts[0]
-                    matches = [d for d in doubts if d == effect or d.endswith("/" + effect)]
-                    if not matches:
-                        raise DecisionError(f"effect {effect!r} is not in doubt in run {run_id!r}")
-                    effect_key = matches[0]
-                    if result is not None:
-                        detail["result"] = _json.loads(_json.dumps(result))
-                if act is Action.APPROVE:
-                    changes = next(b for b in blocked if b["kind"] == BlockKind.ENV_MISMATCH.value).get("changes", [])
-                    detail["accepted"] = [{"probe": c["probe"], "current": c.get("current")} for c in changes]
-                for d in pending:
-                    if d.answers == answers.value and (effect_key is None or d.effect_key == effect_key):
-                        raise AlreadyDecided(
-                            f"run {run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
-                        )
-            values = {
-                "run_id": run_id,
-                "action": act.value,
-                "phase": phase,
-                "effect_key": effect_key,
-                "answers": answers.value if answers else None,
-                "reason": str(reason),
-                "operator": who,
-                "at": now,
-                "detail_json": _json.dumps(detail),
-                "state": "pending",
-            }
-            if act is Action.RESET:
-                values.update(state="applied", applied_at=now)
-            decision_id = self.store.insert_decision(conn, values)
-            if act is Action.RESET:
-                apply_reset(self.store, conn, run, pending=[int(d.id) for d in pending], who=who, now=now)
-            else:
-                self.store.update_run(
-                    conn,
-                    run_id,
-                    {
-                        "updated_at": now,
-                        "attention": f"decided: {act.value} by {who}; applies at the next run",
-                    },
-                )
-        return {
-            "id": decision_id,
-            "run_id": run_id,
-            "action": act.value,
-            "operator": who,
-            "reason": reason,
-            "phase": phase,
-            "effect": effect_key,
-            "state": values["state"],
-        }
+                attention = f"decided: {act.value} by {who}; applies at the next run"
+                self.store.update_run(conn, run_id, {"updated_at": now, "attention": attention})
+        return _decisions.Decision(decision_id, run_id, act, who, reason, phase, chosen.effect_key, state)
 
     # -- reading --------------------------------------------------------------
 
@@ -232,13 +159,20 @@ class Engine:
             run = self.store.get_run(conn, run_id)
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
-            rows = self.store.all_checkpoints(conn, run_id)
-            steps = self.store.steps_for(conn, run_id)
-            effects = self.store.effects_for(conn, run_id)
-            decisions = self.store.decisions_for(conn, run_id)
-        now = self.clock()
+            return self._view(conn, run, self.clock())
+
+    def _view(self, conn: Any, run: Any, now: float, *, with_candidates: bool = True) -> RunView:
+        """A run's view from its own rows, read on `conn`."""
+        rows = self.store.all_checkpoints(conn, run.run_id)
+        steps = self.store.steps_for(conn, run.run_id)
+        effects = self.store.effects_for(conn, run.run_id)
+        decisions = self.store.decisions_for(conn, run.run_id)
         verified = chain.verify_run(run, rows)  # once, for the view and the prune candidates
-        cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days, verified=verified)
+        cands = (
+            _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days, verified=verified)
+            if with_candidates
+            else []
+        )
         return build(run, rows, steps, effects, decisions, cands, now, verified)
 
     def runs(
@@ -288,15 +222,18 @@ class Engine:
                 counts["interrupted"] = counts.get("interrupted", 0) + 1
         return {k: v for k, v in counts.items() if v}
 
-    def allowed_actions(self, run_id: str) -> list[Action]:
-        """The decisions that fit this run now (the console offers only these)."""
-        return _decisions.allowed_actions(self.status(run_id))
+    def allowed_actions(self, run: RunView | str) -> list[Action]:
+        """The decisions that fit this run now (the console offers only these).
+        Give the view already read to ask several questions of one read."""
+        return _decisions.allowed_actions(run if isinstance(run, RunView) else self.status(run))
 
     def preview(
-        self, run_id: str, action: str, *, phase: str | None = None, effect: str | None = None
+        self, run: RunView | str, action: str, *, phase: str | None = None, effect: str | None = None
     ) -> _decisions.Preview:
-        """What a decision would do, without recording it."""
-        return _decisions.preview(self.status(run_id), action, phase=phase, effect=effect)
+        """What a decision would do, without recording it; refused exactly
+        as `decide` would refuse it."""
+        view = run if isinstance(run, RunView) else self.status(run)
+        return _decisions.preview(view, action, phase=phase, effect=effect)
 
     def run_ids(self) -> Iterator[str]:
         after = ""

@@ -3,13 +3,15 @@ workflow's code, so the console and `phasegate status` work anywhere."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from . import _json, chain
-from ._states import EffectState, PhaseState, RunStatus
+from ._states import ActionName, EffectState, PhaseState, RunStatus
 from .lease import holder_alive, holder_name
+from .ledger import needs_answer
 from .prune import PruneCandidate
 
 
@@ -94,9 +96,94 @@ class RunSummary:
         )
 
 
-@dataclass
+# The parts of a run's view. Field order is the order `status --json` prints.
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """Where a resume picks up: the first phase not done."""
+
+    phase: str | None
+    index: int
+    of: int
+    steps_done: int
+
+
+@dataclass(frozen=True)
+class PhaseView:
+    name: str
+    state: PhaseState
+    needs: tuple[str, ...]
+    floor: tuple[str, ...]
+    probes: tuple[str, ...]
+    missing: tuple[str, ...]
+    """Needed outputs the phase ran (or will run) without."""
+    steps_done: int | None
+    """Steps its checkpoint recorded; None while it is not done."""
+
+    @property
+    def done(self) -> bool:
+        """Done, whole or degraded: a rewind can re-open it."""
+        return self.state in (PhaseState.DONE, PhaseState.DEGRADED)
+
+
+@dataclass(frozen=True)
+class EffectView:
+    name: str
+    key: str
+    phase: str
+    state: EffectState
+    attempt: int
+    idempotent: bool
+    atomic: bool
+    retry_approved: bool
+    intent_at: str | None
+    done_at: str | None
+    confirmed_by: int | None
+
+
+@dataclass(frozen=True)
+class DecisionView:
+    id: int
+    action: ActionName | str
+    """One of the actions, or "prune" for the audit row of a prune."""
+    operator: str
+    reason: str
+    at: str | None
+    state: str
+    """pending, applied or void."""
+    phase: str | None
+    effect: str | None
+    answers: str | None
+    applied_at: str | None
+
+
+@dataclass(frozen=True)
+class OutputView:
+    phase: str
+    seq: int
+    bytes: int
+    hash: str | None
+    state: str
+    """present, pruned, archived, or lost (present but not verifying)."""
+    verified: bool
+
+
+@dataclass(frozen=True)
+class LeaseView:
+    holder: str
+    expires_at: str | None
+    alive: bool
+    heartbeat_at: str | None
+
+
+@dataclass(frozen=True)
 class RunView:
-    """Everything `phasegate status --json` prints for one run."""
+    """Everything `phasegate status --json` prints for one run.
+
+    `blocked`, `env`, `integrity` and `error` are the stored JSON objects as
+    written (their keys are documented in the README), so tools see exactly
+    what the engine recorded."""
 
     run_id: str
     workflow: str
@@ -106,21 +193,21 @@ class RunView:
     created_at: float
     updated_at: float
     last_checkpoint_at: float | None
-    frontier: dict[str, Any]
-    phases: list[dict[str, Any]]
-    blocked: list[dict[str, Any]]
-    env: list[dict[str, Any]]
-    effects: list[dict[str, Any]]
-    decisions: list[dict[str, Any]]
-    prune_candidates: list[PruneCandidate]
-    outputs: list[dict[str, Any]]
-    integrity: list[dict[str, Any]]
-    lease: dict[str, Any] | None
-    error: dict[str, Any] | None
-    notes: list[str]
+    frontier: Frontier
+    phases: tuple[PhaseView, ...]
+    blocked: tuple[Mapping[str, Any], ...]
+    env: tuple[Mapping[str, Any], ...]
+    effects: tuple[EffectView, ...]
+    decisions: tuple[DecisionView, ...]
+    prune_candidates: tuple[PruneCandidate, ...]
+    outputs: tuple[OutputView, ...]
+    integrity: tuple[Mapping[str, Any], ...]
+    lease: LeaseView | None
+    error: Mapping[str, Any] | None
+    notes: tuple[str, ...]
     attention: str
     epoch: int = 0
-    pending_decisions: list[dict[str, Any]] = field(default_factory=list)
+    pending_decisions: tuple[DecisionView, ...] = ()
 
     @property
     def needs_attention(self) -> bool:
@@ -169,7 +256,7 @@ def build(
         name = p["name"]
         d = state.done.get(name)
         if name in state.skipped:
-            ps, missing = PhaseState.DEGRADED, [n for n in p["needs"]]
+            ps, missing = PhaseState.DEGRADED, list(p["needs"])
         elif d is not None:
             ps, missing = (PhaseState.DEGRADED if d.missing else PhaseState.DONE), d.missing
         elif status is RunStatus.FAILED and error and error.get("phase") == name:
@@ -179,94 +266,84 @@ def build(
         else:
             ps, missing = PhaseState.OPEN, []
         phases.append(
-            {
-                "name": name,
-                "state": str(ps),
-                "needs": p["needs"],
-                "floor": p.get("floor", p["needs"]),
-                "probes": p.get("probes", []),
-                "missing": missing,
-                "steps_done": int(d.entry.env.get("steps_done", 0)) if d else None,
-            }
+            PhaseView(
+                name=name,
+                state=ps,
+                needs=tuple(p["needs"]),
+                floor=tuple(p.get("floor", p["needs"])),
+                probes=tuple(p.get("probes", [])),
+                missing=tuple(missing),
+                steps_done=int(d.entry.env.get("steps_done", 0)) if d else None,
+            )
         )
 
     if frontier_phase is None:
         last = state.done.get(shape[-1]["name"]) if shape else None
-        fr = {
-            "phase": shape[-1]["name"] if shape else None,
-            "index": len(shape),
-            "of": len(shape),
-            "steps_done": int(last.entry.env.get("steps_done", 0)) if last else 0,
-        }
+        fr = Frontier(
+            phase=shape[-1]["name"] if shape else None,
+            index=len(shape),
+            of=len(shape),
+            steps_done=int(last.entry.env.get("steps_done", 0)) if last else 0,
+        )
     else:
         n_steps = sum(1 for s in steps if s.phase == frontier_phase) + sum(
             1 for e in effects if e.phase == frontier_phase and e.state == "done"
         )
-        fr = {"phase": frontier_phase, "index": frontier_index, "of": len(shape), "steps_done": n_steps}
+        fr = Frontier(phase=frontier_phase, index=frontier_index, of=len(shape), steps_done=n_steps)
 
-    effs = []
-    for e in effects:
-        if e.state == "done":
-            es = EffectState.DONE
-        elif alive:
-            es = EffectState.INTENT
-        elif e.idempotent or e.atomic or e.retry_ok:
-            es = EffectState.INTENT
-        else:
-            es = EffectState.IN_DOUBT
-        effs.append(
-            {
-                "name": e.name,
-                "key": e.key,
-                "phase": e.phase,
-                "state": str(es),
-                "attempt": int(e.attempt),
-                "idempotent": bool(e.idempotent),
-                "atomic": bool(e.atomic),
-                "retry_approved": bool(e.retry_ok),
-                "intent_at": iso(e.intent_at),
-                "done_at": iso(e.done_at),
-                "confirmed_by": e.confirmed_by,
-            }
+    effs = tuple(
+        EffectView(
+            name=e.name,
+            key=e.key,
+            phase=e.phase,
+            state=effect_state(e, holder_alive=alive),
+            attempt=int(e.attempt),
+            idempotent=bool(e.idempotent),
+            atomic=bool(e.atomic),
+            retry_approved=bool(e.retry_ok),
+            intent_at=iso(e.intent_at),
+            done_at=iso(e.done_at),
+            confirmed_by=e.confirmed_by,
         )
-
-    decs = [
-        {
-            "id": int(d.id),
-            "action": d.action,
-            "operator": d.operator,
-            "reason": d.reason,
-            "at": iso(d.at),
-            "state": d.state,
-            "phase": d.phase,
-            "effect": d.effect_key,
-            "answers": d.answers,
-            "applied_at": iso(d.applied_at),
-        }
+        for e in effects
+    )
+    decs = tuple(
+        DecisionView(
+            id=int(d.id),
+            action=d.action,
+            operator=d.operator,
+            reason=d.reason,
+            at=iso(d.at),
+            state=d.state,
+            phase=d.phase,
+            effect=d.effect_key,
+            answers=d.answers,
+            applied_at=iso(d.applied_at),
+        )
         for d in decisions
-    ]
+    )
     outputs = []
     for d in state.done.values():
         r = d.entry.row
         outputs.append(
-            {
-                "phase": r.phase,
-                "seq": int(r.seq),
-                "bytes": int(r.output_bytes),
-                "hash": d.entry.env.get("output_hash"),
-                "state": r.output_state if (r.output_state != "present" or d.entry.output_ok) else "lost",
-                "verified": bool(d.entry.output_ok),
-            }
+            OutputView(
+                phase=r.phase,
+                seq=int(r.seq),
+                bytes=int(r.output_bytes),
+                hash=d.entry.env.get("output_hash"),
+                state=r.output_state if (r.output_state != "present" or d.entry.output_ok) else "lost",
+                verified=bool(d.entry.output_ok),
+            )
         )
-    outputs.sort(key=lambda o: o["seq"])
+    outputs.sort(key=lambda o: o.seq)
     lease = None
     if run.lease_owner:
-        lease = {
-            "holder": holder_name(run),
-            "expires_at": iso(run.lease_expires_at),
-            "alive": alive,
-            "heartbeat_at": iso(run.heartbeat_at),
-        }
+        lease = LeaseView(
+            holder=holder_name(run),
+            expires_at=iso(run.lease_expires_at),
+            alive=alive,
+            heartbeat_at=iso(run.heartbeat_at),
+        )
     attention = "interrupted: its process died; resume it" if status is RunStatus.INTERRUPTED else (run.attention or "")
     return RunView(
         run_id=run.run_id,
@@ -278,18 +355,28 @@ def build(
         updated_at=run.updated_at,
         last_checkpoint_at=run.last_checkpoint_at,
         frontier=fr,
-        phases=phases,
-        blocked=blocked if status is RunStatus.BLOCKED else [],
-        env=_json.loads(run.env_json or "[]"),
+        phases=tuple(phases),
+        blocked=tuple(blocked) if status is RunStatus.BLOCKED else (),
+        env=tuple(_json.loads(run.env_json or "[]")),
         effects=effs,
         decisions=decs,
-        prune_candidates=candidates,
-        outputs=outputs,
-        integrity=integrity,
+        prune_candidates=tuple(candidates),
+        outputs=tuple(outputs),
+        integrity=tuple(integrity),
         lease=lease,
         error=error,
-        notes=_json.loads(run.notes_json or "[]"),
+        notes=tuple(_json.loads(run.notes_json or "[]")),
         attention=attention,
         epoch=int(run.epoch),
-        pending_decisions=[d for d in decs if d["state"] == "pending"],
+        pending_decisions=tuple(d for d in decs if d.state == "pending"),
     )
+
+
+def effect_state(effect: Any, *, holder_alive: bool) -> EffectState:
+    """How an operator sees an effect record: done; in flight while its
+    holder lives (or when calling it again is safe); otherwise in doubt."""
+    if effect.state == "done":
+        return EffectState.DONE
+    if holder_alive or not needs_answer(effect):
+        return EffectState.INTENT
+    return EffectState.IN_DOUBT

@@ -3,34 +3,33 @@ open, failed or degraded, and the frontier pointed at."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.widgets import Static
 
+from phasegate import Frontier, PhaseView
+
 from .._format import PHASE_MARKS, marked
 
 
-def strip(phases: list[dict[str, Any]], frontier: dict[str, Any]) -> Text:
+def strip(phases: Sequence[PhaseView], frontier: Frontier) -> Text:
     line = Text()
     for i, p in enumerate(phases):
         if i:
             line.append(" > ")
-        part = marked(PHASE_MARKS, p["state"], p["name"])
-        if p["name"] == frontier.get("phase") and frontier.get("index", 0) < frontier.get("of", 0):
+        part = marked(PHASE_MARKS, p.state, p.name)
+        if p.name == frontier.phase and frontier.index < frontier.of:
             part.stylize("reverse")
         line.append_text(part)
-    done = frontier.get("index", 0) >= frontier.get("of", 0)
+    done = frontier.index >= frontier.of
     tail = Text("\n")
     if done:
-        tail.append(f"frontier: all {frontier.get('of', 0)} phases done")
+        tail.append(f"frontier: all {frontier.of} phases done")
     else:
         tail.append("frontier: ")
-        tail.append(str(frontier.get("phase")), style="bold")
-        tail.append(
-            f" (phase {frontier.get('index', 0) + 1} of {frontier.get('of', 0)}, "
-            f"{frontier.get('steps_done', 0)} step(s) done in it)"
-        )
+        tail.append(str(frontier.phase), style="bold")
+        tail.append(f" (phase {frontier.index + 1} of {frontier.of}, {frontier.steps_done} step(s) done in it)")
     tail.append("   [x] done  [~] partial  [ ] open  [!] failed  [-] degraded", style="dim")
     line.append_text(tail)
     return line
@@ -39,5 +38,5 @@ def strip(phases: list[dict[str, Any]], frontier: dict[str, Any]) -> Text:
 class PhaseStrip(Static):
     """One line of phases, then where the frontier is."""
 
-    def show(self, phases: list[dict[str, Any]], frontier: dict[str, Any]) -> None:
+    def show(self, phases: Sequence[PhaseView], frontier: Frontier) -> None:
         self.update(strip(phases, frontier))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from phasegate import Engine
+from phasegate import DecisionView, Engine
 from phasegate.console.screens.action_modal import ActionModal
 from phasegate.console.screens.detail import DetailScreen
 from phasegate.console.screens.runs import RunsScreen
@@ -44,7 +44,7 @@ async def decide(pilot: Any, key: str, reason: str, *, before_enter: tuple[str, 
     await settle(pilot)
 
 
-def pending(db: Path, run_id: str) -> list[dict[str, Any]]:
+def pending(db: Path, run_id: str) -> tuple[DecisionView, ...]:
     with Engine(db) as eng:
         return eng.status(run_id).pending_decisions
 
@@ -80,7 +80,7 @@ async def test_decisions_land_in_store(store: Path, make_app: Any, round_: str) 
             await decide(pilot, key, f"checked {action}", before_enter=choose)
             assert isinstance(app.screen, DetailScreen)
             # the screen shows it at once
-            assert any(d["action"] == action for d in app.screen.run_view.pending_decisions)
+            assert any(d.action == action for d in app.screen.run_view.pending_decisions)
             assert key not in offered(app)  # decided: not offered twice
             await pilot.press("escape")
             await settle(pilot)
@@ -89,9 +89,7 @@ async def test_decisions_land_in_store(store: Path, make_app: Any, round_: str) 
     with Engine(store) as eng:
         for run_id, _key, action, _choose in ROUNDS[round_]:
             decs = eng.status(run_id).pending_decisions
-            assert [(d["action"], d["operator"], d["reason"]) for d in decs] == [
-                (action, fx.OPERATOR, f"checked {action}")
-            ]
+            assert [(d.action, d.operator, d.reason) for d in decs] == [(action, fx.OPERATOR, f"checked {action}")]
             shown = docs[run_id]["pending_decisions"]
             assert [d["action"] for d in shown] == [action]
             if action == "rewind":
@@ -159,7 +157,7 @@ async def test_escape_cancels_and_records_nothing(store: Path, make_app: Any) ->
         await pilot.press("enter")
         await settle(pilot)
         assert isinstance(app.screen, ActionModal)
-    assert pending(store, fx.ENV_MISMATCH) == []
+    assert pending(store, fx.ENV_MISMATCH) == ()
 
 
 @pytest.mark.parametrize(
@@ -188,7 +186,7 @@ async def test_unfitting_actions_are_not_offered(store: Path, make_app: Any, run
             or t[5:] in {"approve resume", "rewind", "reset", "confirm effect", "retry effect", "degrade", "prune"}
             for t in palette
         )
-    assert pending(store, run_id) == []
+    assert pending(store, run_id) == ()
 
 
 async def test_read_only_offers_nothing(store: Path, make_app: Any) -> None:
@@ -203,7 +201,7 @@ async def test_read_only_offers_nothing(store: Path, make_app: Any) -> None:
             await settle(pilot)
             assert isinstance(app.screen, DetailScreen)
         assert not [c for c in app.get_system_commands(app.screen) if c.title.startswith("run: ")]
-    assert pending(store, fx.ENV_MISMATCH) == []
+    assert pending(store, fx.ENV_MISMATCH) == ()
 
 
 async def test_runs_screen_navigation_and_palette(store: Path, make_app: Any) -> None:
@@ -312,4 +310,4 @@ async def test_engine_refusal_is_a_notification(store: Path, make_app: Any) -> N
         notes = list(app._notifications)
         assert [n.title for n in notes] == ["already decided"]
         assert "ops-bob" in notes[0].message
-    assert [d["operator"] for d in pending(store, fx.ENV_MISMATCH)] == ["ops-bob"]
+    assert [d.operator for d in pending(store, fx.ENV_MISMATCH)] == ["ops-bob"]

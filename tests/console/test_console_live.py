@@ -62,7 +62,7 @@ async def test_change_by_another_process_shows_up(store: Path, make_app: Any, ev
         assert proc.returncode == 0, err
         # no key is pressed from here on
         await wait_for(pilot, lambda: bool(detail.run_view and detail.run_view.pending_decisions))
-        assert detail.run_view.pending_decisions[0]["operator"] == "ops-bob"
+        assert detail.run_view.pending_decisions[0].operator == "ops-bob"
         assert "a" not in {ab.binding.key for ab in app.screen.active_bindings.values()}  # approved: not offered again
 
         def reason_shown() -> bool:

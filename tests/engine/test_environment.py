@@ -182,7 +182,7 @@ def test_max_age_makes_an_old_checkpoint_an_env_mismatch(tmp_path):
         assert out.status == "completed" and out.result == 2
         assert ran[-1] == "second" and ran.count("first") == 2
         view = eng.status("a1")
-        assert [(d["action"], d["operator"], d["state"]) for d in view.decisions] == [("approve", "ana", "applied")]
+        assert [(d.action, d.operator, d.state) for d in view.decisions] == [("approve", "ana", "applied")]
 
 
 def test_a_phase_added_after_the_frontier_does_not_block(h):

@@ -152,9 +152,7 @@ def test_kills_and_decisions_keep_every_promise(
                 with Engine(db, clock=lambda: now[0]) as reader:
                     view = reader.status(run_id) if any(True for _ in reader.run_ids()) else None
                 if view is not None:
-                    reported.append(
-                        (frozenset(p["name"] for p in view.phases if p["state"] == "done"), len(world.starts))
-                    )
+                    reported.append((frozenset(p.name for p in view.phases if p.state == "done"), len(world.starts)))
                 continue
             finally:
                 eng.close()

@@ -1,0 +1,29 @@
+"""`status --json` is a contract: on the committed 0.1 demo store, at a
+frozen time, every run's JSON is byte for byte what it was when the store
+was written (tests/fixtures/store_0_1)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from phasegate import Engine
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "store_0_1"
+#: An hour after the fixture's last write: every lease in it has expired.
+NOW = 1796123133.9848375 + 3600
+
+pytestmark = pytest.mark.sqlite_only
+
+
+def test_status_json_of_every_demo_run_is_unchanged(tmp_path: Path) -> None:
+    db = tmp_path / "demo.db"
+    shutil.copy(FIXTURE / "demo.db", db)
+    expected = json.loads((FIXTURE / "status.json").read_text())
+    with Engine(db, create=False, readonly=True, clock=lambda: NOW) as eng:
+        assert sorted(eng.run_ids()) == sorted(expected)
+        for run_id, text in expected.items():
+            assert json.dumps(eng.status(run_id).to_json(), indent=2, ensure_ascii=False) == text, run_id
