@@ -82,7 +82,9 @@ def test_a_changed_probe_value_blocks_and_names_the_phases_that_declare_it() -> 
     wf = _workflow()
     cmp = compare(wf, _state(wf, "load"), {"tax": "v2", "region": "eu"}, now=101.0)
     assert cmp.changed
-    assert cmp.blocking == [{"probe": "tax", "saved": "v1", "current": "v2", "changed": True, "phases": ["load", "bill"]}]
+    assert cmp.blocking == [
+        {"probe": "tax", "saved": "v1", "current": "v2", "changed": True, "phases": ["load", "bill"]}
+    ]
     assert _rows(cmp)["region"]["changed"] is False
 
 
