@@ -107,6 +107,10 @@ class Child:
         if self.result is not None:
             return self.result
         deadline = time.monotonic() + timeout
+        if self._popen is not None and self.rc is None:
+            # An exec'd child: block in waitpid instead of polling.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.rc = self._popen.wait(timeout)
         while self.poll() is None:
             if time.monotonic() > deadline:
                 result = self.kill()
