@@ -4,34 +4,23 @@ run in a subprocess (the way an operator or a deploy script uses it)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import cli as support
+from tests.support import seeds
+
+ROOT = support.ROOT
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 BILLING = f"{WORKFLOWS / 'billing.py'}:wf"
 
 
-def cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run `python -m phasegate ARGS` and return the finished process."""
-    full_env = {**os.environ, **(env or {})}
-    full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), full_env.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, "-m", "phasegate", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        cwd=cwd or ROOT,
-    )
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None) -> support.Result:
+    """Run `python -m phasegate ARGS` and return how it ended."""
+    return support.run(args, env=env, timeout=timeout, cwd=cwd)
 
 
 def status_json(db: Path, run_id: str | None = None) -> Any:
@@ -43,11 +32,34 @@ def status_json(db: Path, run_id: str | None = None) -> Any:
     return json.loads(proc.stdout)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--seed",
+        type=int,
+        default=None,
+        help=f"seed of the randomised (torture) tests; default ${seeds.ENV}, else {seeds.DEFAULT}",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    seeds.set_option(config.getoption("seed"))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"phasegate test seed: {seeds.test_seed()} (--seed N or {seeds.ENV}=N to change it)"
+
+
+@pytest.fixture
+def seed() -> int:
+    """The run's seed (see tests/support/seeds.py): fixed unless overridden."""
+    return seeds.test_seed()
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "runs.db"
 
 
 @pytest.fixture
-def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+def run_cli() -> Callable[..., support.Result]:
     return cli

@@ -5,22 +5,18 @@ figures belong to bench/RESULTS.md, not to a shared CI machine."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import ROOT, child_env
+
 REQUIRED = {"name", "value", "unit", "target", "met"}
 
 
 def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-        "PHASEGATE_BENCH_DIR": str(tmp_path),
-    }
+    env = child_env({"PHASEGATE_BENCH_DIR": str(tmp_path)})
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--json", str(out)],
         cwd=ROOT,

@@ -4,9 +4,7 @@ on a run, and the runs list and the open detail show it."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,23 +12,16 @@ import pytest
 
 from phasegate.console.screens.detail import DetailScreen
 from phasegate.console.screens.runs import RunsScreen
-from tests.conftest import ROOT
 from tests.console import fixtures as fx
 from tests.console.pilot_helpers import settle
+from tests.support import cli
 
 pytestmark = pytest.mark.anyio
 
 
 def decide_elsewhere(db: Path, run_id: str, action: str, reason: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PHASEGATE_OPERATOR": "ops-bob"}
-    return subprocess.Popen(
-        [sys.executable, "-m", "phasegate", "decide", run_id, action, "--reason", reason, "--db", str(db)],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    args = ["decide", run_id, action, "--reason", reason, "--db", str(db)]
+    return cli.popen(args, env={"PHASEGATE_OPERATOR": "ops-bob"})
 
 
 async def wait_for(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
@@ -86,6 +77,9 @@ class _AlwaysChanged:
 
 
 def test_file_events_ignore_shm(tmp_path: Path) -> None:
+    """Every reader rewrites `-shm`; it must not wake the console. Checked
+    only once the watcher provably runs: before that, nothing could wake it,
+    and the test would pass whatever the filter said."""
     import threading
     import time
 
@@ -99,17 +93,27 @@ def test_file_events_ignore_shm(tmp_path: Path) -> None:
         target=live.watch_store, args=(db, _AlwaysChanged, seen.append, stop), kwargs={"poll": 30.0, "debounce_ms": 50}
     )
     thread.start()
-    try:
-        time.sleep(0.5)  # let the watcher start
-        for name in ("runs.db-shm", "other.db", "runs.db-wal"):
-            (tmp_path / name).write_bytes(b"x")
-            time.sleep(0.6)
-            if name != "runs.db-wal":
-                assert seen == [], f"{name} woke the console"
-        deadline = time.monotonic() + 10
+
+    def woken(within: float) -> bool:
+        deadline = time.monotonic() + within
         while not seen and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert seen and set(seen) == {"files"}
+            time.sleep(0.02)
+        return bool(seen)
+
+    try:
+        # Running means: a write to a store file wakes it. Until then, write again.
+        deadline = time.monotonic() + 30
+        while not woken(0.3):
+            assert time.monotonic() < deadline, "the watcher never woke on a write to runs.db-journal"
+            (tmp_path / "runs.db-journal").write_bytes(b"x")
+        time.sleep(0.3)  # let that write's last batch through, then start clean
+        seen.clear()
+        for name in ("runs.db-shm", "other.db"):
+            (tmp_path / name).write_bytes(b"x")
+            assert not woken(0.6), f"{name} woke the console"
+        (tmp_path / "runs.db-wal").write_bytes(b"x")
+        assert woken(10), "runs.db-wal did not wake the console"
+        assert set(seen) == {"files"}
     finally:
         stop.set()
         thread.join(timeout=10)

@@ -7,14 +7,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import cli as support
+
+ROOT = support.ROOT
 PAUSE_ENV = "PHASEGATE_SAMPLE_PAUSE_AT"
 BEACON_ENV = "PHASEGATE_SAMPLE_BEACON"
+#: A pause point is set for one child only, never inherited from this process.
+_PAUSE = (PAUSE_ENV, BEACON_ENV)
 TARGETS = {
     "billing": "phasegate.sample_runs.billing:wf",
     "pipeline": "phasegate.sample_runs.pipeline:wf",
@@ -23,34 +26,18 @@ TARGETS = {
 
 
 def env(**extra: str) -> dict[str, str]:
-    full = {k: v for k, v in os.environ.items() if k not in (PAUSE_ENV, BEACON_ENV)}
-    full.update(extra)
-    full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
-    return full
+    """A child's environment, without a pause point this process may have."""
+    return support.child_env(extra, drop=_PAUSE)
 
 
-def cli(*args: str, timeout: float = 120, **extra: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, timeout: float = 120, **extra: str) -> support.Result:
     """`phasegate ARGS`, as an operator runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "phasegate", *args],
-        capture_output=True,
-        text=True,
-        env=env(**extra),
-        timeout=timeout,
-        cwd=ROOT,
-    )
+    return support.run(args, env=extra, drop=_PAUSE, timeout=timeout)
 
 
 def start(*args: str, **extra: str) -> subprocess.Popen[str]:
     """`phasegate ARGS` in the background (a worker); stdout and stderr to one pipe."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "phasegate", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env(**extra),
-        cwd=ROOT,
-    )
+    return support.popen(args, env=extra, drop=_PAUSE, merge_stderr=True)
 
 
 def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 60) -> str:
@@ -75,26 +62,8 @@ def status(db: Path, run_id: str | None = None) -> Any:
 def kill_at(db: Path, workflow: str, run_id: str, inputs: dict[str, Any], point: str, tmp: Path) -> None:
     """Start `phasegate run`, wait until it pauses at `point`, SIGKILL it."""
     beacon = tmp / f"{run_id}.paused"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "phasegate",
-            "run",
-            TARGETS[workflow],
-            "--run-id",
-            run_id,
-            "--input",
-            json.dumps(inputs),
-            "--db",
-            str(db),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env=env(**{PAUSE_ENV: point, BEACON_ENV: str(beacon)}),
-    )
+    argv = ["run", TARGETS[workflow], "--run-id", run_id, "--input", json.dumps(inputs), "--db", str(db)]
+    proc = support.popen(argv, env={PAUSE_ENV: point, BEACON_ENV: str(beacon)})
     deadline = time.monotonic() + 60
     try:
         while not beacon.exists():

@@ -15,20 +15,15 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
-import signal
 import sqlite3
-import subprocess
-import sys
 import tempfile
-import time
-import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import cli
+
+ROOT = cli.ROOT
 WORKFLOWS = ROOT / "tests" / "workflows"
 HERE_WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 BILLING_FILE = WORKFLOWS / "billing.py"
@@ -39,7 +34,7 @@ def _warm_up() -> None:
     inherits the imports and caches instead of paying for them itself."""
     import contextlib
 
-    from phasegate import cli
+    from phasegate.cli import main
 
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -57,7 +52,7 @@ def _warm_up() -> None:
             ["decide", "warm", "rewind", "--phase", "load", "--reason", "warm-up"],
             ["resume", "warm"],
         ):
-            cli.main([*argv, "--db", db])
+            main([*argv, "--db", db])
 
 
 try:
@@ -66,102 +61,13 @@ except Exception:  # noqa: BLE001 - only a speed-up; the tests themselves will s
     pass
 
 
-@dataclass
-class Proc:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def killed(self) -> bool:
-        return self.returncode == -signal.SIGKILL
+#: How a child ended (`returncode`, `stdout`, `stderr`, `killed`).
+Proc = cli.Result
 
 
-class Child:
-    """A forked CLI process still running (for lease tests)."""
-
-    def __init__(self, pid: int, out: Any, err: Any) -> None:
-        self.pid, self._out, self._err = pid, out, err
-        self.result: Proc | None = None
-
-    def alive(self) -> bool:
-        if self.result is not None:
-            return False
-        pid, status = os.waitpid(self.pid, os.WNOHANG)
-        if pid == 0:
-            return True
-        self._finish(status)
-        return False
-
-    def _finish(self, status: int) -> Proc:
-        self._out.seek(0)
-        self._err.seek(0)
-        self.result = Proc(os.waitstatus_to_exitcode(status), self._out.read().decode(), self._err.read().decode())
-        self._out.close()
-        self._err.close()
-        return self.result
-
-    def wait(self, timeout: float = 60) -> Proc:
-        if self.result is not None:
-            return self.result
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                return self._finish(status)
-            time.sleep(0.01)
-        os.kill(self.pid, signal.SIGKILL)
-        _, status = os.waitpid(self.pid, 0)
-        raise AssertionError(f"child {self.pid} did not finish in {timeout}s: {self._finish(status)}")
-
-    def kill(self) -> Proc:
-        os.kill(self.pid, signal.SIGKILL)
-        _, status = os.waitpid(self.pid, 0)
-        return self._finish(status)
-
-
-def _child_main(args: list[str], env: dict[str, str], out: Any, err: Any) -> None:
-    code = 70
-    try:
-        os.dup2(out.fileno(), 1)
-        os.dup2(err.fileno(), 2)
-        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
-        os.environ.update(env)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        from phasegate.cli import main
-
-        code = main(args)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:  # noqa: BLE001 - a traceback must show up in the test's failure
-        traceback.print_exc()
-        code = 70
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-
-
-def spawn(args: list[str], env: dict[str, str] | None = None) -> Child:
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        _child_main(args, env or {}, out, err)
-    return Child(pid, out, err)
-
-
-def real_cli(args: list[str], env: dict[str, str] | None = None) -> Proc:
-    full = {**os.environ, **(env or {})}
-    full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")])
-    p = subprocess.run(
-        [sys.executable, "-m", "phasegate", *args], capture_output=True, text=True, env=full, timeout=120, cwd=ROOT
-    )
-    return Proc(p.returncode, p.stdout, p.stderr)
+def spawn(args: list[str], env: dict[str, str] | None = None) -> cli.Child:
+    """The command line in a forked child, still running (for lease tests)."""
+    return cli.start(args, env=env, mode="fork")
 
 
 class Harness:
@@ -195,9 +101,7 @@ class Harness:
     def cli(self, *args: str, env: dict[str, str] | None = None, real: bool = False, db: bool = True) -> Proc:
         argv = [*args, "--db", self.target] if db else list(args)
         full = {**self.env, **(env or {})}
-        if real:
-            return real_cli(argv, full)
-        return spawn(argv, full).wait()
+        return cli.run(argv, env=full, mode="exec" if real else "fork")
 
     def inputs(self, **extra: Any) -> str:
         return json.dumps({"ledger": str(self.ledger), **extra})

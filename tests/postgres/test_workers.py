@@ -7,35 +7,22 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 from phasegate import Engine
 from phasegate.loader import load
-from tests.conftest import BILLING, ROOT, WORKFLOWS, cli
+from tests.conftest import BILLING, WORKFLOWS, cli
+from tests.support import cli as support
 
 N_RUNS = 40
 N_WORKERS = 4
 
 
 def _start_worker(url: str, trace: Path, slow: str) -> subprocess.Popen[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "PHASEGATE_TEST_TRACE": str(trace),
-        "PHASEGATE_TEST_SLOW": slow,
-        "PHASEGATE_LEASE_SECONDS": "3",
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "phasegate", "worker", "--db", url, "--poll", "0.2"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=ROOT,
-    )
+    env = {"PHASEGATE_TEST_TRACE": str(trace), "PHASEGATE_TEST_SLOW": slow, "PHASEGATE_LEASE_SECONDS": "3"}
+    return support.popen(["worker", "--db", url, "--poll", "0.2"], env=env, merge_stderr=True)
 
 
 def _interrupted_runs(url: str, ledger: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.seeds import replay_hint
 from tests.torture import corrupt
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the harness forks children (POSIX only)")
@@ -21,16 +22,14 @@ def fuzzer(tmp_path_factory: pytest.TempPathFactory) -> corrupt.Fuzzer:
     return corrupt.Fuzzer(tmp_path_factory.mktemp("fuzz"))
 
 
-def test_every_kind_of_damage_ends_safely(fuzzer: corrupt.Fuzzer) -> None:
-    env = os.environ.get("PHASEGATE_TORTURE_SEED")
-    seed = int(env) if env else random.SystemRandom().randrange(10**6)
+def test_every_kind_of_damage_ends_safely(fuzzer: corrupt.Fuzzer, seed: int) -> None:
     rng = random.Random(seed)
     reports = [
         fuzzer.case(n, random.Random(rng.getrandbits(64)), kind) for n, kind in enumerate(sorted(fuzzer.damages()))
     ]
     lines = [f"{r.kind:<20} {r.detail[:70]:<70} {r.outcomes}" for r in reports]
     bad = [f"{r.kind}: {r.detail}: {v}" for r in reports for v in r.violations]
-    assert not bad, f"seed {seed}\n" + "\n".join(bad + lines)
+    assert not bad, f"{replay_hint(seed)}\n" + "\n".join(bad + lines)
     outcomes = {o for r in reports for o in r.outcomes.values()}
     # The fuzzer really does reach all three endings.
     assert {"integrity", "unusable", "resumed"} <= outcomes, lines

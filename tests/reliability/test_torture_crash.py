@@ -5,37 +5,30 @@ The soak is the same code: `python -m tests.torture --kills 2000`."""
 from __future__ import annotations
 
 import os
-import random
 from pathlib import Path
 
 import pytest
 
+from tests.support.seeds import replay_hint
 from tests.torture import crash
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the harness forks children (POSIX only)")
 
 
-def _seed() -> int:
-    env = os.environ.get("PHASEGATE_TORTURE_SEED")
-    return int(env) if env else random.SystemRandom().randrange(10**6)
-
-
-def test_thirty_kills_lose_nothing_and_double_nothing(tmp_path: Path) -> None:
-    seed = _seed()
+def test_thirty_kills_lose_nothing_and_double_nothing(tmp_path: Path, seed: int) -> None:
     lines: list[str] = []
     reports = crash.torture(30, seed, tmp_path, log=lines.append)
     log = "\n".join(lines)
     print(log)
     assert sum(r.kills for r in reports) >= 30, log
     bad = [r for r in reports if not r.ok]
-    assert not bad, f"replay with PHASEGATE_TORTURE_SEED={seed} or python -m tests.torture --seed {seed}\n{log}"
+    assert not bad, f"{replay_hint(seed)}, or python -m tests.torture --seed {seed}\n{log}"
 
 
-def test_kills_through_the_real_command_line(tmp_path: Path) -> None:
+def test_kills_through_the_real_command_line(tmp_path: Path, seed: int) -> None:
     """A few kills where every step is a spawned `python -m phasegate`, as a deploy runs it."""
-    seed = _seed()
     lines: list[str] = []
     reports = crash.torture(3, seed, tmp_path, mode="exec", items=2, kills_per_run=3, log=lines.append)
     log = "\n".join(lines)
-    assert all(r.ok for r in reports), f"seed {seed}\n{log}"
+    assert all(r.ok for r in reports), f"{replay_hint(seed)}\n{log}"
     assert sum(r.kills for r in reports) >= 3, log

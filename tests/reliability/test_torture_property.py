@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
 from phasegate import AlreadyDecided, Engine, Workflow
+from tests.support import seeds
 
 
 class Kill(BaseException):
@@ -121,6 +122,9 @@ def expected(spec: list[list[str]], run_id: str) -> Any:
     return prev
 
 
+# The suite's fixed seed (read when pytest collects this module, after
+# `--seed` is parsed): the same examples every run unless told otherwise.
+@seed(seeds.test_seed())
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     spec=SPEC,

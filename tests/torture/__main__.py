@@ -2,18 +2,20 @@
 
 Crash torture until N kills have landed, then N corruption cases; prints every
 seed (a run's `run-seed` replays that run alone with `--run-seed`) and a
-summary, and exits 1 when any invariant broke.
+summary, and exits 1 when any invariant broke. The seed is fixed by default
+(tests/support/seeds.py); pass another to explore.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+from tests.support import seeds
 
 from . import corrupt, crash
 
@@ -22,7 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.torture", description=__doc__.splitlines()[0])
     p.add_argument("--kills", type=int, default=200, help="SIGKILLs to land in total (default 200)")
     p.add_argument("--corruptions", type=int, default=100, help="corruption cases (default 100)")
-    p.add_argument("--seed", type=int, default=None, help="master seed (default: random, printed)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help=f"master seed (default: ${seeds.ENV}, else {seeds.DEFAULT}; printed either way)",
+    )
     p.add_argument("--run-seed", type=int, default=None, help="replay one tortured run by its printed run-seed")
     p.add_argument("--only", default=None, help="one corruption kind, e.g. delete-effect")
     p.add_argument(
@@ -33,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--items", type=int, default=4, help="items per tortured run (more items, more kills per run)")
     p.add_argument("--dir", default=None, help="work folder (default: a new temporary one, removed when all is well)")
     args = p.parse_args(argv)
-    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
+    seed = args.seed if args.seed is not None else seeds.test_seed()
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="phasegate-torture-"))
     print(f"phasegate torture: seed {seed}; work folder {work}", flush=True)
     t0 = time.monotonic()

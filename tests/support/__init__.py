@@ -1,0 +1,1 @@
+"""What the test layers share: running the real command line (`cli`)."""
