@@ -40,9 +40,9 @@ def store_runs(db: Path) -> dict[str, str]:
 
 
 def decisions(db: Path) -> list[tuple[str, str, str]]:
-    """(run, action, operator) of every pending decision in the store."""
+    """(run, action, operator) of every decision the store holds (pending, applied or void)."""
     with Engine(db, create=False, readonly=True) as eng:
-        return [(r, d["action"], d["operator"]) for r in RUN_IDS for d in eng.status(r).pending_decisions]
+        return [(r, d.action, d.operator) for r in RUN_IDS for d in eng.status(r).decisions]
 
 
 def handshake(served: Any, *, token: str | None = None, origin: str | None = "same", **headers: str) -> int:
