@@ -33,6 +33,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_HELD = 0, 1, 2, 3, 4
 EXTERNAL: dict[str, str] = {
     "console": "phasegate.console.cli:add_console",
     "demo": "phasegate.sample_runs.demo:add_demo",
+    "serve": "phasegate.console.web.cli:add_serve",
 }
 
 

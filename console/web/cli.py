@@ -1,0 +1,118 @@
+"""`phasegate serve`: registered by the engine's CLI (see `engine.cli.EXTERNAL`).
+
+Only argparse at import time: the web server and textual-serve load when the
+command runs, and a missing `web` extra is one line, not a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import logging
+import sys
+from typing import Any
+
+from phasegate import Engine, default_db
+from phasegate.errors import PhasegateError, UsageError
+
+from . import guard
+
+
+def add_serve(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "serve",
+        help="serve the console to a browser (needs the web extra)",
+        description="Serve the operations console to a browser. Loopback only, a secret token in the URL, "
+        "read-only unless --allow-decisions.",
+    )
+    p.add_argument("--db", default=None, help="database path or URL (default: $PHASEGATE_DB, else ./phasegate.db)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765; 0 picks a free one)")
+    p.add_argument(
+        "--allow-decisions", action="store_true", help="let browser sessions record decisions (default: read-only)"
+    )
+    p.add_argument("--allow-remote", action="store_true", help="allow listening on an address other than loopback")
+    p.add_argument(
+        "--operator-header",
+        default=None,
+        metavar="NAME",
+        help="take the operator's name from this header, set by an authenticating proxy on this machine",
+    )
+    p.add_argument("--max-sessions", type=int, default=4, metavar="N", help="concurrent sessions (default 4)")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=900.0,
+        metavar="SECONDS",
+        help="close a session after this long without input (default 900)",
+    )
+    p.set_defaults(fn=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0..65535, not {args.port}")
+    if args.max_sessions < 1:
+        raise UsageError(f"--max-sessions must be at least 1, not {args.max_sessions}")
+    if args.idle_timeout <= 0:
+        raise UsageError(f"--idle-timeout must be positive, not {args.idle_timeout}")
+    if args.operator_header is not None and not guard.valid_header_name(args.operator_header):
+        raise UsageError(f"--operator-header {args.operator_header!r} is not an HTTP header name")
+    if not guard.is_loopback(args.host):
+        if not args.allow_remote:
+            raise UsageError(f"--host {args.host} is not a loopback address; add --allow-remote to listen on it")
+        print(
+            f"phasegate: warning: listening on {args.host}: anyone who can reach it and has the URL gets the "
+            "console; put a reverse proxy with authentication and TLS in front",
+            file=sys.stderr,
+        )
+    try:
+        from .process import console_argv
+        from .server import ConsoleServer, ListenError, ServeConfig
+    except ImportError as exc:
+        raise UsageError(
+            f"phasegate serve needs the web extra ({exc.name} is missing): pip install 'phasegate[web]'"
+        ) from None
+
+    db = args.db or default_db()
+    # Opened once here, so a wrong path is one line now, not an error in every browser session.
+    Engine(db, create=False, readonly=True).close()
+    config = ServeConfig(
+        db=db,
+        host=args.host,
+        port=args.port,
+        read_only=not args.allow_decisions,
+        operator_header=args.operator_header,
+        max_sessions=args.max_sessions,
+        idle_timeout=args.idle_timeout,
+        login=_login(),
+    )
+    _log_to_stderr()
+    server = ConsoleServer(config, console_argv(db, read_only=config.read_only))
+    try:
+        asyncio.run(server.run())
+    except ListenError as exc:
+        raise ServeError(str(exc)) from None
+    return 0
+
+
+class ServeError(PhasegateError):
+    title = "cannot serve"
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry in some containers
+        return "unknown"
+
+
+def _log_to_stderr() -> None:
+    # Sessions opened and refused are worth seeing; aiohttp's access log is
+    # off (its lines would carry the token in the path).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s serve %(message)s"))
+    log = logging.getLogger("phasegate.serve")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
