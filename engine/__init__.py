@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from .feed import store_files, watch_store
     from .outcome import BlockReason, Outcome
     from .prune import PruneCandidate
-    from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
     from .sources import CodeDiff, printable
+    from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
     from .workflow import Workflow
 
 #: Public name -> the private module that defines it.

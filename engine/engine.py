@@ -178,7 +178,7 @@ class Engine:
         view = build(run, rows, steps, effects, decisions, cands, now, verified)
         # The code behind a drift, from the stored sources: read only when a
         # code change is among the reasons the run is blocked.
-        diffs = _sources.diffs(self.store, run_id, view.blocked)
+        diffs = _sources.diffs(self.store, conn, view.blocked)
         return replace(view, code_diffs=tuple(diffs)) if diffs else view
 
     def runs(

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from .outcome import BlockReason
@@ -110,13 +111,13 @@ def code_changes(blocked: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]
     return out
 
 
-def diffs(store: Store, run_id: str, blocked: Sequence[Mapping[str, Any]]) -> list[CodeDiff]:
+def diffs(store: Store, conn: Connection, blocked: Sequence[Mapping[str, Any]]) -> list[CodeDiff]:
+    """The diffs behind the code changes among `blocked`, read on `conn`."""
     changes = code_changes(blocked)
     if not changes:
         return []
     hashes = sorted({c["saved"] for c in changes} | {c["current"] for c in changes})
-    with store.read() as conn:
-        texts = store.get_sources(conn, hashes)
+    texts = store.get_sources(conn, hashes)
     out = []
     for c in changes:
         phase = str(c["probe"])[5:]
