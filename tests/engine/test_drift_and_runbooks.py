@@ -52,7 +52,7 @@ def test_status_diff_on_a_run_without_drift(h: Harness) -> None:
     assert h.run("r1").returncode == 0
     p = h.cli("status", "r1", "--diff")
     assert p.returncode == 0 and "no code change blocks this run" in p.stdout
-    assert h.status("r1")["code_diffs"] == []
+    assert "code_diffs" not in h.status("r1")  # only when there is one: the 0.1 JSON is unchanged
 
 
 def test_runbooks_are_stored_with_the_run_and_shown_by_status(h: Harness) -> None:
@@ -104,7 +104,7 @@ def test_a_version_1_store_is_upgraded_and_an_old_shape_still_reads(tmp_path: Pa
     con.commit()
     con.close()
     with Engine(h.db, create=False, readonly=True) as eng:  # read-only: nothing changes, nothing breaks
-        assert eng.status("r1").runbooks == [] and eng.status("r1").code_diffs == []
+        assert eng.status("r1").runbooks == () and eng.status("r1").code_diffs == ()
     assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [("1",)]
     assert h.cli("status", "r1").returncode == 0  # a writable open upgrades
     assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [("2",)]
