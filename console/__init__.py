@@ -17,16 +17,23 @@ def run_console(
     read_only: bool = False,
     mouse: bool = True,
     clock: Callable[[], float] = time.time,
+    run_id: str | None = None,
+    show: str | None = None,
+    text: str | None = None,
 ) -> int:
     """Open the console on `db` until the operator quits; returns an exit code.
+    `run_id` opens that run's detail; `show` (a status filter's name) and
+    `text` open the list filtered.
 
     Opening the store happens before the screen takes over the terminal, so a
     bad path is one line on stderr (a `PhasegateError`), not a broken screen."""
+    from . import service
     from .app import ConsoleApp
 
     engine = Engine(db, create=False, readonly=read_only, clock=clock)
     try:
-        app = ConsoleApp(engine, read_only=read_only, clock=clock)
+        start = service.start_at(engine, run_id, show, text)
+        app = ConsoleApp(engine, read_only=read_only, clock=clock, start=start)
         app.run(mouse=mouse)
         return app.return_code or 0
     finally:

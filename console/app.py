@@ -70,8 +70,11 @@ class ConsoleApp(App[int]):
         live_events: bool = True,
         poll_interval: float = 2.0,
         page_size: int = 200,
+        start: service.StartAt | None = None,
     ) -> None:
         super().__init__()
+        self.start = start or service.StartAt()
+        """Where the console opens (a deep link: one run, or the list filtered)."""
         self.engine = engine
         """The store, reached only through the engine's public API."""
         self.read_only = read_only
@@ -98,7 +101,13 @@ class ConsoleApp(App[int]):
         if theme in self.available_themes:
             self.theme = theme
 
-        self.push_screen(RunsScreen())
+        runs = RunsScreen()
+        runs.filter_index, runs.text = self.start.filter_index, self.start.text
+        self.push_screen(runs)
+        if self.start.run_id is not None:
+            from .screens.detail import DetailScreen
+
+            self.push_screen(DetailScreen(self.start.run_id))
         if self.poll_interval > 0:
             self._watch_store()
 

@@ -12,7 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from phasegate import RunView
+from phasegate import RunView, printable
 
 from ._format import EFFECT_MARKS, marked, plain, short, size, tone
 
@@ -41,6 +41,12 @@ def summary(v: RunView, now: float) -> Text:
     for b in v.blocked[1:]:
         line.append("\n")
         line.append(f"{b.get('kind')}: {b.get('detail')}")
+    for r in v.runbooks:
+        # Beside the reasons and the action keys: what the workflow's owners
+        # say to do. Stored text: shown literally, control characters escaped.
+        line.append("\n")
+        line.append(f"runbook ({r.get('kind')}{' in ' + str(r['phase']) if r.get('phase') else ''}): ", style="bold")
+        line.append(printable(str(r.get("runbook"))))
     if v.pending_decisions:
         for d in v.pending_decisions:
             line.append("\n")
@@ -49,6 +55,31 @@ def summary(v: RunView, now: float) -> Text:
                 style="italic",
             )
     return line
+
+
+def code(v: RunView) -> tuple[RenderableType, bool]:
+    """The diff behind each code change that blocks the run (already numbered
+    and escaped by the engine; shown as Text, never as markup)."""
+    if not v.code_diffs:
+        return NONE, True
+    parts: list[RenderableType] = []
+    for d in v.code_diffs:
+        head = Text()
+        head.append(f"code of {d.phase} changed", style="bold")
+        head.append(f"; ran the old code: {', '.join(d.ran_old_code)}")
+        parts.append(head)
+        if d.missing:
+            parts.append(Text(f"no stored source for {', '.join(d.missing)} (written before sources were kept)"))
+        for line in d.lines:
+            style = ""
+            if line.startswith("@@"):
+                style = "bold"
+            elif line[12:14] == "+ ":
+                style = tone("green")
+            elif line[12:14] == "- ":
+                style = tone("red")
+            parts.append(Text(line, style=style, no_wrap=True, overflow="ellipsis"))
+    return Group(*parts), False
 
 
 def outputs(v: RunView) -> tuple[RenderableType, bool]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phasegate import Engine, Preview, RunStatus, RunSummary, RunView
+from phasegate import Engine, Preview, RunStatus, RunSummary, RunView, UsageError
 
 from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice
@@ -18,6 +18,34 @@ STATUS_FILTERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("failed", ("failed",)),
     ("completed", ("completed",)),
 )
+
+
+@dataclass(frozen=True)
+class StartAt:
+    """A deep link: the run whose detail opens first, and the list's filters."""
+
+    run_id: str | None = None
+    filter_index: int = 0
+    text: str = ""
+
+
+def show_index(name: str) -> int:
+    """`--show NAME` -> a status filter; one clear error for anything else."""
+    want = name.strip().lower().replace("-", " ").replace("_", " ")
+    if want == "attention":
+        want = "needs attention"
+    for i, (label, _statuses) in enumerate(STATUS_FILTERS):
+        if label == want:
+            return i
+    raise UsageError(f"--show {name!r}: one of {', '.join(label.replace(' ', '-') for label, _s in STATUS_FILTERS)}")
+
+
+def start_at(engine: Engine, run_id: str | None, show: str | None, text: str | None) -> StartAt:
+    """Check a deep link before the screen takes the terminal: a run that is
+    not there is one line on stderr, not an empty detail."""
+    if run_id is not None:
+        engine.status(run_id)  # raises RunNotFound
+    return StartAt(run_id, show_index(show) if show else 0, (text or "").strip())
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,10 @@ if TYPE_CHECKING:
         UsageError,
         WorkflowError,
     )
+    from .feed import store_files, watch_store
     from .outcome import BlockReason, Outcome
     from .prune import PruneCandidate
+    from .sources import CodeDiff, printable
     from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
     from .workflow import Workflow
 
@@ -65,6 +67,8 @@ _WHERE: dict[str, str] = {
     "PhaseContext": ".context",
     "Preview": ".decisions",
     "Decision": ".decisions",
+    "store_files": ".feed",
+    "watch_store": ".feed",
     "Engine": ".engine",
     "default_db": ".engine",
     **dict.fromkeys(
@@ -87,6 +91,8 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(
         ("RunSummary", "DecisionView", "EffectView", "Frontier", "LeaseView", "OutputView", "PhaseView"), ".views"
     ),
+    "CodeDiff": ".sources",
+    "printable": ".sources",
     "RunView": ".views",
     "Workflow": ".workflow",
 }
@@ -99,6 +105,7 @@ __all__ = [
     "BlockKindName",
     "BlockReason",
     "Decision",
+    "CodeDiff",
     "DecisionError",
     "DecisionView",
     "EffectState",
@@ -129,6 +136,9 @@ __all__ = [
     "Workflow",
     "WorkflowError",
     "default_db",
+    "printable",
+    "store_files",
+    "watch_store",
 ]
 assert set(__all__) == set(_WHERE)  # one list for tools, one map for loading
 

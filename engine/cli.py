@@ -24,6 +24,7 @@ from . import _json
 from .engine import Engine, default_db
 from .errors import PhasegateError, UsageError
 from .outcome import Outcome
+from .sources import CodeDiff, printable
 from .views import RunView, iso
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_HELD = 0, 1, 2, 3, 4
@@ -110,10 +111,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         if args.run_id:
             view = eng.status(args.run_id)
             if args.json:
+                # The diffs are always in the JSON (`code_diffs`); --diff is for the text.
                 print(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
             else:
                 _print_view(view)
+                if args.diff:
+                    _print_diffs(view.code_diffs)
             return EXIT_OK
+        if args.diff:
+            raise UsageError("--diff needs a run id: phasegate status RUN --diff")
         if args.json:
             print("[")
             first = True
@@ -150,6 +156,21 @@ def _print_view(v: RunView) -> None:
         print(f"prunable  {c.what} ({c.bytes} B): {c.why_safe}")
     for d in v.decisions:
         print(f"decision  {d.at} {d.operator} {d.action} [{d.state}]: {d.reason}")
+    for r in v.runbooks:
+        where = f" in {r['phase']}" if r.get("phase") else ""
+        print(f"runbook   {r['kind']}{where}: {printable(r['runbook'])}")
+
+
+def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
+    if not diffs:
+        print("no code change blocks this run")
+    for d in diffs:
+        print()
+        print(f"code of {d.phase} changed; ran the old code: {', '.join(d.ran_old_code)}")
+        if d.missing:
+            print(f"  no stored source for {', '.join(d.missing)} (written before phasegate kept sources)")
+        for line in d.lines:
+            print(line)
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
@@ -231,6 +252,35 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return Worker(eng, poll=args.poll, jobs=args.jobs).serve(once=args.once)
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from .hooks import Hooks
+    from .watch import run_watch
+
+    hooks = Hooks(
+        command=args.exec_cmd,
+        webhook=args.webhook,
+        retries=args.retries,
+        backoff=args.backoff,
+        timeout=args.timeout,
+    )
+    if args.poll <= 0:
+        raise UsageError("--poll must be > 0")
+    # Its log is its output (what it announced, which hook failed), as a worker's.
+    logging.getLogger("phasegate.watch").setLevel(logging.INFO)
+    if not args.verbose:
+        logging.getLogger("phasegate.watch.skip").setLevel(logging.WARNING)
+    stop = threading.Event()
+    # SIGTERM (a service manager) and SIGINT (Ctrl-C) both end the watch
+    # cleanly: a send in progress finishes or is left for the next watch.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    with _engine(args) as eng:
+        return run_watch(eng, hooks, stop, poll=args.poll, use_events=not args.no_events, once=args.once)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="phasegate", description="Resumable long-running jobs, and their operators' tools.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -253,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="show runs, or one run")
     s.add_argument("run_id", nargs="?")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--diff", action="store_true", help="show the code diff behind a drift (saved vs current)")
     _db_arg(s)
     s.set_defaults(fn=cmd_status)
 
@@ -288,6 +339,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, default=1, help="runs to resume at once (default 1)")
     _db_arg(s)
     s.set_defaults(fn=cmd_worker)
+
+    s = sub.add_parser("watch", help="alert when a run stops (blocked or failed): a command and/or a webhook")
+    s.add_argument(
+        "--exec",
+        dest="exec_cmd",
+        default=None,
+        metavar="CMD",
+        help="run CMD (a shell command) per stop, the event as JSON on stdin",
+    )
+    s.add_argument("--webhook", default=None, metavar="URL", help="POST each stop's event as JSON to URL")
+    s.add_argument("--retries", type=int, default=4, help="attempts after the first, per hook (default 4)")
+    s.add_argument("--backoff", type=float, default=1.0, help="seconds before the first retry, doubled each time")
+    s.add_argument("--timeout", type=float, default=10.0, help="seconds one attempt may take (default 10)")
+    s.add_argument("--poll", type=float, default=2.0, help="seconds between looks when no change event arrives")
+    s.add_argument("--no-events", action="store_true", help="poll only (no file events)")
+    s.add_argument("--once", action="store_true", help="announce what is waiting, then exit")
+    _db_arg(s)
+    s.set_defaults(fn=cmd_watch)
 
     for _name, ref in EXTERNAL.items():
         mod, _, fn = ref.partition(":")

@@ -7,12 +7,14 @@ import getpass
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from . import _json, archive, chain
 from . import decisions as _decisions
 from . import prune as _prune
+from . import sources as _sources
 from ._states import Action, RunStatus
 from .applying import apply_reset
 from .errors import PhasegateError, RunNotFound, StoreError, UsageError
@@ -173,7 +175,11 @@ class Engine:
             if with_candidates
             else []
         )
-        return build(run, rows, steps, effects, decisions, cands, now, verified)
+        view = build(run, rows, steps, effects, decisions, cands, now, verified)
+        # The code behind a drift, from the stored sources: read only when a
+        # code change is among the reasons the run is blocked.
+        diffs = _sources.diffs(self.store, conn, view.blocked)
+        return replace(view, code_diffs=tuple(diffs)) if diffs else view
 
     def runs(
         self,

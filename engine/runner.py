@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from . import _json, environment
+from . import _json, environment, sources
 from ._host import new_owner
 from ._states import BlockKind, OutcomeStatus, RunStatus
 from ._stop import Stop
@@ -196,6 +196,7 @@ class Runner:
         self.env_rows = list(plan.env_rows)
         self.notes.extend(applier.notes + list(plan.notes))
         if plan.blocks:
+            sources.remember_drift(self.store, self.wf, plan.blocks)
             return self._block(list(plan.blocks))
         applier.void(plan.void)
         assert plan.state is not None  # a plan that runs has a state
@@ -293,6 +294,7 @@ class Runner:
             out_hash = _json.sha256(text)
             if nxt is not None and p.name in nxt.needs:
                 next_needs[p.name] = out_hash
+            sources.remember(self.store, self.wf.phases, self.clock, needed=p)
             journal.checkpoint(
                 p,
                 text,

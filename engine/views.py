@@ -9,10 +9,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import _json, chain
+from . import runbooks as _runbooks
 from ._states import ActionName, EffectState, PhaseState, RunStatus
 from .lease import holder_alive, holder_name
 from .ledger import needs_answer
 from .prune import PruneCandidate
+from .sources import CodeDiff
 
 
 def iso(ts: float | None) -> str | None:
@@ -208,6 +210,10 @@ class RunView:
     attention: str
     epoch: int = 0
     pending_decisions: tuple[DecisionView, ...] = ()
+    runbooks: tuple[dict[str, Any], ...] = ()
+    """What the workflow says to do about each reason this run stopped (see `runbooks.for_stop`)."""
+    code_diffs: tuple[CodeDiff, ...] = ()
+    """Each code change that blocks the run, as a diff of the stored sources (filled by `Engine.status`)."""
 
     @property
     def needs_attention(self) -> bool:
@@ -217,6 +223,14 @@ class RunView:
         d = asdict(self)
         d["status"] = str(self.status)
         d["prune_candidates"] = [c.as_dict() for c in self.prune_candidates]
+        # Added after 0.1: present only when there is something to say, so the
+        # JSON of every run without runbooks or a code drift stays byte for byte.
+        if self.code_diffs:
+            d["code_diffs"] = [c.as_dict() for c in self.code_diffs]
+        else:
+            del d["code_diffs"]
+        if not self.runbooks:
+            del d["runbooks"]
         for k in ("created_at", "updated_at", "last_checkpoint_at"):
             d[k] = iso(d[k])
         return d
@@ -369,6 +383,14 @@ def build(
         attention=attention,
         epoch=int(run.epoch),
         pending_decisions=tuple(d for d in decs if d.state == "pending"),
+        runbooks=tuple(
+            _runbooks.for_stop(
+                shape,
+                blocked if status is RunStatus.BLOCKED else [],
+                error if status is RunStatus.FAILED else None,
+                frontier_phase,
+            )
+        ),
     )
 
 

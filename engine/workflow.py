@@ -12,12 +12,13 @@ import inspect
 import textwrap
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from . import _json
+from . import runbooks as _runbooks
 from .errors import WorkflowError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,8 +44,8 @@ def _names(code: types.CodeType) -> set[str]:
     return out
 
 
-def _code_hash(fn: Callable[..., Any]) -> str:
-    """A fingerprint of a phase's code: its source, and the source of every
+def _covered(fn: Callable[..., Any]) -> dict[str, bytes]:
+    """What a phase's fingerprint covers: its source, and the source of every
     function or class of the same module it reaches through global names
     (helpers such as the step functions it calls), recursively. A fix in a
     helper is a code change of the phase. Comments count too: an operator
@@ -69,10 +70,23 @@ def _code_hash(fn: Callable[..., Any]) -> str:
                     seen.setdefault(f"{module}.{ref.__qualname__}", _source_bytes(ref))
                 else:
                     todo.append(ref)
+    return seen
+
+
+def _code_hash(covered: dict[str, bytes]) -> str:
     h = hashlib.sha256()
-    for key in sorted(seen):
-        h.update(key.encode() + b"\0" + seen[key] + b"\0")
+    for key in sorted(covered):
+        h.update(key.encode() + b"\0" + covered[key] + b"\0")
     return h.hexdigest()[:16]
+
+
+def _source_text(covered: dict[str, bytes]) -> str:
+    """The covered sources as one text, in the order the hash reads them,
+    each under a header line naming it: what a drift's diff is made of."""
+    parts = []
+    for key in sorted(covered):
+        parts.append(f"# --- {key}\n" + covered[key].decode("utf-8", "replace").rstrip("\n") + "\n")
+    return "".join(parts)
 
 
 def _return_annotation(fn: Callable[..., Any]) -> Any:
@@ -100,6 +114,8 @@ class Phase:
     code_hash: str
     output_type: Any = field(default=Any, compare=False)
     rederivable: bool = True
+    source: str = field(default="", compare=False, repr=False)
+    """The text `code_hash` covers (see `_covered`), kept for the sources table."""
 
     def shape(self) -> dict[str, Any]:
         return {"name": self.name, "needs": list(self.needs)}
@@ -108,10 +124,23 @@ class Phase:
 class Workflow:
     """A named, ordered set of phases and the probes they depend on."""
 
-    def __init__(self, name: str, *, max_age: float | timedelta | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        max_age: float | timedelta | None = None,
+        runbooks: Mapping[str, str] | None = None,
+    ) -> None:
+        """`runbooks` maps why a run stops to what an operator should do about
+        it: a link or a short text. A key is a block kind (`env_mismatch`,
+        `in_doubt_effect`, `below_floor`, `integrity`, or `failed`), a kind
+        for one phase (`failed:charge`), or a phase name (any stop there).
+        They are stored with each run, so `status`, the console and alerts
+        show them without this code."""
         if not name or not isinstance(name, str):
             raise WorkflowError("a workflow needs a non-empty name")
         self.name = name
+        self.runbooks: dict[str, str] = _runbooks.check(name, runbooks or {})
         self.max_age: float | None = max_age.total_seconds() if isinstance(max_age, timedelta) else max_age
         self.phases: list[Phase] = []
         self.probes: dict[str, Probe] = {}
@@ -165,6 +194,7 @@ class Workflow:
                 if p not in self.probes and p != AGE_PROBE:
                     raise WorkflowError(f"phase {pname!r} declares unknown probe {p!r}")
             self._cache.clear()
+            covered = _covered(fn)
             self.phases.append(
                 Phase(
                     name=pname,
@@ -173,9 +203,10 @@ class Workflow:
                     needs=need_t,
                     floor=floor_t,
                     probes=tuple(probes),
-                    code_hash=_code_hash(fn),
+                    code_hash=_code_hash(covered),
                     output_type=_return_annotation(fn),
                     rederivable=rederivable,
+                    source=_source_text(covered),
                 )
             )
             return fn
@@ -206,17 +237,24 @@ class Workflow:
         return str(self._cache["code"])
 
     def describe(self) -> list[dict[str, Any]]:
-        """The shape the store keeps for operators (who may not have the code)."""
-        return [
-            {
+        """The shape the store keeps for operators (who may not have the code).
+        A phase's `runbooks` (kind -> text, resolved for that phase) is there
+        only when the workflow declares some; older stores have none."""
+        _runbooks.check_phases(self.name, self.runbooks, [p.name for p in self.phases])
+        out: list[dict[str, Any]] = []
+        for p in self.phases:
+            d: dict[str, Any] = {
                 "name": p.name,
                 "needs": list(p.needs),
                 "floor": list(p.floor),
                 "probes": list(p.probes),
                 "code": p.code_hash,
             }
-            for p in self.phases
-        ]
+            books = _runbooks.for_phase(self.runbooks, p.name)
+            if books:
+                d["runbooks"] = books
+            out.append(d)
+        return out
 
     def check_output(self, phase: str, value: Any) -> str | None:
         """Why `value` does not fit what `phase` declares it returns (None when

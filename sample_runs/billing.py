@@ -33,7 +33,16 @@ from . import __version__
 from ._points import nap, pause_point
 from .gateway import Gateway
 
-wf = Workflow("billing")
+wf = Workflow(
+    "billing",
+    # What on-call should do, shown by `status`, the console and `watch` alerts.
+    runbooks={
+        "env_mismatch": "Tax rates or ledger schema moved: check the finance change log, then approve or rewind to price.",
+        "in_doubt_effect:charge": "Look the charge key up in the gateway dashboard; confirm_effect if it is there, "
+        "retry_effect if not.",
+        "failed": "https://wiki.example.com/runbooks/billing#failed",
+    },
+)
 
 
 class Line(BaseModel):

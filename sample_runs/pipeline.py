@@ -34,7 +34,13 @@ from . import __version__
 from ._points import nap, pace, pause_point
 from .source import Source, retry
 
-wf = Workflow("pipeline")
+wf = Workflow(
+    "pipeline",
+    runbooks={
+        "env_mismatch": "The pipeline config or target schema changed: diff them, then approve or rewind to transform.",
+        "publish": "Publishing stopped: check the target's load log before deciding.",
+    },
+)
 
 
 class Download(BaseModel):

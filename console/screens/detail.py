@@ -23,6 +23,7 @@ from ._run_actions import RunActions
 PANELS: tuple[tuple[str, str], ...] = (
     ("integrity", "integrity failures"),
     ("environment", "environment"),
+    ("code", "code changes"),
     ("effects", "effects"),
     ("error", "error"),
     ("outputs", "carried outputs"),

@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 #: The schema version this code writes. A store with a higher one was written
 #: by a newer phasegate and is not trusted.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Our own registry keeps phasegate's tables out of `SQLModel.metadata`, which
 # belongs to the application (an atomic effect's ledger table lives there).
@@ -164,9 +164,47 @@ class DecisionRow(_Base, table=True):
     detail_json: str = Field(default="{}", sa_column=Column(Text, nullable=False, default="{}"))
 
 
+class SourceRow(_Base, table=True):
+    """The text a phase's code fingerprint covers, once per fingerprint, so a
+    drift can be shown as a diff by anyone, without the workflow's code.
+    Added in schema version 2."""
+
+    __tablename__ = "phasegate_sources"
+
+    code_hash: str = Field(primary_key=True)
+    source: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: float
+
+
+class AlertRow(_Base, table=True):
+    """One stop of a run (blocked or failed) that a watch announced, or is
+    announcing: the primary key is the claim, so two watches never both send.
+    Added in schema version 2."""
+
+    __tablename__ = "phasegate_alerts"
+    __table_args__ = (Index("ix_alerts_run", "run_id"),)
+
+    stop_key: str = Field(primary_key=True)
+    run_id: str
+    status: str
+    state: str = "claimed"  # claimed | sent | failed
+    claimed_by: str
+    claimed_at: float
+    sent_at: float | None = None
+    attempts: int = 0
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    event_json: str = Field(sa_column=Column(Text, nullable=False))
+
+
 runs = RunRow.__table__  # type: ignore[attr-defined]
 checkpoints = CheckpointRow.__table__  # type: ignore[attr-defined]
 steps = StepRow.__table__  # type: ignore[attr-defined]
 effects = EffectRow.__table__  # type: ignore[attr-defined]
 decisions = DecisionRow.__table__  # type: ignore[attr-defined]
 meta = Meta.__table__  # type: ignore[attr-defined]
+sources = SourceRow.__table__  # type: ignore[attr-defined]
+alerts = AlertRow.__table__  # type: ignore[attr-defined]
+
+#: Tables added after version 1, by the version that added them: an older
+#: store opened read-only has none of them, and readers answer "nothing stored".
+ADDED_IN: dict[str, int] = {"phasegate_sources": 2, "phasegate_alerts": 2}

@@ -19,13 +19,16 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from ..errors import StoreError
 from . import _postgres, _rowcheck, _sqlite
 from .schema import (
+    ADDED_IN,
     SCHEMA_VERSION,
+    alerts,
     checkpoints,
     decisions,
     effects,
     meta,
     metadata,
     runs,
+    sources,
     steps,
 )
 
@@ -87,6 +90,9 @@ class Store:
 
     def _open(self, *, fresh: bool, create: bool) -> None:
         names = set(inspect(self.sa).get_table_names())
+        #: Tables this store has; a read-only open of an older store may lack
+        #: the ones added since (see `schema.ADDED_IN`).
+        self.tables = set(names) | (set(metadata.tables) if "phasegate_meta" not in names else set())
         if "phasegate_meta" not in names:
             phasegate_tables = {n for n in names if n.startswith("phasegate_")}
             if self.is_sqlite and names:
@@ -120,16 +126,27 @@ class Store:
             self.schema_problem = f"schema version {value!r} is not a number this engine understands"
         elif version > SCHEMA_VERSION:
             self.schema_problem = f"schema version {version} is newer than this engine knows ({SCHEMA_VERSION})"
-        elif version < SCHEMA_VERSION and create:
-            self._migrate(version)
+        elif version < SCHEMA_VERSION and not self.readonly:
+            # Any writable open upgrades, not only one that may create a store:
+            # `phasegate watch` or `status` on an older store must find its tables.
+            self._migrate()
 
-    def _migrate(self, version: int) -> None:
-        """Upgrade in code, one step at a time, each in its own transaction.
-        There is only version 1 so far; the loop is where version 2 goes."""
+    def _migrate(self) -> None:
+        """Upgrade in code, in one transaction. Every step so far only adds
+        tables (version 2: sources and alerts), so an older engine's rows
+        are untouched. The version row is locked first, so two processes
+        upgrading at once do it one after the other."""
         with self.write() as conn:
-            while version < SCHEMA_VERSION:
-                version += 1
-                conn.execute(update(meta).where(meta.c.key == "schema_version").values(value=str(version)))
+            q = select(meta.c.value).where(meta.c.key == "schema_version")
+            if self.dialect.row_locks:
+                q = q.with_for_update()
+            version = int(conn.execute(q).scalar() or SCHEMA_VERSION)
+            if version >= SCHEMA_VERSION:
+                return  # another process upgraded while this one waited
+            added = [metadata.tables[n] for n, v in ADDED_IN.items() if version < v]
+            metadata.create_all(conn, tables=added, checkfirst=True)
+            conn.execute(update(meta).where(meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
+        self.tables |= {t.name for t in added}
 
     def close(self) -> None:
         with self._hot_lock:
@@ -415,6 +432,51 @@ class Store:
 
     def settle_decision(self, conn: Connection, decision_id: int, state: str, at: float) -> None:
         conn.execute(update(decisions).where(decisions.c.id == decision_id).values(state=state, applied_at=at))
+
+    # -- phase sources ----------------------------------------------------------
+
+    def known_sources(self, conn: Connection, hashes: Sequence[str]) -> set[str]:
+        if "phasegate_sources" not in self.tables or not hashes:
+            return set()
+        q = select(sources.c.code_hash).where(sources.c.code_hash.in_(list(hashes)))
+        return {r[0] for r in conn.execute(q)}
+
+    def insert_source(self, conn: Connection, code_hash: str, text: str, at: float) -> None:
+        conn.execute(insert(sources).values(code_hash=code_hash, source=text, created_at=at))
+
+    def get_sources(self, conn: Connection, hashes: Sequence[str]) -> dict[str, str]:
+        if "phasegate_sources" not in self.tables or not hashes:
+            return {}
+        q = select(sources.c.code_hash, sources.c.source).where(sources.c.code_hash.in_(list(hashes)))
+        return {r[0]: r[1] for r in conn.execute(q) if isinstance(r[1], str)}
+
+    # -- alerts -------------------------------------------------------------------
+
+    def announced(self, conn: Connection, keys: Sequence[str]) -> dict[str, Row[Any]]:
+        """The alert rows of these stops that exist (claimed, sent or failed)."""
+        if "phasegate_alerts" not in self.tables or not keys:
+            return {}
+        q = select(alerts).where(alerts.c.stop_key.in_(list(keys)))
+        return {r.stop_key: r for r in conn.execute(q)}
+
+    def insert_alert(self, conn: Connection, values: dict[str, Any]) -> None:
+        """Raises IntegrityError when another watch claimed the stop first."""
+        conn.execute(insert(alerts).values(**values))
+
+    def reclaim_alert(self, conn: Connection, key: str, owner: str, now: float, stale_before: float) -> bool:
+        """Take over a claim whose watch died before it could send."""
+        n = conn.execute(
+            update(alerts)
+            .where(alerts.c.stop_key == key, alerts.c.state == "claimed", alerts.c.claimed_at < stale_before)
+            .values(claimed_by=owner, claimed_at=now)
+        ).rowcount
+        return bool(n)
+
+    def release_alert(self, conn: Connection, key: str, owner: str) -> None:
+        conn.execute(delete(alerts).where(alerts.c.stop_key == key, alerts.c.claimed_by == owner))
+
+    def settle_alert(self, conn: Connection, key: str, owner: str, values: dict[str, Any]) -> None:
+        conn.execute(update(alerts).where(alerts.c.stop_key == key, alerts.c.claimed_by == owner).values(**values))
 
     # -- the hot path -----------------------------------------------------------
     # Checkpoints, effect records and durable steps are written with fixed SQL
