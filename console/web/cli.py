@@ -12,8 +12,7 @@ import logging
 import sys
 from typing import Any
 
-from phasegate import Engine, default_db
-from phasegate.errors import PhasegateError, UsageError
+from phasegate import Engine, PhasegateError, UsageError, default_db
 
 from . import guard
 
