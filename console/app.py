@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 
-from phasegate import Engine, PhasegateError
+from phasegate import Engine, PhasegateError, safe
 
 from . import live, service
 from ._format import set_monochrome
@@ -166,11 +166,11 @@ class ConsoleApp(App[int]):
         self.post_message(self.Decided(result.run_id, text))
 
     def on_console_app_decided(self, message: Decided) -> None:
-        self.notify(message.text, title="decision recorded", markup=False)
+        self.notify(safe(message.text), title="decision recorded", markup=False)
         self.post_message(self.DataChanged("decision"))
 
     def on_console_app_action_failed(self, message: ActionFailed) -> None:
-        self.notify(message.text, title=message.title, severity="error", markup=False, timeout=10)
+        self.notify(safe(message.text), title=message.title, severity="error", markup=False, timeout=10)
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen

@@ -37,6 +37,7 @@ from .ledger import EffectLedger
 from .outcome import BlockReason, Outcome
 from .outputs import PhaseOutputs
 from .planner import Pending, StartFacts, StartPlan, plan_start
+from .safetext import is_safe, safe
 from .steplog import StepLog
 from .store.store import Store
 from .workflow import Phase, Workflow
@@ -49,8 +50,12 @@ def validate_run_id(run_id: Any) -> str:
         raise UsageError("a run id must be a non-empty string")
     if len(run_id) > 200:
         raise UsageError("a run id must be at most 200 characters")
-    if any(ord(c) < 32 for c in run_id):
-        raise UsageError("a run id must not contain control characters")
+    if not is_safe(run_id) or not run_id.isprintable():
+        # A run id is typed, compared and shown by people: control characters
+        # (C0, C1), bidi overrides and invisible ones would let one id pass
+        # for another, or act on the terminal that shows it.
+        bad = next(c for c in run_id if not is_safe(c) or not c.isprintable())
+        raise UsageError(f"a run id must not contain control, format or invisible characters (found {safe(bad)})")
     return run_id
 
 
