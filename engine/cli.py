@@ -14,6 +14,7 @@ import argparse
 import importlib
 import json
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -24,7 +25,7 @@ from . import _json
 from .engine import Engine, default_db
 from .errors import PhasegateError, UsageError
 from .outcome import Outcome
-from .safetext import safe, safe_json
+from .safetext import safe, safe_json, storable
 from .sources import CodeDiff, printable
 from .views import RunView, iso
 
@@ -42,6 +43,46 @@ EXTERNAL: dict[str, str] = {
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}")
+
+
+def seconds(text: str) -> float:
+    """A duration argument: a finite number > 0 (inf overflows a sleep, and
+    0, a negative or nan would make a loop spin)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, not {text!r}")
+    return value
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return parse
+
+
+#: Arguments that name files or commands: bytes the file system takes as
+#: they are. Every other text argument is stored or compared, so it must be
+#: valid Unicode (argv bytes that are not UTF-8 arrive as lone surrogates).
+_BYTES_ARGS = frozenset({"target", "input_file", "exec_cmd", "fn"})
+
+
+def _check_text_args(args: argparse.Namespace) -> None:
+    for key, value in vars(args).items():
+        if key in _BYTES_ARGS or not isinstance(value, str):
+            continue
+        if not storable(value):
+            name = key if key == "run_id" else "--" + key.replace("_", "-")
+            raise UsageError(f"{name} is not valid UTF-8 text (or holds a NUL)")
 
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
@@ -68,24 +109,37 @@ def _print_outcome(o: Outcome) -> int:
     return EXIT_FAILED
 
 
+def _parse_json(text: str, what: str) -> Any:
+    """JSON given on the command line, checked to be storable as it is."""
+    try:
+        value = _json.loads(text)
+        stored = _json.dumps(value)
+    except RecursionError:
+        raise UsageError(f"{what} nested too deeply") from None
+    except ValueError as exc:
+        raise UsageError(f"{what} are not JSON: {exc}" if what == "inputs" else f"{what} is not JSON: {exc}") from None
+    if not storable(stored):
+        raise UsageError(f"{what}: a lone surrogate (\\ud800-\\udfff) is not text that can be stored")
+    return value
+
+
 def _read_inputs(args: argparse.Namespace) -> Any:
     if args.input is not None and args.input_file is not None:
         raise UsageError("give --input or --input-file, not both")
     if args.input_file is not None:
         try:
-            text = Path(args.input_file).read_text()
+            text = Path(args.input_file).read_text(encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot read {args.input_file}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"{args.input_file} is not UTF-8 text") from None
     elif args.input is not None:
         text = args.input
     else:
         # None, not {}: an existing run then continues with its stored inputs
         # instead of being refused for "other inputs".
         return None
-    try:
-        return _json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"inputs are not JSON: {exc}") from None
+    return _parse_json(text, "inputs")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -184,10 +238,7 @@ def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
 def cmd_decide(args: argparse.Namespace) -> int:
     result = None
     if args.result is not None:
-        try:
-            result = _json.loads(args.result)
-        except ValueError as exc:
-            raise UsageError(f"--result is not JSON: {exc}") from None
+        result = _parse_json(args.result, "--result")
     with _engine(args) as eng:
         if args.dry_run:
             pv = eng.preview(args.run_id, args.action, phase=args.phase, effect=args.effect)
@@ -343,8 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("worker", help="resume runs that have a decision waiting or whose process died")
     s.add_argument("--once", action="store_true", help="handle what is waiting, then exit")
-    s.add_argument("--poll", type=float, default=1.0, help="seconds between looks at the store")
-    s.add_argument("--jobs", type=int, default=1, help="runs to resume at once (default 1)")
+    s.add_argument("--poll", type=seconds, default=1.0, help="seconds between looks at the store")
+    s.add_argument("--jobs", type=count(1), default=1, help="runs to resume at once (default 1)")
     _db_arg(s)
     s.set_defaults(fn=cmd_worker)
 
@@ -357,10 +408,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run CMD (a shell command) per stop, the event as JSON on stdin",
     )
     s.add_argument("--webhook", default=None, metavar="URL", help="POST each stop's event as JSON to URL")
-    s.add_argument("--retries", type=int, default=4, help="attempts after the first, per hook (default 4)")
-    s.add_argument("--backoff", type=float, default=1.0, help="seconds before the first retry, doubled each time")
-    s.add_argument("--timeout", type=float, default=10.0, help="seconds one attempt may take (default 10)")
-    s.add_argument("--poll", type=float, default=2.0, help="seconds between looks when no change event arrives")
+    s.add_argument("--retries", type=count(0), default=4, help="attempts after the first, per hook (default 4)")
+    s.add_argument("--backoff", type=seconds, default=1.0, help="seconds before the first retry, doubled each time")
+    s.add_argument("--timeout", type=seconds, default=10.0, help="seconds one attempt may take (default 10)")
+    s.add_argument("--poll", type=seconds, default=2.0, help="seconds between looks when no change event arrives")
     s.add_argument("--no-events", action="store_true", help="poll only (no file events)")
     s.add_argument("--once", action="store_true", help="announce what is waiting, then exit")
     _db_arg(s)
@@ -397,6 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("phasegate").setLevel(logging.ERROR)
     try:
         args = build_parser().parse_args(argv)
+        _check_text_args(args)
         return int(args.fn(args))
     except PhasegateError as exc:
         if debug:

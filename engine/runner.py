@@ -37,7 +37,7 @@ from .ledger import EffectLedger
 from .outcome import BlockReason, Outcome
 from .outputs import PhaseOutputs
 from .planner import Pending, StartFacts, StartPlan, plan_start
-from .safetext import is_safe, safe
+from .safetext import is_safe, safe, sanitised
 from .steplog import StepLog
 from .store.store import Store
 from .workflow import Phase, Workflow
@@ -346,16 +346,19 @@ class Runner:
 
     def _fail(self, phase: str, exc: BaseException) -> Outcome:
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        err = {"phase": phase, "type": type(exc).__name__, "message": str(exc), "traceback": "".join(tb[-6:])}
+        # A message neither backend can store (a lone surrogate, a NUL) is
+        # kept with those characters escaped: lost, it would leave the run "running".
+        message = sanitised(str(exc))
+        err = {"phase": phase, "type": type(exc).__name__, "message": message, "traceback": sanitised("".join(tb[-6:]))}
         self._finish(
             RunStatus.FAILED,
             {
                 "error_json": _json.dumps(err),
                 "blocked_json": "[]",
-                "attention": f"failed in {phase}: {type(exc).__name__}: {exc}"[:300],
+                "attention": f"failed in {phase}: {type(exc).__name__}: {message}"[:300],
             },
         )
-        log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, exc)
+        log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, message)
         return Outcome(self.run_id, OutcomeStatus.FAILED, error=err, phases_run=self.phases_run)
 
     def _complete(self) -> Outcome:

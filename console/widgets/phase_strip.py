@@ -8,9 +8,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from phasegate import Frontier, PhaseView
-
-from phasegate import safe
+from phasegate import Frontier, PhaseView, safe
 
 from .._format import PHASE_MARKS, marked
 
