@@ -291,7 +291,7 @@ class Runner:
             except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
                 return self._fail(p.name, exc)
             try:
-                text = _json.dumps(out)
+                text, by_orjson = _json.encode(out)
             except UsageError as exc:
                 return self._fail(p.name, exc)
             nxt = to_run[i + 1] if i + 1 < len(to_run) else None
@@ -309,7 +309,7 @@ class Runner:
                 next_needs=next_needs,
                 probes=probes,
             )
-            self.outputs.put(p.name, text, out_hash)
+            self.outputs.put(p.name, text, out_hash, by_orjson)
         return self._complete()
 
     # -- endings --------------------------------------------------------------
