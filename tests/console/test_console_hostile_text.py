@@ -80,7 +80,7 @@ async def test_no_screen_shows_stored_escapes_raw(hostile_store: Path, make_app:
             seen += assert_inert(app, f"runs screen, row {row}")
         assert "\\x1b" in seen and "U+202E" in seen  # shown, as visible escapes
         for run_id in (ENV, FAILED):
-            app.push_screen(DetailScreen(run_id))
+            app.push_screen(DetailScreen(app, run_id))
             await settle(pilot)
             assert_inert(app, f"detail of {run_id}")
             if not read_only:
