@@ -24,7 +24,7 @@ from .outcome import Outcome
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
 from .store.store import ChangeProbe, Store
-from .views import RunSummary, RunView, build, effective_status
+from .views import RunSummary, RunView, build, effective_status, frontier_columns, trusted_frontier
 from .workflow import Workflow
 
 DEFAULT_DB = "phasegate.db"
@@ -346,8 +346,23 @@ class Engine:
             run = self.store.get_run(conn, run_id)
             if run is None or holder_alive(run, now):
                 return
+            # The list shows the run row's frontier: move it back to what is
+            # trusted, as the detail and `status --json` already show it.
+            fr = trusted_frontier(
+                run,
+                self.store.all_checkpoints(conn, run_id),
+                self.store.steps_for(conn, run_id),
+                self.store.effects_for(conn, run_id),
+                _json.loads(run.shape_json),
+            )
             blocked = _json.loads(run.blocked_json or "[]")
             if any(b.get("kind") == "integrity" for b in blocked) and run.status == RunStatus.BLOCKED.value:
+                if (run.frontier_phase, int(run.frontier_index), int(run.steps_done)) != (
+                    fr.phase,
+                    fr.index,
+                    fr.steps_done,
+                ):
+                    self.store.update_run(conn, run_id, frontier_columns(fr))
                 return
             reason = {"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}
             self.store.update_run(
@@ -358,6 +373,7 @@ class Engine:
                     "blocked_json": _json.dumps([reason]),
                     "attention": f"integrity: {failure.detail()}"[:300],
                     "updated_at": now,
+                    **frontier_columns(fr),
                 },
             )
 
