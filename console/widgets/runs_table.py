@@ -12,7 +12,7 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
-from phasegate import RunSummary
+from phasegate import RunSummary, safe
 
 from .._format import age, middle, plain, run_status
 
@@ -106,7 +106,8 @@ class RunsTable(DataTable[Text]):
         id_width = self.widths.get("run_id", 22)
         for r in rows:
             cells = {
-                "run_id": plain(middle(r.run_id, id_width)),
+                # Escaped before it is cut, so the cut never splits an escape.
+                "run_id": plain(middle(safe(r.run_id), id_width)),
                 "workflow": plain(r.workflow),
                 "status": run_status("decided" if shown_decided(r) else r.status.value),
                 "frontier": plain(frontier(r, self.widths.get("frontier", 14))),
