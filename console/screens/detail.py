@@ -74,7 +74,7 @@ class DetailScreen(RunActions):
             yield PhaseStrip(id="strip")
             for key, title in PANELS:
                 yield InfoPanel(title, id=f"panel-{key}")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # ? Help names it; the footer keeps to 80 columns
 
     def on_mount(self) -> None:
         self.query_one("#detail").focus()
