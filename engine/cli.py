@@ -149,6 +149,8 @@ def _print_view(v: RunView) -> None:
     if v.error:
         # The status line above is shortened; the error is shown whole.
         print(f"error     in {v.error.get('phase')}: {v.error.get('type')}: {v.error.get('message')}")
+    for n in v.notes:
+        print(f"note      {printable(n)}")
     for e in v.effects:
         if e.state != "done":
             print(f"effect    {e.state:<9} {e.key}")
