@@ -256,6 +256,12 @@ class Engine:
         since it was last asked (SQLite's data_version; PostgreSQL's LISTEN)."""
         return self.store.data_version_probe()
 
+    @property
+    def db_file(self) -> Path | None:
+        """The SQLite database file, or None for a PostgreSQL store: what
+        `watch_store` watches for commits, without reaching into the store."""
+        return self.store.path
+
     # -- verification ---------------------------------------------------------
 
     def verify(self, run_id: str | None = None, *, record: bool = True) -> list[dict[str, Any]]:
