@@ -213,17 +213,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
     with _engine(args) as eng:
         reports = eng.verify()
     bad = [r for r in reports if not r["ok"]]
+    lost = [r for r in reports if r["ok"] and r.get("lost")]
     if args.json:
         print(json.dumps(reports, indent=2))
     else:
         for r in reports:
-            if r["ok"]:
-                print(f"ok        {r['run_id']} ({r['checkpoints']} checkpoints)")
-            else:
+            if not r["ok"]:
                 f = r["failure"] or {}
                 print(f"DAMAGED   {r['run_id']}: checkpoint {f.get('seq')}: {f.get('message')}")
-        print(f"{len(reports) - len(bad)} ok, {len(bad)} damaged")
-    return EXIT_BLOCKED if bad else EXIT_OK
+            elif r.get("lost"):
+                for item in r["lost"]:
+                    print(f"LOST      {r['run_id']}: checkpoint {item['seq']}: {printable(item['message'])}")
+            else:
+                print(f"ok        {r['run_id']} ({r['checkpoints']} checkpoints)")
+        print(
+            f"{len(reports) - len(bad) - len(lost)} ok, {len(bad)} damaged"
+            + (f", {len(lost)} with lost outputs" if lost else "")
+        )
+    return EXIT_BLOCKED if bad or lost else EXIT_OK
 
 
 def cmd_prune(args: argparse.Namespace) -> int:

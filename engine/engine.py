@@ -294,6 +294,7 @@ class Engine:
                     "checkpoints": len(rows),
                     "bytes": bytes_checked,
                     "failure": v.failure.as_dict() if v.failure else None,
+                    "lost": _lost_outputs(v),
                 }
             )
             if v.failure is not None and record and not self.store.readonly:
@@ -399,7 +400,7 @@ class Engine:
                     else:
                         self.store.set_output_state(conn, ref, "pruned", None)
                 if c.kind == "finished_run":
-                    self.store.delete_steps(conn, [int(s.id) for s in steps])
+                    self.store.delete_steps(conn, list(c.step_refs))
             if cands:
                 self.store.insert_decision(
                     conn,
@@ -418,6 +419,18 @@ class Engine:
                 )
                 self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
         return cands
+
+
+def _lost_outputs(v: chain.Verified) -> list[dict[str, Any]]:
+    """Done phases of the trusted chain whose output cannot be had now: the
+    chain verifies, but what it vouches for is gone (a stored copy lost, an
+    archive deleted or altered)."""
+    out = []
+    for name, d in chain.fold(v.entries).done.items():
+        why = archive.why_lost(d.entry)
+        if why is not None:
+            out.append({"phase": name, "seq": int(d.entry.row.seq), "message": f"output of {name} is lost: {why}"})
+    return out
 
 
 def _whoami() -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -273,3 +274,49 @@ def test_a_probe_no_phase_declares_is_read_by_every_phase(author: Author) -> Non
     p = author.do("cli")
     assert p.returncode == 3, p
     assert "env_mismatch: probe schema changed: s1 -> s2" in p.stdout
+
+
+# -- 3. prune checks its premise when it prunes --------------------------------------
+
+
+def _sql(author: Author, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(author.db) as conn:
+        rows = conn.execute(statement, params).fetchall()
+    conn.close()
+    return rows
+
+
+def test_prune_keeps_the_step_records_of_a_phase_whose_output_is_lost(author: Author) -> None:
+    author.gate.touch()
+    assert author.do("cli", new=True).returncode == 0
+    steps = _sql(author, "SELECT count(*) FROM phasegate_steps WHERE phase='compute'")[0][0]
+    assert steps == 3
+    assert "durable step record(s) of compute" in author.phasegate("prune").stdout  # while its output is there
+    # The output leaves the store for an archive that is not there (deleted, or never written).
+    _sql(
+        author,
+        "UPDATE phasegate_checkpoints SET output_json=NULL, output_state='archived', archive_path=? WHERE phase='compute'",
+        (str(author.dir / "gone.json"),),
+    )
+    listed = author.phasegate("prune")
+    assert listed.returncode == 0, listed
+    assert "of compute" not in listed.stdout
+    assert author.phasegate("prune", "--apply").returncode == 0
+    assert _sql(author, "SELECT count(*) FROM phasegate_steps WHERE phase='compute'")[0][0] == 3
+    v = author.phasegate("verify")
+    assert v.returncode == 3, v
+    assert "LOST      r1: checkpoint" in v.stdout and "output of compute is lost" in v.stdout
+    assert "0 ok, 0 damaged, 1 with lost outputs" in v.stdout
+
+
+def test_verify_reports_an_archive_that_no_longer_reads_back(author: Author) -> None:
+    author.gate.touch()
+    assert author.do("cli", new=True).returncode == 0
+    assert author.phasegate("prune", "--apply").returncode == 0
+    ((path,),) = _sql(author, "SELECT archive_path FROM phasegate_checkpoints WHERE phase='load'")
+    assert author.phasegate("verify").returncode == 0
+    Path(path).write_text(Path(path).read_text().replace("[1,2,3]", "[1,2,4]").replace("[1, 2, 3]", "[1, 2, 4]"))
+    v = author.phasegate("verify", "--json")
+    assert v.returncode == 3, v
+    (report,) = json.loads(v.stdout)
+    assert report["ok"] is True and [x["phase"] for x in report["lost"]] == ["load"]
