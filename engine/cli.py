@@ -184,7 +184,9 @@ def cmd_decide(args: argparse.Namespace) -> int:
             raise UsageError(f"--result is not JSON: {exc}") from None
     with _engine(args) as eng:
         if args.dry_run:
-            pv = eng.preview(args.run_id, args.action, phase=args.phase, effect=args.effect)
+            pv = eng.preview(
+                args.run_id, args.action, phase=args.phase, effect=args.effect, result=result, reason=args.reason
+            )
             print(pv.summary)
             for label, items in (
                 ("re-runs", pv.rerun),

@@ -119,8 +119,7 @@ class Engine:
         applied at once (applying.py), since it archives the state."""
         validate_run_id(run_id)
         act = _decisions.parse_action(action)
-        if not reason or not str(reason).strip():
-            raise UsageError("a decision needs a reason")
+        _decisions.check_reason(reason)
         who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
         now = self.clock()
         with self.store.write() as conn:
@@ -234,12 +233,25 @@ class Engine:
         return _decisions.allowed_actions(run if isinstance(run, RunView) else self.status(run))
 
     def preview(
-        self, run: RunView | str, action: str, *, phase: str | None = None, effect: str | None = None
+        self,
+        run: RunView | str,
+        action: str,
+        *,
+        phase: str | None = None,
+        effect: str | None = None,
+        result: Any = None,
+        reason: str | None = None,
     ) -> _decisions.Preview:
         """What a decision would do, without recording it; refused exactly
-        as `decide` would refuse it."""
+        as `decide` would refuse it, in the same order (a `reason`, when
+        given, is checked as `decide` checks it)."""
+        if isinstance(run, str):
+            validate_run_id(run)
+        _decisions.parse_action(action)
+        if reason is not None:
+            _decisions.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
-        return _decisions.preview(view, action, phase=phase, effect=effect)
+        return _decisions.preview(view, action, phase=phase, effect=effect, result=result)
 
     def run_ids(self) -> Iterator[str]:
         after = ""

@@ -8,7 +8,8 @@ Every computation appends a line to the trace file named by the inputs, so
 a test can tell what ran again. `compute` saves durable steps, then fails
 while the gate file is missing (or hangs, to be killed, while the hang
 file exists);
-`publish` hangs at its start while the hang2 file exists, `publish` sends through a (deduplicating)
+`publish` hangs at its start while the hang2 file exists, and inside its
+non-idempotent `notify` effect while the hang3 file exists; `publish` sends through a (deduplicating)
 effect and then fails while the second gate file is missing.
 """
 
@@ -74,6 +75,14 @@ def publish(ctx: PhaseContext, compute: list[int]) -> int:
         return key
 
     ctx.effect("send", send, idempotent=True)
+
+    def notify(key: str) -> str:
+        trace(ctx, f"notify:{key}")
+        if Path(ctx.inputs["hang3"]).exists():
+            time.sleep(600)  # killed here: the (non-idempotent) notification is in doubt
+        return key
+
+    ctx.effect("notify", notify)
     if not Path(ctx.inputs["gate2"]).exists():
         raise RuntimeError("the second gate is closed")
     return sum(compute)

@@ -41,6 +41,7 @@ class Author:
         self.gate2.touch()
         self.hang = self.dir / "hang"
         self.hang2 = self.dir / "hang2"
+        self.hang3 = self.dir / "hang3"
         self.config = self.dir / "config.txt"
         self.config.write_text("v1")
         self.schema = self.dir / "schema.txt"
@@ -55,6 +56,7 @@ class Author:
             "gate2": str(self.gate2),
             "hang": str(self.hang),
             "hang2": str(self.hang2),
+            "hang3": str(self.hang3),
             "config": str(self.config),
             "schema": str(self.schema),
         }
@@ -171,7 +173,14 @@ def test_the_same_code_resumes_however_it_was_loaded(author: Author, starter: st
     assert not [r for r in doc["env"] if r["changed"]]
     # load is done and kept; the durable steps came back from the store.
     assert author.trace() == Counter(
-        {"load": 1, "double:1": 1, "double:2": 1, "double:3": 1, "send:r1/publish/send": 1}
+        {
+            "load": 1,
+            "double:1": 1,
+            "double:2": 1,
+            "double:3": 1,
+            "send:r1/publish/send": 1,
+            "notify:r1/publish/notify": 1,
+        }
     )
 
 
@@ -320,3 +329,68 @@ def test_verify_reports_an_archive_that_no_longer_reads_back(author: Author) -> 
     assert v.returncode == 3, v
     (report,) = json.loads(v.stdout)
     assert report["ok"] is True and [x["phase"] for x in report["lost"]] == ["load"]
+
+
+# -- 4. a dry run refuses what the decision would refuse -----------------------------
+
+
+def _decisions(author: Author) -> int:
+    return int(_sql(author, "SELECT count(*) FROM phasegate_decisions")[0][0])
+
+
+def _blocked_on_config_with_a_notification_in_doubt(author: Author) -> None:
+    """publish sent, then died inside notify (in doubt); then config changed."""
+    author.gate.touch()
+    author.hang3.touch()
+    _kill_at(author, author.start("cli"), "notify:r1/publish/notify")
+    author.hang3.unlink()
+    author.config.write_text("v2")
+    p = author.do("cli")
+    assert p.returncode == 3, p
+    kinds = [b["kind"] for b in author.status()["blocked"]]
+    assert kinds == ["env_mismatch", "in_doubt_effect"], kinds
+
+
+UNFIT = [
+    ("degrade",),
+    ("confirm_effect", "--effect", "nosuch"),
+    ("retry_effect", "--effect", "nosuch"),
+    ("rewind", "--phase", "nosuch"),
+    ("approve", "--phase", "nosuch"),
+    ("approve", "--effect", "r1/publish/notify"),
+    ("confirm_effect", "--phase", "load", "--effect", "r1/publish/notify"),
+    ("frobnicate",),
+    ("retry_effect", "--effect", "r1/publish/notify", "--result", "1"),
+    ("approve", "--reason", " "),
+]
+
+
+def test_every_unfit_decision_is_refused_by_its_dry_run_as_by_itself(author: Author) -> None:
+    _blocked_on_config_with_a_notification_in_doubt(author)
+    before = _decisions(author)
+    for unfit in UNFIT:
+        args = unfit if "--reason" in unfit else (*unfit, "--reason", "r")
+        real = author.phasegate("decide", "r1", *args)
+        dry = author.phasegate("decide", "r1", *args, "--dry-run")
+        assert real.returncode == 2 and not real.stdout and len(real.stderr.splitlines()) == 1, (args, real)
+        assert (dry.returncode, dry.stdout, dry.stderr) == (real.returncode, "", real.stderr), (args, dry)
+        assert not dry.traceback
+    for args in (("nosuch", "approve"), ("nosuch", "frobnicate")):
+        real = author.phasegate("decide", *args, "--reason", "r")
+        dry = author.phasegate("decide", *args, "--reason", "r", "--dry-run")
+        assert real.returncode == 2 and (dry.returncode, dry.stderr) == (2, real.stderr), (args, dry)
+    assert _decisions(author) == before
+    # What fits is previewed, and the approval says what will still stop the run.
+    dry = author.phasegate("decide", "r1", "approve", "--reason", "r", "--dry-run")
+    assert dry.returncode == 0, dry
+    assert "r1/publish/notify" in dry.stdout and "in doubt" in dry.stdout, dry.stdout
+
+
+def test_a_completed_run_refuses_every_decision_but_reset_in_a_dry_run(author: Author) -> None:
+    author.gate.touch()
+    assert author.do("cli", new=True).returncode == 0
+    for action in ("approve", "degrade", "confirm_effect", "retry_effect"):
+        real = author.phasegate("decide", "r1", action, "--reason", "r")
+        dry = author.phasegate("decide", "r1", action, "--reason", "r", "--dry-run")
+        assert real.returncode == 2 and (dry.returncode, dry.stderr) == (2, real.stderr), (action, dry)
+    assert _decisions(author) == 0
