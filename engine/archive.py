@@ -90,7 +90,9 @@ def why_lost(entry: Any) -> str | None:
     output's recorded state."""
     row = entry.row
     if row.output_state == "present":
-        return None if entry.output_ok else "its stored copy is gone"
+        # A verified entry's stored output matched its hash (a verify that
+        # does not parse outputs leaves `output_ok` False): only absence counts.
+        return None if row.output_json is not None else "its stored copy is gone"
     if row.output_state == "archived":
         if not row.archive_path:
             return "it is marked archived but names no archive"
