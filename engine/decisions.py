@@ -94,6 +94,8 @@ def fit(
     operator sees: UsageError, DecisionError or AlreadyDecided."""
     act = parse_action(action)
     run_id = view.run_id
+    if view.lease is not None and view.lease.alive:
+        raise DecisionError(f"run {run_id!r} is running (held by {view.lease.holder}); decide once it stops")
     # An option the action does not take is refused, not silently recorded.
     if phase is not None and act is not Action.REWIND:
         raise UsageError(f"--phase is for rewind, not {act.value}")
@@ -101,8 +103,6 @@ def fit(
         raise UsageError(f"--effect is for confirm_effect and retry_effect, not {act.value}")
     if result is not None and act is not Action.CONFIRM_EFFECT:
         raise UsageError(f"--result is for confirm_effect, not {act.value}")
-    if view.lease is not None and view.lease.alive:
-        raise DecisionError(f"run {run_id!r} is running (held by {view.lease.holder}); decide once it stops")
     reasons = _reasons(view)
     kinds = list(dict.fromkeys(BlockKind(b["kind"]) for b in reasons))
     shape = [p.name for p in view.phases]
