@@ -4,6 +4,7 @@ run's status, verify and prune the store."""
 from __future__ import annotations
 
 import getpass
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -23,7 +24,7 @@ from .outcome import Outcome
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
 from .store.store import ChangeProbe, Store
-from .views import RunSummary, RunView, build, effective_status
+from .views import RunSummary, RunView, build, effective_status, frontier_columns, trusted_frontier
 from .workflow import Workflow
 
 DEFAULT_DB = "phasegate.db"
@@ -41,6 +42,20 @@ def _env_float(name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise UsageError(f"{name} must be a number, not {raw!r}") from None
+
+
+def _checked_lease(value: float) -> float:
+    # nan would store a NULL expiry (a run held for ever), a negative one a
+    # lease already lapsed (a second process takes a live run).
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"the lease (PHASEGATE_LEASE_SECONDS) must be a finite number of seconds > 0, not {value}")
+    return value
+
+
+def _checked_retention(value: float) -> float:
+    if math.isnan(value) or value < 0:
+        raise UsageError(f"the retention (PHASEGATE_RETENTION_DAYS) must be a number of days >= 0, not {value}")
+    return value
 
 
 _VERIFY_PAGE = 500
@@ -64,12 +79,15 @@ class Engine:
         create: bool = True,
         readonly: bool = False,
     ) -> None:
-        self.store = Store(db if db is not None else default_db(), create=create, readonly=readonly)
-        self.clock = clock
-        self.lease_seconds = lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
-        self.retention_days = (
+        # Settings first: a bad one is refused before any store is created.
+        self.lease_seconds = _checked_lease(
+            lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
+        )
+        self.retention_days = _checked_retention(
             retention_days if retention_days is not None else _env_float("PHASEGATE_RETENTION_DAYS", 30.0)
         )
+        self.store = Store(db if db is not None else default_db(), create=create, readonly=readonly)
+        self.clock = clock
         #: Checked between phases; when it returns True the run stops cleanly,
         #: resumable, with its lease released (a worker's graceful shutdown).
         self.should_stop: Callable[[], bool] | None = None
@@ -328,8 +346,23 @@ class Engine:
             run = self.store.get_run(conn, run_id)
             if run is None or holder_alive(run, now):
                 return
+            # The list shows the run row's frontier: move it back to what is
+            # trusted, as the detail and `status --json` already show it.
+            fr = trusted_frontier(
+                run,
+                self.store.all_checkpoints(conn, run_id),
+                self.store.steps_for(conn, run_id),
+                self.store.effects_for(conn, run_id),
+                _json.loads(run.shape_json),
+            )
             blocked = _json.loads(run.blocked_json or "[]")
             if any(b.get("kind") == "integrity" for b in blocked) and run.status == RunStatus.BLOCKED.value:
+                if (run.frontier_phase, int(run.frontier_index), int(run.steps_done)) != (
+                    fr.phase,
+                    fr.index,
+                    fr.steps_done,
+                ):
+                    self.store.update_run(conn, run_id, frontier_columns(fr))
                 return
             reason = {"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}
             self.store.update_run(
@@ -340,6 +373,7 @@ class Engine:
                     "blocked_json": _json.dumps([reason]),
                     "attention": f"integrity: {failure.detail()}"[:300],
                     "updated_at": now,
+                    **frontier_columns(fr),
                 },
             )
 

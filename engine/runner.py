@@ -37,8 +37,10 @@ from .ledger import EffectLedger
 from .outcome import BlockReason, Outcome
 from .outputs import PhaseOutputs
 from .planner import Pending, StartFacts, StartPlan, plan_start
+from .safetext import is_safe, safe, sanitised
 from .steplog import StepLog
 from .store.store import Store
+from .views import frontier_columns, trusted_frontier
 from .workflow import Phase, Workflow
 
 log = logging.getLogger("phasegate.run")
@@ -49,8 +51,12 @@ def validate_run_id(run_id: Any) -> str:
         raise UsageError("a run id must be a non-empty string")
     if len(run_id) > 200:
         raise UsageError("a run id must be at most 200 characters")
-    if any(ord(c) < 32 for c in run_id):
-        raise UsageError("a run id must not contain control characters")
+    if not is_safe(run_id) or not run_id.isprintable():
+        # A run id is typed, compared and shown by people: control characters
+        # (C0, C1), bidi overrides and invisible ones would let one id pass
+        # for another, or act on the terminal that shows it.
+        bad = next(c for c in run_id if not is_safe(c) or not c.isprintable())
+        raise UsageError(f"a run id must not contain control, format or invisible characters (found {safe(bad)})")
     return run_id
 
 
@@ -309,7 +315,11 @@ class Runner:
 
     # -- endings --------------------------------------------------------------
 
-    def _finish(self, status: RunStatus, values: dict[str, Any]) -> None:
+    def _finish(self, status: RunStatus, values: dict[str, Any], *, stopped: bool = False) -> None:
+        """Record the run's end. A stop (`stopped`) also rewrites the run
+        row's frontier from the verified chain, so the runs list shows the
+        frontier that the detail and `status --json` show (after an integrity
+        failure the head is past what is trusted)."""
         now = self.clock()
         base = {
             "status": status.value,
@@ -323,6 +333,17 @@ class Runner:
             "shape_json": _json.dumps(self.wf.describe()),
         }
         with self.store.write() as conn:
+            if stopped:
+                run = self.store.get_run(conn, self.run_id)
+                if run is not None:
+                    fr = trusted_frontier(
+                        run,
+                        self.store.all_checkpoints(conn, self.run_id),
+                        self.store.steps_for(conn, self.run_id),
+                        self.store.effects_for(conn, self.run_id),
+                        self.wf.describe(),
+                    )
+                    base.update(frontier_columns(fr))
             if self.store.update_run(conn, self.run_id, {**base, **values}, owner=self.fence.owner) == 0:
                 raise LeaseLost(f"run {self.run_id!r}: lease lost before the run could record its end")
 
@@ -335,22 +356,27 @@ class Runner:
                 "attention": f"{first.kind}: {first.detail}"[:300],
                 "error_json": None,
             },
+            stopped=True,
         )
         log.warning("run %s blocked: %s", self.run_id, "; ".join(str(r) for r in reasons))
         return Outcome(self.run_id, OutcomeStatus.BLOCKED, blocked=reasons, phases_run=self.phases_run)
 
     def _fail(self, phase: str, exc: BaseException) -> Outcome:
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        err = {"phase": phase, "type": type(exc).__name__, "message": str(exc), "traceback": "".join(tb[-6:])}
+        # A message neither backend can store (a lone surrogate, a NUL) is
+        # kept with those characters escaped: lost, it would leave the run "running".
+        message = sanitised(str(exc))
+        err = {"phase": phase, "type": type(exc).__name__, "message": message, "traceback": sanitised("".join(tb[-6:]))}
         self._finish(
             RunStatus.FAILED,
             {
                 "error_json": _json.dumps(err),
                 "blocked_json": "[]",
-                "attention": f"failed in {phase}: {type(exc).__name__}: {exc}"[:300],
+                "attention": f"failed in {phase}: {type(exc).__name__}: {message}"[:300],
             },
+            stopped=True,
         )
-        log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, exc)
+        log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, message)
         return Outcome(self.run_id, OutcomeStatus.FAILED, error=err, phases_run=self.phases_run)
 
     def _complete(self) -> Outcome:

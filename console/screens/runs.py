@@ -13,7 +13,7 @@ from textual.events import Resize
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
-from phasegate import PhasegateError, RunView
+from phasegate import PhasegateError, RunView, safe
 
 from .. import service
 from ..context import ConsoleContext
@@ -187,9 +187,9 @@ class RunsScreen(RunActions):
         summary = next((r for r in page.rows if r.run_id == run_id), None) if page else None
         if summary is not None:
             line = Text()
-            line.append(run_id, style="bold")
+            line.append(safe(run_id), style="bold")
             line.append(": ")
-            line.append(summary.reason or f"{summary.status.value}; nothing to decide")
+            line.append(safe(summary.reason or f"{summary.status.value}; nothing to decide"))
             why.update(line)
         if changed:
             self.set_target(None, [])

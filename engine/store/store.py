@@ -53,7 +53,14 @@ class Store:
         if _postgres.is_url(self.target):
             self.dialect: Any = _postgres
             self.where = _postgres.redact(self.target)
-            self.sa = _postgres.make_engine(self.target, readonly=readonly)
+            if "@" in (_postgres.password(self.target) or ""):
+                # The driver would cut the URL at the first "@" and print the rest of the password as a host.
+                raise StoreError(f"the password in {self.where} holds '@': write it as %40")
+            try:
+                self.sa = _postgres.make_engine(self.target, readonly=readonly)
+            except (ValueError, SQLAlchemyError):
+                # The message could quote the URL; `where` is the one safe to show.
+                raise StoreError(f"not a usable PostgreSQL URL: {self.where}") from None
         elif _looks_like_url(self.target) and not self.target.startswith("sqlite:///"):
             raise StoreError(
                 f"unsupported database URL {self.target.split('://')[0]}://; "
@@ -156,7 +163,11 @@ class Store:
         self.sa.dispose()
 
     def explain(self, exc: BaseException) -> StoreError:
-        return self.dialect.explain(exc, self.where)  # type: ignore[no-any-return]
+        err: StoreError = self.dialect.explain(exc, self.where)
+        if self.dialect is _postgres:
+            err.message = _postgres.scrub(err.message, self.target)
+            err.args = (err.message,)
+        return err
 
     # -- transactions ---------------------------------------------------------
 
