@@ -205,7 +205,12 @@ def preview(
     pv = _preview(view, chosen, phase, effect)
     # What this decision leaves unanswered still stops the next run: say so.
     if chosen.action in (Action.APPROVE, Action.DEGRADE, Action.REWIND):
-        doubts = [str(b["effect"]) for b in _reasons(view) if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
+        answered = {d.effect for d in view.pending_decisions if d.effect}
+        doubts = [
+            str(b["effect"])
+            for b in _reasons(view)
+            if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value and str(b["effect"]) not in answered
+        ]
         if doubts:
             pv = replace(
                 pv,
