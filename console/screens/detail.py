@@ -130,6 +130,8 @@ class DetailScreen(RunActions):
 
     def action_scroll(self, where: str) -> None:
         box = self.query_one("#detail", VerticalScroll)
+        # immediate: keys typed ahead (over SSH they arrive together) each move
+        # from where the last one left, not from the last painted position.
         {"down": box.scroll_down, "up": box.scroll_up, "home": box.scroll_home, "end": box.scroll_end}[where](
-            animate=False
+            animate=False, immediate=True
         )

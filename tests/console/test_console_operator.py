@@ -87,8 +87,9 @@ def order(table: RunsTable) -> list[str]:
 
 
 async def refresh(pilot: Any) -> None:
-    """What the live feed does when another process commits."""
-    pilot.app.post_message(ConsoleApp.DataChanged("poll"))
+    """What the live feed does when another process commits ("decision":
+    at once, not folded into the next second's refresh)."""
+    pilot.app.post_message(ConsoleApp.DataChanged("decision"))
     await settle(pilot)
 
 
@@ -309,3 +310,53 @@ async def test_the_palette_opens_with_ctrl_p_and_lists_the_operations_first(
         titles = [str(options.get_option_at_index(i).prompt).split("\n")[0] for i in range(options.option_count)]
         assert titles and titles[0].startswith("run: "), titles
         assert not {"Theme", "Screenshot", "Maximize"} & {t.split()[0] for t in titles}, titles
+
+
+def burst(app: Any, key: str, n: int) -> None:
+    """Keys typed ahead: over SSH they arrive in one read and are queued
+    together, with no repaint between them."""
+    from textual import events
+
+    for _ in range(n):
+        app.post_message(events.Key(key, key))
+
+
+async def test_a_burst_of_keys_is_all_applied(store: Path, make_app: Any) -> None:
+    """Finding 6: five `j` at once scroll the detail five lines; twenty move the list twenty rows."""
+    with fx.quiet_engine(), Engine(store, clock=fx.frozen(fx.NOW - 600), lease_seconds=fx.LEASE) as eng:
+        for i in range(24):
+            eng.run(fixture_wf.wf, f"extra-{i:02d}", {"invoices": 1})
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        burst(app, "j", 20)
+        await settle(pilot)
+        assert table.cursor_row == 20
+        await app.push_screen(DetailScreen(app, fx.IN_DOUBT))
+        await settle(pilot)
+        box = app.screen.query_one("#detail")
+        assert box.max_scroll_y >= 5
+        burst(app, "j", 5)
+        await settle(pilot)
+        assert box.scroll_y == 5
+        burst(app, "k", 2)
+        await settle(pilot)
+        assert box.scroll_y == 3
+
+
+async def test_a_refresh_repaints_only_what_changed(store: Path, make_app: Any) -> None:
+    """Finding 6: a live refresh with nothing new keeps every row as it is
+    (no table rebuilt, nothing resent); a change updates that run's cells."""
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        rows = list(table.ordered_rows)
+        await refresh(pilot)
+        assert all(a is b for a, b in zip(table.ordered_rows, rows, strict=True))
+        with Engine(store, clock=fx.frozen()) as eng:
+            eng.decide(fx.ENV_MISMATCH, "approve", reason="from the shell")
+        await refresh(pilot)
+        assert all(a is b for a, b in zip(table.ordered_rows, rows, strict=True))
+        assert table.get_cell(fx.ENV_MISMATCH, "status").plain == "=> decided"
