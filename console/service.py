@@ -85,6 +85,7 @@ def allowed(engine: Engine, view: RunView) -> list[str]:
 def _sections(pv: Preview) -> tuple[tuple[str, tuple[str, ...]], ...]:
     out = []
     for label, items in (
+        ("accepts", pv.accepts),
         ("re-runs", pv.rerun),
         ("may call again", pv.effects_again),
         ("sets aside", pv.discarded),
@@ -92,6 +93,8 @@ def _sections(pv: Preview) -> tuple[tuple[str, tuple[str, ...]], ...]:
     ):
         if items:
             out.append((label, tuple(items)))
+    if pv.env_hash:
+        out.append(("env hash", (pv.env_hash,)))
     return tuple(out)
 
 
@@ -121,7 +124,7 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
 
 
 def _choice(pv: Preview, value: str | None, label: str) -> Choice:
-    return Choice(value, label, pv.summary, _sections(pv))
+    return Choice(value, label, pv.summary, _sections(pv), expect_env=pv.env_hash)
 
 
 def apply(engine: Engine, result: ActionResult) -> str:
@@ -136,6 +139,7 @@ def apply(engine: Engine, result: ActionResult) -> str:
         reason=result.reason,
         phase=result.choice if name == "rewind" else None,
         effect=result.choice if name in ("confirm_effect", "retry_effect") else None,
+        expect_env=result.expect_env if name == "approve" else None,
     )
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"

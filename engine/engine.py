@@ -134,11 +134,14 @@ class Engine:
         phase: str | None = None,
         effect: str | None = None,
         result: Any = None,
+        expect_env: str | None = None,
     ) -> _decisions.Decision:
         """Record an operator's decision on a stopped run. It is checked against
         the run as it is inside the recording transaction (`decisions.fit`),
         kept forever, and applied at the next `run` of that id; a reset is
-        applied at once (applying.py), since it archives the state."""
+        applied at once (applying.py), since it archives the state.
+        `expect_env` (approve): the `env_hash` of the preview the operator
+        saw; the approval is refused if the run's changes differ now."""
         validate_run_id(run_id)
         act = _decisions.parse_action(action)
         if not reason or not str(reason).strip():
@@ -150,7 +153,7 @@ class Engine:
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             view = self._view(conn, run, now, with_candidates=False)
-            chosen = _decisions.fit(view, act, phase=phase, effect=effect, result=result)
+            chosen = _decisions.fit(view, act, phase=phase, effect=effect, result=result, expect_env=expect_env)
             state = "applied" if act is Action.RESET else "pending"
             decision_id = self.store.insert_decision(
                 conn,
@@ -256,12 +259,18 @@ class Engine:
         return _decisions.allowed_actions(run if isinstance(run, RunView) else self.status(run))
 
     def preview(
-        self, run: RunView | str, action: str, *, phase: str | None = None, effect: str | None = None
+        self,
+        run: RunView | str,
+        action: str,
+        *,
+        phase: str | None = None,
+        effect: str | None = None,
+        expect_env: str | None = None,
     ) -> _decisions.Preview:
         """What a decision would do, without recording it; refused exactly
         as `decide` would refuse it."""
         view = run if isinstance(run, RunView) else self.status(run)
-        return _decisions.preview(view, action, phase=phase, effect=effect)
+        return _decisions.preview(view, action, phase=phase, effect=effect, expect_env=expect_env)
 
     def run_ids(self) -> Iterator[str]:
         after = ""
