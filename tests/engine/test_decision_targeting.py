@@ -24,7 +24,9 @@ def test_an_effect_is_named_exactly_or_the_decision_is_refused(h: Harness) -> No
         p = h.cli("decide", "r1", "confirm_effect", *args, "--reason", "seen")
         line = one_line_error(p)
         assert "not in doubt" in line and "r1/pay/a/b" in line, line
-        assert "not in doubt" in one_line_error(h.cli("decide", "r1", "retry_effect", *args, "--reason", "x", "--dry-run"))
+        assert "not in doubt" in one_line_error(
+            h.cli("decide", "r1", "retry_effect", *args, "--reason", "x", "--dry-run")
+        )
     assert h.dump() == before
     # The key, phase/name or name of the in-doubt effect itself is exact.
     for effect in ("a/b", "pay/a/b", "r1/pay/a/b"):
