@@ -17,7 +17,10 @@ RUN_MARKS: dict[str, tuple[str, str]] = {
     "running": (">>", "cyan"),
     "completed": ("ok", "green"),
     "reset": ("<<", "magenta"),
+    "decided": ("=>", "bold cyan"),
 }
+""""decided" is not a stored status: a stopped run whose operator decision
+waits to be carried out (by the worker or `phasegate resume`)."""
 
 #: Phase state -> (mark, style) for the frontier strip.
 PHASE_MARKS: dict[str, tuple[str, str]] = {

@@ -218,11 +218,16 @@ class Engine:
         """A page of the runs list, needs-attention first (or by `order`: run_id,
         workflow, status, frontier, last_checkpoint_at; "-" prefix descends);
         reads the runs table only."""
-        with self.store.read() as conn:
-            rows = self.store.list_runs(
-                conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order, now=self.clock()
-            )
         now = self.clock()
+        with self.store.read() as conn:
+            dead: list[str] = []
+            if order.lstrip("-") == "attention":
+                # A dead holder on this host is interrupted at once, not when
+                # its lease lapses: the list places it there from the first look.
+                dead = [r.run_id for r in self.store.list_runs(conn, statuses=["running"]) if not _alive(r, now)]
+            rows = self.store.list_runs(
+                conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order, now=now, dead=dead
+            )
         out = []
         for r in rows:
             try:
@@ -483,6 +488,14 @@ class Engine:
                 )
                 self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
         return cands
+
+
+def _alive(row: Any, now: float) -> bool:
+    """`holder_alive`, with a damaged row counted alive (it is listed as damaged, not moved)."""
+    try:
+        return holder_alive(_rowcheck.check(row), now)
+    except (StoreError, TypeError, ValueError):
+        return True
 
 
 def _whoami() -> str:

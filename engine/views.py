@@ -50,6 +50,7 @@ class RunSummary:
     attention: str
     blocked_kinds: tuple[str, ...]
     pending_decision: bool = False
+    """An operator's decision waits to be carried out (at the run's next start)."""
 
     @property
     def needs_attention(self) -> bool:
@@ -95,6 +96,7 @@ class RunSummary:
             updated_at=row.updated_at,
             attention=row.attention or "",
             blocked_kinds=tuple(b.get("kind", "") for b in blocked),
+            pending_decision=bool(getattr(row, "pending_decision", False)),
         )
 
 

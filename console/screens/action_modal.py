@@ -59,7 +59,7 @@ class ActionModal(ModalScreen[ActionResult | None]):
             yield Static(id="preview")
             yield Input(placeholder="reason (required, kept in the decision log)", id="reason")
             if req.type_run_id:
-                yield Label("this discards work: type the run id to confirm")
+                yield Label(f"{req.typed_why}: type the run id to confirm")
                 yield Input(placeholder="run id", id="typed")
             yield Static(id="problem")
             yield Static(Text(f"Enter confirm   Esc cancel   or: {req.spec.cli}", style="dim"), id="hint")
@@ -108,7 +108,7 @@ class ActionModal(ModalScreen[ActionResult | None]):
             self._problem("! a reason is required", "#reason")
             return
         if req.type_run_id and self.query_one("#typed", Input).value != req.run_id:
-            self._problem("! type the run id exactly to confirm the reset", "#typed")
+            self._problem(f"! type the run id exactly to confirm the {req.spec.label}", "#typed")
             return
         chosen = req.choices[self.index] if req.choices else None
         choice = chosen.value if chosen else None

@@ -14,15 +14,32 @@ from sqlalchemy.engine import Engine as SAEngine
 
 from ..errors import StoreError
 
-try:  # psycopg is an optional extra: pip install '.[postgres]'
-    import psycopg
+# psycopg is imported when a PostgreSQL store is opened, not with this module:
+# a command on a SQLite store does not pay for it (about a fifth of a start).
 
-    DriverError: type[BaseException] = psycopg.Error
-except ImportError:  # pragma: no cover - exercised only without the extra
-    psycopg = None  # type: ignore[assignment]
 
-    class DriverError(Exception):  # type: ignore[no-redef]
-        pass
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:  # psycopg is an optional extra: pip install '.[postgres]'
+        raise StoreError("PostgreSQL needs the psycopg driver: pip install 'phasegate[postgres]'") from None
+    return psycopg
+
+
+class _NoDriver(Exception):
+    """Stands for psycopg's errors where psycopg is not installed: nothing raises it."""
+
+
+def __getattr__(name: str) -> Any:
+    # `DriverError` is only asked for by a store that opened PostgreSQL, so
+    # the driver is imported by then.
+    if name == "DriverError":
+        try:
+            import psycopg
+        except ImportError:
+            return _NoDriver
+        return psycopg.Error
+    raise AttributeError(name)
 
 
 CHANNEL = "phasegate"
@@ -106,8 +123,7 @@ def scrub(message: str, target: str) -> str:
 
 
 def make_engine(target: str, *, readonly: bool) -> SAEngine:
-    if psycopg is None:
-        raise StoreError("PostgreSQL needs the psycopg driver: pip install 'phasegate[postgres]'")
+    _psycopg()
     engine = create_engine(sa_url(target), pool_size=4, max_overflow=8, pool_pre_ping=True)
     if readonly:
 
@@ -164,8 +180,7 @@ class ChangeFeed:
     notification arrived since the last call."""
 
     def __init__(self, target: str) -> None:
-        assert psycopg is not None
-        self._conn = psycopg.connect(conninfo(target), autocommit=True)
+        self._conn = _psycopg().connect(conninfo(target), autocommit=True)
         self._conn.execute(f"LISTEN {CHANNEL}")
 
     def changed(self) -> bool:
