@@ -92,6 +92,10 @@ class Runner:
         """The trusted state the phases run from (a `chain.Folded`), once planned."""
         self.env_rows: list[Any] = []
         self.notes: list[str] = []
+        self._codes: dict[str, Any] | None = None
+        """Each phase's code fingerprint as the run's records know it: the code
+        its saved durable steps were written by. None once this start runs
+        phases, which then record their own."""
 
     # -- the start sequence ---------------------------------------------------
 
@@ -158,14 +162,18 @@ class Runner:
                 )
             if holder_alive(row, now):
                 raise RunHeld(self.run_id, holder_name(row), (row.lease_expires_at or now) - now)
-            # The shape (with each phase's code) this process runs with: the
-            # next start compares against it to see which code changed.
+            # The shape as this process declares it, but each phase's code as
+            # recorded: it changes only once phases run with the new code
+            # (`_start`), so a start that blocks leaves no trace in it.
+            self._codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
             values = {
                 **lease,
                 "status": RunStatus.RUNNING.value,
                 "updated_at": now,
                 "phase_count": len(self.wf.phases),
-                "shape_json": _json.dumps(self.wf.describe()),
+                "shape_json": self._shape_text(),
+                # An earlier failure's error is history once the run is taken up again.
+                "error_json": None,
             }
             if self.target and not row.target:
                 values["target"] = self.target
@@ -192,6 +200,7 @@ class Runner:
             self.store, self.wf, self.fence, self.clock, epoch=int(row.epoch), inputs_hash=row.inputs_hash
         )
         last_codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
+        self._codes = last_codes
         probes = environment.evaluate(self.wf, inputs=inputs)
         applier = DecisionApplier(self.store, journal, self.effects, self.fence, self.clock, probes)
         while True:
@@ -206,6 +215,14 @@ class Runner:
             return self._block(list(plan.blocks))
         applier.void(plan.void)
         assert plan.state is not None  # a plan that runs has a state
+        self._codes = None
+        shape = self._shape_text()
+        if shape != row.shape_json:
+            # Before any durable step is saved: the next start must know which
+            # code wrote them, even if this process dies mid-phase.
+            with self.store.write() as conn:
+                if self.store.update_run(conn, self.run_id, {"shape_json": shape}, owner=self.fence.owner) == 0:
+                    raise LeaseLost(f"run {self.run_id!r}: lease lost before its phases could start")
         self.state = plan.state
         journal.follow(plan.state)
         if plan.recode:
@@ -237,8 +254,19 @@ class Runner:
                 last_codes=last_codes,
                 damaged_records=lambda phases: self.steps.damaged(phases) + self.effects.damaged(phases),
                 retrievable=self.outputs.available,
+                stepped=self.steps.phases(),
             )
         )
+
+    def _shape_text(self) -> str:
+        """The shape to store: the workflow's as declared, with each phase's
+        code as recorded until this start runs phases (`_codes`)."""
+        shape = self.wf.describe()
+        if self._codes is not None:
+            for p in shape:
+                if self._codes.get(p["name"]) is not None:
+                    p["code"] = self._codes[p["name"]]
+        return _json.dumps(shape)
 
     # -- running --------------------------------------------------------------
 
@@ -330,7 +358,7 @@ class Runner:
             "lease_host": None,
             "lease_pid": None,
             "lease_expires_at": None,
-            "shape_json": _json.dumps(self.wf.describe()),
+            "shape_json": self._shape_text(),
         }
         with self.store.write() as conn:
             if stopped:
