@@ -13,7 +13,8 @@ from typing import Any
 
 from . import _json
 from ._states import ANSWERS, Action, BlockKind, EffectState, RunStatus
-from .errors import AlreadyDecided, DecisionError, PhasegateError, UsageError
+from .errors import AlreadyDecided, DecisionError, HolderStalled, PhasegateError, UsageError
+from .lease import FORCE_RISK
 from .views import RunView
 
 
@@ -71,7 +72,7 @@ def _reasons(view: RunView) -> list[Mapping[str, Any]]:
     """Why the run waits for a decision: its block reasons, or for an
     interrupted run the effects its dead process left in doubt (the operator
     can answer them before the next run has to ask)."""
-    if view.status is RunStatus.INTERRUPTED:
+    if view.status in (RunStatus.INTERRUPTED, RunStatus.STALLED):
         return [
             {"kind": BlockKind.IN_DOUBT_EFFECT.value, "effect": e.key, "detail": f"effect {e.name} in doubt"}
             for e in view.effects
@@ -87,6 +88,7 @@ def fit(
     phase: str | None = None,
     effect: str | None = None,
     result: Any = None,
+    force: bool = False,
 ) -> Fit:
     """The one rule for "does this decision fit this run now". `decide`
     records only what fits, `--dry-run` and `preview` refuse what it would
@@ -96,6 +98,10 @@ def fit(
     run_id = view.run_id
     if view.lease is not None and view.lease.alive:
         raise DecisionError(f"run {run_id!r} is running (held by {view.lease.holder}); decide once it stops")
+    if view.status is RunStatus.STALLED and act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT) and not force:
+        # Its process may wake inside the very call this decision answers.
+        holder = view.lease.holder if view.lease else "?"
+        raise HolderStalled(run_id, holder, f"decide {act.value}", FORCE_RISK)
     reasons = _reasons(view)
     kinds = list(dict.fromkeys(BlockKind(b["kind"]) for b in reasons))
     shape = [p.name for p in view.phases]
@@ -183,10 +189,12 @@ def allowed_actions(view: RunView) -> list[Action]:
     return out
 
 
-def preview(view: RunView, action: Action | str, *, phase: str | None = None, effect: str | None = None) -> Preview:
+def preview(
+    view: RunView, action: Action | str, *, phase: str | None = None, effect: str | None = None, force: bool = False
+) -> Preview:
     """What the decision would do. Refuses, with `decide`'s own error, what
     `decide` would refuse."""
-    chosen = fit(view, action, phase=phase, effect=effect)
+    chosen = fit(view, action, phase=phase, effect=effect, force=force)
     act = chosen.action
     if chosen.effect_key is not None:
         effect = chosen.effect_key

@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from .._format import RUN_MARKS, tone
 
-ORDER = ("blocked", "interrupted", "failed", "running", "reset", "completed")
+ORDER = ("blocked", "interrupted", "stalled", "failed", "running", "reset", "completed")
 
 
 class CountsBar(Static):
