@@ -106,7 +106,7 @@ def _json_parts(state: Any, text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, fn in (
         ("encode", lambda: _json.dumps(state)),
-        ("parse", lambda: _json.loads(text)),
+        ("parse", lambda: _json.loads_canonical(text, True)),
         ("sha256", lambda: _json.sha256(text)),
     ):
         ts = []

@@ -72,6 +72,18 @@ def size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MiB"
 
 
+def middle(value: str, width: int) -> str:
+    """`value` in at most `width` characters, cut from the middle: what tells
+    one run id or effect key from its neighbours is usually at its end (a
+    date, an invoice number), so the end stays whole."""
+    if len(value) <= width:
+        return value
+    if width < 5:
+        return value[-width:]
+    head = (width - 1) * 2 // 5
+    return value[:head] + "…" + value[len(value) - (width - 1 - head) :]
+
+
 def short(value: Any, n: int = 48) -> str:
     """A one-line rendering of a JSON-ish value, cut to `n` characters."""
     import json

@@ -212,7 +212,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     with _engine(args) as eng:
-        reports = eng.verify()
+        reports = eng.verify(deep=args.deep)
     bad = [r for r in reports if not r["ok"]]
     if args.json:
         print(json.dumps(reports, indent=2))
@@ -332,6 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("verify", help="verify every run's checkpoints")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--deep", action="store_true", help="also parse every stored output (slower)")
     _db_arg(s)
     s.set_defaults(fn=cmd_verify)
 

@@ -23,7 +23,7 @@ from .outcome import Outcome
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
 from .store.store import ChangeProbe, Store
-from .views import RunSummary, RunView, build, effective_status
+from .views import RunSummary, RunView, build, effective_status, frontier_columns, trusted_frontier
 from .workflow import Workflow
 
 DEFAULT_DB = "phasegate.db"
@@ -41,6 +41,10 @@ def _env_float(name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise UsageError(f"{name} must be a number, not {raw!r}") from None
+
+
+_VERIFY_PAGE = 500
+"""Runs verified per read transaction: one streamed query for their chains."""
 
 
 class Engine:
@@ -276,43 +280,67 @@ class Engine:
         since it was last asked (SQLite's data_version; PostgreSQL's LISTEN)."""
         return self.store.data_version_probe()
 
+    @property
+    def db_file(self) -> Path | None:
+        """The SQLite database file, or None for a PostgreSQL store: what
+        `watch_store` watches for commits, without reaching into the store."""
+        return self.store.path
+
     # -- verification ---------------------------------------------------------
 
-    def verify(self, run_id: str | None = None, *, record: bool = True) -> list[dict[str, Any]]:
+    def verify(self, run_id: str | None = None, *, record: bool = True, deep: bool = False) -> list[dict[str, Any]]:
         """Verify the stored chain of every run (or one). A failure found in a
-        stopped run is recorded on it, so operators see it before anything runs."""
-        reports = []
-        ids = [run_id] if run_id else list(self.run_ids())
+        stopped run is recorded on it, so operators see it before anything runs.
+
+        By default every hash and link is checked over the stored bytes and
+        outputs are not parsed (a resume parses what it reads anyway); `deep`
+        parses each output too, as `phasegate verify --deep` does. Runs are
+        read a page at a time, each page's chains in one streamed query."""
+        reports: list[dict[str, Any]] = []
         if self.store.schema_problem:
             return [{"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.store.schema_problem}}]
-        for rid in ids:
+        ids = [run_id] if run_id else list(self.run_ids())
+        for start in range(0, len(ids), _VERIFY_PAGE):
+            page = ids[start : start + _VERIFY_PAGE]
             with self.store.read() as conn:
-                run = self.store.get_run(conn, rid)
-                if run is None:
-                    raise RunNotFound(f"no run {rid!r} in {self.store.where}")
-                rows = self.store.chain(conn, rid, int(run.epoch))
-            actual_inputs = _json.sha256(run.inputs_json)
-            if actual_inputs != run.inputs_hash:
-                # The same check the start sequence makes before it parses the inputs.
-                v = chain.Verified(
-                    [],
-                    chain.IntegrityFailure(-1, None, "inputs", run.inputs_hash, actual_inputs, "stored inputs damaged"),
-                )
-            else:
-                v = chain.verify_run(run, rows)
-            bytes_checked = sum(len(r.envelope) + len(r.output_json or "") for r in rows)
-            reports.append(
-                {
-                    "run_id": rid,
-                    "ok": v.failure is None,
-                    "checkpoints": len(rows),
-                    "bytes": bytes_checked,
-                    "failure": v.failure.as_dict() if v.failure else None,
+                run_rows = self.store.runs_by_id(conn, page)
+                if run_id and run_id not in run_rows:
+                    raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+                # Verified as they stream: one run's outputs in memory at a time.
+                found = {
+                    rid: self._verify_one(run_rows[rid], rows, deep)
+                    for rid, rows in self.store.live_chains(conn, sorted(run_rows))
                 }
-            )
-            if v.failure is not None and record and not self.store.readonly:
-                self._record_integrity(rid, v.failure)
+            for rid in page:
+                run = run_rows.get(rid)
+                if run is None:
+                    continue  # deleted since it was listed
+                report, failure = found.get(rid) or self._verify_one(run, [], deep)
+                reports.append(report)
+                if failure is not None and record and not self.store.readonly:
+                    self._record_integrity(rid, failure)
         return reports
+
+    def _verify_one(
+        self, run: Any, rows: list[Any], deep: bool
+    ) -> tuple[dict[str, Any], chain.IntegrityFailure | None]:
+        actual_inputs = _json.sha256(run.inputs_json)
+        if actual_inputs != run.inputs_hash:
+            # The same check the start sequence makes before it parses the inputs.
+            v = chain.Verified(
+                [],
+                chain.IntegrityFailure(-1, None, "inputs", run.inputs_hash, actual_inputs, "stored inputs damaged"),
+            )
+        else:
+            v = chain.verify_run(run, rows, parse_outputs=deep)
+        report = {
+            "run_id": run.run_id,
+            "ok": v.failure is None,
+            "checkpoints": len(rows),
+            "bytes": sum(len(r.envelope) + len(r.output_json or "") for r in rows),
+            "failure": v.failure.as_dict() if v.failure else None,
+        }
+        return report, v.failure
 
     def _record_integrity(self, run_id: str, failure: chain.IntegrityFailure) -> None:
         now = self.clock()
@@ -320,8 +348,23 @@ class Engine:
             run = self.store.get_run(conn, run_id)
             if run is None or holder_state(run, now) in (HolderState.LIVE, HolderState.STALLED):
                 return
+            # The list shows the run row's frontier: move it back to what is
+            # trusted, as the detail and `status --json` already show it.
+            fr = trusted_frontier(
+                run,
+                self.store.all_checkpoints(conn, run_id),
+                self.store.steps_for(conn, run_id),
+                self.store.effects_for(conn, run_id),
+                _json.loads(run.shape_json),
+            )
             blocked = _json.loads(run.blocked_json or "[]")
             if any(b.get("kind") == "integrity" for b in blocked) and run.status == RunStatus.BLOCKED.value:
+                if (run.frontier_phase, int(run.frontier_index), int(run.steps_done)) != (
+                    fr.phase,
+                    fr.index,
+                    fr.steps_done,
+                ):
+                    self.store.update_run(conn, run_id, frontier_columns(fr))
                 return
             reason = {"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}
             self.store.update_run(
@@ -332,6 +375,7 @@ class Engine:
                     "blocked_json": _json.dumps([reason]),
                     "attention": f"integrity: {failure.detail()}"[:300],
                     "updated_at": now,
+                    **frontier_columns(fr),
                 },
             )
 

@@ -40,6 +40,7 @@ from .outputs import PhaseOutputs
 from .planner import Pending, StartFacts, StartPlan, plan_start
 from .steplog import StepLog
 from .store.store import Store
+from .views import frontier_columns, trusted_frontier
 from .workflow import Phase, Workflow
 
 log = logging.getLogger("phasegate.run")
@@ -306,7 +307,7 @@ class Runner:
             except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
                 return self._fail(p.name, exc)
             try:
-                text = _json.dumps(out)
+                text, by_orjson = _json.encode(out)
             except UsageError as exc:
                 return self._fail(p.name, exc)
             nxt = to_run[i + 1] if i + 1 < len(to_run) else None
@@ -324,12 +325,16 @@ class Runner:
                 next_needs=next_needs,
                 probes=probes,
             )
-            self.outputs.put(p.name, text, out_hash)
+            self.outputs.put(p.name, text, out_hash, by_orjson)
         return self._complete()
 
     # -- endings --------------------------------------------------------------
 
-    def _finish(self, status: RunStatus, values: dict[str, Any]) -> None:
+    def _finish(self, status: RunStatus, values: dict[str, Any], *, stopped: bool = False) -> None:
+        """Record the run's end. A stop (`stopped`) also rewrites the run
+        row's frontier from the verified chain, so the runs list shows the
+        frontier that the detail and `status --json` show (after an integrity
+        failure the head is past what is trusted)."""
         now = self.clock()
         base = {
             "status": status.value,
@@ -343,6 +348,17 @@ class Runner:
             "shape_json": _json.dumps(self.wf.describe()),
         }
         with self.store.write() as conn:
+            if stopped:
+                run = self.store.get_run(conn, self.run_id)
+                if run is not None:
+                    fr = trusted_frontier(
+                        run,
+                        self.store.all_checkpoints(conn, self.run_id),
+                        self.store.steps_for(conn, self.run_id),
+                        self.store.effects_for(conn, self.run_id),
+                        self.wf.describe(),
+                    )
+                    base.update(frontier_columns(fr))
             if self.store.update_run(conn, self.run_id, {**base, **values}, owner=self.fence.owner, held_at=now) == 0:
                 raise LeaseLost(f"run {self.run_id!r}: lease lost before the run could record its end")
 
@@ -355,6 +371,7 @@ class Runner:
                 "attention": f"{first.kind}: {first.detail}"[:300],
                 "error_json": None,
             },
+            stopped=True,
         )
         log.warning("run %s blocked: %s", self.run_id, "; ".join(str(r) for r in reasons))
         return Outcome(self.run_id, OutcomeStatus.BLOCKED, blocked=reasons, phases_run=self.phases_run)
@@ -369,6 +386,7 @@ class Runner:
                 "blocked_json": "[]",
                 "attention": f"failed in {phase}: {type(exc).__name__}: {exc}"[:300],
             },
+            stopped=True,
         )
         log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, exc)
         return Outcome(self.run_id, OutcomeStatus.FAILED, error=err, phases_run=self.phases_run)

@@ -17,6 +17,7 @@ from textual.widgets import Footer, Static
 from phasegate import PhasegateError, RunView
 
 from .. import panels, service
+from ..context import ConsoleContext
 from ..widgets import InfoPanel, PhaseStrip
 from ._run_actions import RunActions
 
@@ -62,8 +63,8 @@ class DetailScreen(RunActions):
         generation: int
         error: str | None = None
 
-    def __init__(self, run_id: str) -> None:
-        super().__init__()
+    def __init__(self, ctx: ConsoleContext, run_id: str) -> None:
+        super().__init__(ctx)
         self.run_id = run_id
         """The run shown (fixed for the life of the screen)."""
 
@@ -87,7 +88,7 @@ class DetailScreen(RunActions):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
     def _read(self, run_id: str, generation: int) -> None:
-        engine = self.console.engine
+        engine = self.ctx.engine
         try:
             view = engine.status(run_id)
             allowed = service.allowed(engine, view)
@@ -104,7 +105,7 @@ class DetailScreen(RunActions):
             self.set_target(None, [])
             return
         v = message.view
-        self.query_one("#summary", Static).update(panels.summary(v, self.console.clock()))
+        self.query_one("#summary", Static).update(panels.summary(v, self.ctx.clock()))
         self.query_one(PhaseStrip).show(v.phases, v.frontier)
         for key, _title in PANELS:
             renderable, empty = getattr(panels, key)(v)

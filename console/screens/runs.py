@@ -16,9 +16,11 @@ from textual.widgets import DataTable, Footer, Input, Static
 from phasegate import PhasegateError, RunView
 
 from .. import service
+from ..context import ConsoleContext
 from ..widgets import CountsBar, RunsTable
 from ..widgets.runs_table import COLUMNS
 from ._run_actions import RunActions
+from .detail import DetailScreen
 
 SORTS: tuple[tuple[str, str], ...] = (("attention", "needs attention first"),) + tuple(
     (order, label) for _k, label, _w, order in COLUMNS[:-1]
@@ -61,8 +63,10 @@ class RunsScreen(RunActions):
         allowed: list[str]
         generation: int
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, ctx: ConsoleContext, *, page_size: int = 200) -> None:
+        super().__init__(ctx)
+        self.page_size = page_size
+        """Rows read per page."""
         self.page_offset = 0
         self.filter_index = 0
         self.text = ""
@@ -117,13 +121,12 @@ class RunsScreen(RunActions):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
     def _read(self, offset: int, filter_index: int, text: str, order: str, cursor: str, generation: int) -> None:
-        engine = self.console.engine
         try:
             page = service.read_page(
-                engine, offset=offset, limit=self.console.page_size, filter_index=filter_index, text=text, order=order
+                self.ctx.engine, offset=offset, limit=self.page_size, filter_index=filter_index, text=text, order=order
             )
         except PhasegateError as exc:
-            self.console.post_message(self.console.ActionFailed(exc.title, exc.message))
+            self.failed(exc)
             return
         self.post_message(self.PageLoaded(page, cursor, generation))
 
@@ -138,7 +141,7 @@ class RunsScreen(RunActions):
         table = self.query_one(RunsTable)
         keep_id = self._selected
         keep_row, scroll_y = table.cursor_row, table.scroll_y
-        table.show(page.rows, self.console.clock())
+        table.show(page.rows, self.ctx.clock())
         table.has_previous = page.offset > 0
         table.has_next = page.offset + page.fetched < page.total
         if cursor == "first":
@@ -159,7 +162,7 @@ class RunsScreen(RunActions):
         sort_label = SORTS[self.sort_index][1] + (" (reversed)" if self.descending else "")
         first = page.offset + 1 if page.rows else 0
         shown = f"rows {first}-{page.offset + page.fetched} of {page.total}"
-        if self.console.read_only:
+        if self.ctx.read_only:
             shown += "  read-only: no actions"
         self.query_one(CountsBar).show(
             page.counts, filter_label=label, sort_label=sort_label, text=self.text, shown=shown
@@ -198,7 +201,7 @@ class RunsScreen(RunActions):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="selection")
     def _read_run(self, run_id: str, generation: int) -> None:
-        engine = self.console.engine
+        engine = self.ctx.engine
         try:
             view = engine.status(run_id)
             allowed = service.allowed(engine, view)
@@ -216,7 +219,7 @@ class RunsScreen(RunActions):
 
     @on(RunsTable.PageRequested)
     def _page_requested(self, event: RunsTable.PageRequested) -> None:
-        size = self.console.page_size
+        size = self.page_size
         total = self._page.total if self._page else 0
         if event.where == "next":
             self.page_offset += size
@@ -235,10 +238,8 @@ class RunsScreen(RunActions):
         self.action_open()
 
     def action_open(self) -> None:
-        from .detail import DetailScreen
-
         if self._selected is not None:
-            self.app.push_screen(DetailScreen(self._selected))
+            self.app.push_screen(DetailScreen(self.ctx, self._selected))
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

@@ -28,7 +28,7 @@ def offered(app: Any) -> set[str]:
 
 async def open_detail(pilot: Any, run_id: str) -> DetailScreen:
     await settle(pilot)
-    screen = DetailScreen(run_id)
+    screen = DetailScreen(pilot.app, run_id)
     await pilot.app.push_screen(screen)
     await settle(pilot)
     return screen
