@@ -7,6 +7,8 @@ from typing import Any
 
 from rich.text import Text
 
+from phasegate import safe
+
 #: Run status -> (mark, style). The word is always printed beside the mark.
 RUN_MARKS: dict[str, tuple[str, str]] = {
     "blocked": ("!!", "bold yellow"),
@@ -16,7 +18,10 @@ RUN_MARKS: dict[str, tuple[str, str]] = {
     "running": (">>", "cyan"),
     "completed": ("ok", "green"),
     "reset": ("<<", "magenta"),
+    "decided": ("=>", "bold cyan"),
 }
+""""decided" is not a stored status: a stopped run whose operator decision
+waits to be carried out (by the worker or `phasegate resume`)."""
 
 #: Phase state -> (mark, style) for the frontier strip.
 PHASE_MARKS: dict[str, tuple[str, str]] = {
@@ -34,9 +39,11 @@ EFFECT_MARKS: dict[str, tuple[str, str]] = {
 }
 
 
-def plain(value: Any) -> Text:
-    """Text from the store, shown literally: never parsed as markup."""
-    return Text("" if value is None else str(value))
+def plain(value: Any, style: str = "") -> Text:
+    """Text from the store, shown literally: never parsed as markup, and made
+    safe (control characters, escape sequences and bidi overrides shown as
+    visible escapes) before it can reach the terminal."""
+    return Text(safe(value), style=style)
 
 
 def run_status(status: str) -> Text:
@@ -47,7 +54,7 @@ def run_status(status: str) -> Text:
 def marked(table: dict[str, tuple[str, str]], state: str, label: str | None = None) -> Text:
     """`[x] load` style: the mark, then the label (literal), styled by state."""
     mark, style = table.get(state, ("?", ""))
-    return Text(f"{mark} {label if label is not None else state}", style=tone(style))
+    return Text(f"{mark} {safe(label if label is not None else state)}", style=tone(style))
 
 
 def age(seconds: float | None) -> str:
@@ -89,7 +96,7 @@ def short(value: Any, n: int = 48) -> str:
     import json
 
     s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-    s = s.replace("\n", " ")
+    s = safe(s.replace("\n", " "))
     return s if len(s) <= n else s[: n - 3] + "..."
 
 

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 
-from phasegate import Engine
+from phasegate import Engine, safe
 
 from . import live, service
 from ._format import set_monochrome
@@ -140,11 +140,11 @@ class ConsoleApp(App[int]):
     # -- what the screens report --------------------------------------------------
 
     def on_run_actions_decided(self, message: RunActions.Decided) -> None:
-        self.notify(message.text, title="decision recorded", markup=False)
+        self.notify(safe(message.text), title="decision recorded", markup=False)
         self.post_message(self.DataChanged("decision"))
 
     def on_run_actions_action_failed(self, message: RunActions.ActionFailed) -> None:
-        self.notify(message.text, title=message.title, severity="error", markup=False, timeout=10)
+        self.notify(safe(message.text), title=message.title, severity="error", markup=False, timeout=10)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

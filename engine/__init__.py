@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .feed import store_files, watch_store
     from .outcome import BlockReason, Outcome
     from .prune import PruneCandidate
+    from .safetext import safe, safe_json
     from .sources import CodeDiff, printable
     from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
     from .workflow import Workflow
@@ -93,6 +94,8 @@ _WHERE: dict[str, str] = {
     ),
     "CodeDiff": ".sources",
     "printable": ".sources",
+    "safe": ".safetext",
+    "safe_json": ".safetext",
     "RunView": ".views",
     "Workflow": ".workflow",
 }
@@ -137,6 +140,8 @@ __all__ = [
     "WorkflowError",
     "default_db",
     "printable",
+    "safe",
+    "safe_json",
     "store_files",
     "watch_store",
 ]

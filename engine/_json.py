@@ -19,13 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
-from pydantic import TypeAdapter
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .errors import UsageError
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 NON_FINITE = "NaN and Infinity have no canonical JSON form"
 """The one error a non-finite number gets, wherever it is in a value."""
@@ -33,6 +34,10 @@ NON_FINITE = "NaN and Infinity have no canonical JSON form"
 
 def to_plain(value: Any) -> Any:
     """Plain JSON data (dict, list, str, int, float, bool, None) for `value`."""
+    # pydantic is imported when first needed: plain data never needs it, and
+    # a command line start should not pay for it.
+    from pydantic_core import PydanticSerializationError, to_jsonable_python
+
     try:
         return to_jsonable_python(value)
     except PydanticSerializationError as exc:
@@ -170,6 +175,8 @@ def adapter(annotation: Any) -> TypeAdapter[Any]:
         return _adapters[annotation]
     except (KeyError, TypeError):
         pass
+    from pydantic import TypeAdapter
+
     ad: TypeAdapter[Any] = TypeAdapter(annotation)
     try:
         _adapters[annotation] = ad

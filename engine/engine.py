@@ -4,6 +4,7 @@ run's status, verify and prune the store."""
 from __future__ import annotations
 
 import getpass
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -43,6 +44,20 @@ def _env_float(name: str, default: float) -> float:
         raise UsageError(f"{name} must be a number, not {raw!r}") from None
 
 
+def _checked_lease(value: float) -> float:
+    # nan would store a NULL expiry (a run held for ever), a negative one a
+    # lease already lapsed (a second process takes a live run).
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"the lease (PHASEGATE_LEASE_SECONDS) must be a finite number of seconds > 0, not {value}")
+    return value
+
+
+def _checked_retention(value: float) -> float:
+    if math.isnan(value) or value < 0:
+        raise UsageError(f"the retention (PHASEGATE_RETENTION_DAYS) must be a number of days >= 0, not {value}")
+    return value
+
+
 _VERIFY_PAGE = 500
 """Runs verified per read transaction: one streamed query for their chains."""
 
@@ -64,14 +79,17 @@ class Engine:
         create: bool = True,
         readonly: bool = False,
     ) -> None:
-        self.lease_seconds = lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
+        # Settings first: a bad one is refused before any store is created.
+        self.lease_seconds = _checked_lease(
+            lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
+        )
+        self.retention_days = _checked_retention(
+            retention_days if retention_days is not None else _env_float("PHASEGATE_RETENTION_DAYS", 30.0)
+        )
         self.store = Store(
             db if db is not None else default_db(), create=create, readonly=readonly, lease_seconds=self.lease_seconds
         )
         self.clock = clock
-        self.retention_days = (
-            retention_days if retention_days is not None else _env_float("PHASEGATE_RETENTION_DAYS", 30.0)
-        )
         #: Checked between phases; when it returns True the run stops cleanly,
         #: resumable, with its lease released (a worker's graceful shutdown).
         self.should_stop: Callable[[], bool] | None = None
@@ -211,11 +229,16 @@ class Engine:
         """A page of the runs list, needs-attention first (or by `order`: run_id,
         workflow, status, frontier, last_checkpoint_at; "-" prefix descends);
         reads the runs table only."""
-        with self.store.read() as conn:
-            rows = self.store.list_runs(
-                conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order, now=self.clock()
-            )
         now = self.clock()
+        with self.store.read() as conn:
+            dead: list[str] = []
+            if order.lstrip("-") == "attention":
+                # A dead holder on this host is interrupted at once, not when
+                # its lease lapses: the list places it there from the first look.
+                dead = [r.run_id for r in self.store.list_runs(conn, statuses=["running"]) if not _alive(r, now)]
+            rows = self.store.list_runs(
+                conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order, now=now, dead=dead
+            )
         out = []
         for r in rows:
             try:
@@ -476,6 +499,14 @@ class Engine:
                 )
                 self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
         return cands
+
+
+def _alive(row: Any, now: float) -> bool:
+    """`holder_alive`, with a damaged row counted alive (it is listed as damaged, not moved)."""
+    try:
+        return holder_alive(_rowcheck.check(row), now)
+    except (StoreError, TypeError, ValueError):
+        return True
 
 
 def _whoami() -> str:

@@ -15,8 +15,6 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sqlmodel import Session
-
 from . import _json
 from ._pause import pause_point
 from ._states import BlockKind
@@ -132,6 +130,10 @@ class EffectLedger:
     ) -> Any:
         """An atomic effect and its record commit in one transaction, so it
         can never be in doubt: no separate intent is needed."""
+        # Imported here: only an atomic effect needs the ORM, and a command
+        # line start should not pay for it.
+        from sqlmodel import Session
+
         now = self._clock()
         with self._store.hot() as conn:
             with Session(bind=conn) as session:

@@ -38,6 +38,7 @@ from .ledger import EffectLedger
 from .outcome import BlockReason, Outcome
 from .outputs import PhaseOutputs
 from .planner import Pending, StartFacts, StartPlan, plan_start
+from .safetext import is_safe, safe, sanitised
 from .steplog import StepLog
 from .store.store import Store
 from .views import frontier_columns, trusted_frontier
@@ -51,8 +52,12 @@ def validate_run_id(run_id: Any) -> str:
         raise UsageError("a run id must be a non-empty string")
     if len(run_id) > 200:
         raise UsageError("a run id must be at most 200 characters")
-    if any(ord(c) < 32 for c in run_id):
-        raise UsageError("a run id must not contain control characters")
+    if not is_safe(run_id) or not run_id.isprintable():
+        # A run id is typed, compared and shown by people: control characters
+        # (C0, C1), bidi overrides and invisible ones would let one id pass
+        # for another, or act on the terminal that shows it.
+        bad = next(c for c in run_id if not is_safe(c) or not c.isprintable())
+        raise UsageError(f"a run id must not contain control, format or invisible characters (found {safe(bad)})")
     return run_id
 
 
@@ -378,17 +383,20 @@ class Runner:
 
     def _fail(self, phase: str, exc: BaseException) -> Outcome:
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        err = {"phase": phase, "type": type(exc).__name__, "message": str(exc), "traceback": "".join(tb[-6:])}
+        # A message neither backend can store (a lone surrogate, a NUL) is
+        # kept with those characters escaped: lost, it would leave the run "running".
+        message = sanitised(str(exc))
+        err = {"phase": phase, "type": type(exc).__name__, "message": message, "traceback": sanitised("".join(tb[-6:]))}
         self._finish(
             RunStatus.FAILED,
             {
                 "error_json": _json.dumps(err),
                 "blocked_json": "[]",
-                "attention": f"failed in {phase}: {type(exc).__name__}: {exc}"[:300],
+                "attention": f"failed in {phase}: {type(exc).__name__}: {message}"[:300],
             },
             stopped=True,
         )
-        log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, exc)
+        log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, message)
         return Outcome(self.run_id, OutcomeStatus.FAILED, error=err, phases_run=self.phases_run)
 
     def _complete(self) -> Outcome:

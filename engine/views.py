@@ -68,6 +68,7 @@ class RunSummary:
     attention: str
     blocked_kinds: tuple[str, ...]
     pending_decision: bool = False
+    """An operator's decision waits to be carried out (at the run's next start)."""
 
     @property
     def needs_attention(self) -> bool:
@@ -111,6 +112,7 @@ class RunSummary:
             updated_at=row.updated_at,
             attention=row.attention or "",
             blocked_kinds=tuple(b.get("kind", "") for b in blocked),
+            pending_decision=bool(getattr(row, "pending_decision", False)),
         )
 
 

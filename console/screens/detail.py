@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
-from phasegate import PhasegateError, RunView
+from phasegate import PhasegateError, RunView, safe
 
 from .. import panels, service
 from ..context import ConsoleContext
@@ -70,7 +70,7 @@ class DetailScreen(RunActions):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="detail"):
-            yield Static(Text("reading ") + Text(self.run_id), id="summary")
+            yield Static(Text("reading ") + Text(safe(self.run_id)), id="summary")
             yield PhaseStrip(id="strip")
             for key, title in PANELS:
                 yield InfoPanel(title, id=f"panel-{key}")
@@ -101,7 +101,7 @@ class DetailScreen(RunActions):
         if message.generation != self._generation:
             return  # superseded by a newer read
         if message.view is None:
-            self.query_one("#summary", Static).update(Text(message.error or "not found"))
+            self.query_one("#summary", Static).update(Text(safe(message.error or "not found")))
             self.set_target(None, [])
             return
         v = message.view

@@ -17,7 +17,7 @@ from ..actions import ACTIONS
 
 NOTES = (
     "Actions are offered only where they fit why the run is stopped; --read-only offers none.",
-    "Marks: !! blocked  ~~ interrupted  XX failed  >> running  ok completed  << reset.",
+    "Marks: !! blocked  ~~ interrupted  XX failed  => decided (waits to be carried out)  >> running  ok completed  << reset.",
     "Frontier 2/4 charge +3: two of four phases done, three steps done in charge.",
     "The screen refreshes by itself when another process changes the store.",
 )

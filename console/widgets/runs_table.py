@@ -12,7 +12,7 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
-from phasegate import RunSummary
+from phasegate import RunSummary, safe
 
 from .._format import age, middle, plain, run_status
 
@@ -46,11 +46,24 @@ def column_widths(total: int) -> dict[str, int]:
     return widths
 
 
-def frontier(r: RunSummary) -> str:
+def frontier(r: RunSummary, width: int = 40) -> str:
+    """`2/5 analyze +4`: phases done, the frontier phase, steps done in it.
+    Cut to `width` in the phase name, so the numbers always show."""
     if r.frontier_index >= r.phase_count:
         return f"{r.phase_count}/{r.phase_count} done"
+    head = f"{r.frontier_index}/{r.phase_count} "
     steps = f" +{r.steps_done}" if r.steps_done else ""
-    return f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}{steps}"
+    phase = r.frontier_phase or "-"
+    room = max(1, width - len(head) - len(steps))
+    if len(phase) > room:
+        phase = phase[: room - 1] + "…"
+    return head + phase + steps
+
+
+def shown_decided(r: RunSummary) -> bool:
+    """A stopped run an operator has already answered: it waits for the
+    worker (or a resume), not for a person, and says so."""
+    return r.pending_decision and r.needs_attention
 
 
 class RunsTable(DataTable[Text]):
@@ -93,10 +106,11 @@ class RunsTable(DataTable[Text]):
         id_width = self.widths.get("run_id", 22)
         for r in rows:
             cells = {
-                "run_id": plain(middle(r.run_id, id_width)),
+                # Escaped before it is cut, so the cut never splits an escape.
+                "run_id": plain(middle(safe(r.run_id), id_width)),
                 "workflow": plain(r.workflow),
-                "status": run_status(r.status.value),
-                "frontier": plain(frontier(r)),
+                "status": run_status("decided" if shown_decided(r) else r.status.value),
+                "frontier": plain(frontier(r, self.widths.get("frontier", 14))),
                 "age": Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
                 "reason": plain(r.reason or "-"),
             }
