@@ -19,7 +19,7 @@ from . import sources as _sources
 from ._states import Action, RunStatus
 from .applying import apply_reset
 from .errors import PhasegateError, RunNotFound, StoreError, UsageError
-from .lease import HolderState, holder_state
+from .lease import HolderState, holder_alive, holder_state
 from .outcome import Outcome
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
