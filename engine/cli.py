@@ -213,6 +213,8 @@ def _print_view(v: RunView) -> None:
         # The status line above is shortened; the error is shown whole.
         e = v.error
         print(f"error     in {safe(e.get('phase'))}: {safe(e.get('type'))}: {safe(e.get('message'))}")
+    for n in v.notes:
+        print(f"note      {safe(n)}")
     for ef in v.effects:
         if ef.state != "done":
             print(f"effect    {ef.state:<9} {safe(ef.key)}")
@@ -243,7 +245,15 @@ def cmd_decide(args: argparse.Namespace) -> int:
         result = _parse_json(args.result, "--result")
     with _engine(args) as eng:
         if args.dry_run:
-            pv = eng.preview(args.run_id, args.action, phase=args.phase, effect=args.effect, force=args.force)
+            pv = eng.preview(
+                args.run_id,
+                args.action,
+                phase=args.phase,
+                effect=args.effect,
+                result=result,
+                reason=args.reason,
+                force=args.force,
+            )
             print(safe(pv.summary))
             for label, items in (
                 ("re-runs", pv.rerun),
@@ -273,17 +283,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
     with _engine(args) as eng:
         reports = eng.verify(deep=args.deep)
     bad = [r for r in reports if not r["ok"]]
+    lost = [r for r in reports if r["ok"] and r.get("lost")]
     if args.json:
         print(json.dumps(reports, indent=2))  # ASCII: nothing in it acts on a terminal
     else:
         for r in reports:
-            if r["ok"]:
-                print(f"ok        {safe(r['run_id'])} ({r['checkpoints']} checkpoints)")
-            else:
+            if not r["ok"]:
                 f = r["failure"] or {}
                 print(f"DAMAGED   {safe(r['run_id'])}: checkpoint {f.get('seq')}: {safe(f.get('message'))}")
-        print(f"{len(reports) - len(bad)} ok, {len(bad)} damaged")
-    return EXIT_BLOCKED if bad else EXIT_OK
+            elif r.get("lost"):
+                for item in r["lost"]:
+                    print(f"LOST      {safe(r['run_id'])}: checkpoint {item['seq']}: {safe(item['message'])}")
+            else:
+                print(f"ok        {safe(r['run_id'])} ({r['checkpoints']} checkpoints)")
+        print(
+            f"{len(reports) - len(bad) - len(lost)} ok, {len(bad)} damaged"
+            + (f", {len(lost)} with lost outputs" if lost else "")
+        )
+    return EXIT_BLOCKED if bad or lost else EXIT_OK
 
 
 def cmd_prune(args: argparse.Namespace) -> int:

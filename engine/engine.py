@@ -152,8 +152,7 @@ class Engine:
         fenced off. An effect decision against a stalled holder needs `force`."""
         validate_run_id(run_id)
         act = _decisions.parse_action(action)
-        if not reason or not str(reason).strip():
-            raise UsageError("a decision needs a reason")
+        _decisions.check_reason(reason)
         who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
         now = self.clock()
         with self.store.write() as conn:
@@ -281,12 +280,20 @@ class Engine:
         *,
         phase: str | None = None,
         effect: str | None = None,
+        result: Any = None,
+        reason: str | None = None,
         force: bool = False,
     ) -> _decisions.Preview:
         """What a decision would do, without recording it; refused exactly
-        as `decide` would refuse it."""
+        as `decide` would refuse it, in the same order (a `reason`, when
+        given, is checked as `decide` checks it)."""
+        if isinstance(run, str):
+            validate_run_id(run)
+        _decisions.parse_action(action)
+        if reason is not None:
+            _decisions.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
-        return _decisions.preview(view, action, phase=phase, effect=effect, force=force)
+        return _decisions.preview(view, action, phase=phase, effect=effect, result=result, force=force)
 
     def run_ids(self) -> Iterator[str]:
         after = ""
@@ -362,6 +369,7 @@ class Engine:
             "checkpoints": len(rows),
             "bytes": sum(len(r.envelope) + len(r.output_json or "") for r in rows),
             "failure": v.failure.as_dict() if v.failure else None,
+            "lost": _lost_outputs(v),
         }
         return report, v.failure
 
@@ -480,7 +488,7 @@ class Engine:
                     else:
                         self.store.set_output_state(conn, ref, "pruned", None)
                 if c.kind == "finished_run":
-                    self.store.delete_steps(conn, [int(s.id) for s in steps])
+                    self.store.delete_steps(conn, list(c.step_refs))
             if cands:
                 self.store.insert_decision(
                     conn,
@@ -499,6 +507,18 @@ class Engine:
                 )
                 self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
         return cands
+
+
+def _lost_outputs(v: chain.Verified) -> list[dict[str, Any]]:
+    """Done phases of the trusted chain whose output cannot be had now: the
+    chain verifies, but what it vouches for is gone (a stored copy lost, an
+    archive deleted or altered)."""
+    out = []
+    for name, d in chain.fold(v.entries).done.items():
+        why = archive.why_lost(d.entry)
+        if why is not None:
+            out.append({"phase": name, "seq": int(d.entry.row.seq), "message": f"output of {name} is lost: {why}"})
+    return out
 
 
 def _alive(row: Any, now: float) -> bool:

@@ -96,6 +96,10 @@ class Runner:
         """The trusted state the phases run from (a `chain.Folded`), once planned."""
         self.env_rows: list[Any] = []
         self.notes: list[str] = []
+        self._codes: dict[str, Any] | None = None
+        """Each phase's code fingerprint as the run's records know it: the code
+        its saved durable steps were written by. None once this start runs
+        phases, which then record their own."""
 
     # -- the start sequence ---------------------------------------------------
 
@@ -174,14 +178,18 @@ class Runner:
             if held is HolderState.STALLED and not self.force:
                 raise HolderStalled(self.run_id, holder_name(row), "resume", FORCE_RISK)
             self.fence.epoch = int(row.epoch)
-            # The shape (with each phase's code) this process runs with: the
-            # next start compares against it to see which code changed.
+            # The shape as this process declares it, but each phase's code as
+            # recorded: it changes only once phases run with the new code
+            # (`_start`), so a start that blocks leaves no trace in it.
+            self._codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
             values = {
                 **lease,
                 "status": RunStatus.RUNNING.value,
                 "updated_at": now,
                 "phase_count": len(self.wf.phases),
-                "shape_json": _json.dumps(self.wf.describe()),
+                "shape_json": self._shape_text(),
+                # An earlier failure's error is history once the run is taken up again.
+                "error_json": None,
             }
             if self.target and not row.target:
                 values["target"] = self.target
@@ -208,6 +216,7 @@ class Runner:
             self.store, self.wf, self.fence, self.clock, epoch=int(row.epoch), inputs_hash=row.inputs_hash
         )
         last_codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
+        self._codes = last_codes
         probes = environment.evaluate(self.wf, inputs=inputs)
         applier = DecisionApplier(self.store, journal, self.effects, self.fence, self.clock, probes)
         while True:
@@ -222,6 +231,15 @@ class Runner:
             return self._block(list(plan.blocks))
         applier.void(plan.void)
         assert plan.state is not None  # a plan that runs has a state
+        self._codes = None
+        shape = self._shape_text()
+        if shape != row.shape_json:
+            # Before any durable step is saved: the next start must know which
+            # code wrote them, even if this process dies mid-phase.
+            with self.store.write() as conn:
+                held = {"owner": self.fence.owner, "held_at": self.clock()}
+                if self.store.update_run(conn, self.run_id, {"shape_json": shape}, **held) == 0:
+                    raise LeaseLost(f"run {self.run_id!r}: lease lost before its phases could start")
         self.state = plan.state
         journal.follow(plan.state)
         if plan.recode:
@@ -253,8 +271,19 @@ class Runner:
                 last_codes=last_codes,
                 damaged_records=lambda phases: self.steps.damaged(phases) + self.effects.damaged(phases),
                 retrievable=self.outputs.available,
+                stepped=self.steps.phases(),
             )
         )
+
+    def _shape_text(self) -> str:
+        """The shape to store: the workflow's as declared, with each phase's
+        code as recorded until this start runs phases (`_codes`)."""
+        shape = self.wf.describe()
+        if self._codes is not None:
+            for p in shape:
+                if self._codes.get(p["name"]) is not None:
+                    p["code"] = self._codes[p["name"]]
+        return _json.dumps(shape)
 
     # -- running --------------------------------------------------------------
 
@@ -350,7 +379,7 @@ class Runner:
             "lease_host": None,
             "lease_pid": None,
             "lease_expires_at": None,
-            "shape_json": _json.dumps(self.wf.describe()),
+            "shape_json": self._shape_text(),
         }
         with self.store.write() as conn:
             if stopped:
