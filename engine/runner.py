@@ -237,10 +237,10 @@ class Runner:
             # Before any durable step is saved: the next start must know which
             # code wrote them, even if this process dies mid-phase.
             with self.store.write() as conn:
-                n = self.store.update_run(
+                written = self.store.update_run(
                     conn, self.run_id, {"shape_json": shape}, owner=self.fence.owner, held_at=self.clock()
                 )
-                if n == 0:
+                if written == 0:
                     raise LeaseLost(f"run {self.run_id!r}: lease lost before its phases could start")
         self.state = plan.state
         journal.follow(plan.state)
