@@ -141,12 +141,14 @@ class Engine:
         effect: str | None = None,
         result: Any = None,
         force: bool = False,
+        expect_env: str | None = None,
     ) -> _decisions.Decision:
         """Record an operator's decision on a stopped run. It is checked against
         the run as it is inside the recording transaction (`decisions.fit`),
         kept forever, and applied at the next `run` of that id; a reset is
         applied at once (applying.py), since it archives the state.
-
+        `expect_env` (approve): the `env_hash` of the preview the operator
+        saw; the approval is refused if the run's changes differ now.
         Recording it revokes the run's lease (a stalled holder's, the only one
         a decision can meet): whatever that process does when it wakes is
         fenced off. An effect decision against a stalled holder needs `force`."""
@@ -160,7 +162,9 @@ class Engine:
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             view = self._view(conn, run, now, with_candidates=False)
-            chosen = _decisions.fit(view, act, phase=phase, effect=effect, result=result, force=force)
+            chosen = _decisions.fit(
+                view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
+            )
             state = "applied" if act is Action.RESET else "pending"
             decision_id = self.store.insert_decision(
                 conn,
@@ -283,6 +287,7 @@ class Engine:
         result: Any = None,
         reason: str | None = None,
         force: bool = False,
+        expect_env: str | None = None,
     ) -> _decisions.Preview:
         """What a decision would do, without recording it; refused exactly
         as `decide` would refuse it, in the same order (a `reason`, when
@@ -293,7 +298,9 @@ class Engine:
         if reason is not None:
             _decisions.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
-        return _decisions.preview(view, action, phase=phase, effect=effect, result=result, force=force)
+        return _decisions.preview(
+            view, action, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
+        )
 
     def run_ids(self) -> Iterator[str]:
         after = ""
