@@ -9,7 +9,7 @@ from phasegate import safe
 
 from .._format import RUN_MARKS, tone
 
-ORDER = ("blocked", "interrupted", "failed", "running", "reset", "completed")
+ORDER = ("blocked", "interrupted", "stalled", "failed", "running", "reset", "completed")
 
 
 class CountsBar(Static):
