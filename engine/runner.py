@@ -26,13 +26,14 @@ from sqlalchemy.exc import IntegrityError
 
 from . import _json, environment, sources
 from ._host import new_owner
+from ._pause import pause_point
 from ._states import BlockKind, OutcomeStatus, RunStatus
 from ._stop import Stop
 from .applying import DecisionApplier
 from .context import PhaseContext
-from .errors import LeaseLost, RunHeld, StoreError, UsageError
+from .errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
 from .journal import RunJournal
-from .lease import Fence, Heartbeat, holder_alive, holder_name
+from .lease import FORCE_RISK, Fence, Heartbeat, HolderState, holder_name, holder_state
 from .ledger import EffectLedger
 from .outcome import BlockReason, Outcome
 from .outputs import PhaseOutputs
@@ -73,6 +74,7 @@ class Runner:
         clock: Callable[[], float],
         lease_seconds: float,
         should_stop: Callable[[], bool] | None = None,
+        force: bool = False,
     ) -> None:
         self.store = store
         self.wf = wf
@@ -83,7 +85,9 @@ class Runner:
         self.inputs_given = inputs_given
         self.inputs_text = _json.dumps(inputs if inputs is not None else {})
         self.target = target
-        self.fence = Fence(store, self.run_id, new_owner())
+        self.force = force
+        """Take the run over even from a stalled holder (`HolderStalled`)."""
+        self.fence = Fence(store, self.run_id, new_owner(), clock)
         self.steps = StepLog(store, self.fence, clock)
         self.effects = EffectLedger(store, self.fence, clock)
         self.outputs = PhaseOutputs(wf)
@@ -92,6 +96,10 @@ class Runner:
         """The trusted state the phases run from (a `chain.Folded`), once planned."""
         self.env_rows: list[Any] = []
         self.notes: list[str] = []
+        self._codes: dict[str, Any] | None = None
+        """Each phase's code fingerprint as the run's records know it: the code
+        its saved durable steps were written by. None once this start runs
+        phases, which then record their own."""
 
     # -- the start sequence ---------------------------------------------------
 
@@ -108,9 +116,17 @@ class Runner:
         beat = Heartbeat(self.store, self.run_id, self.fence.owner, self.lease_seconds, self.clock)
         beat.start()
         try:
-            return self._start(row)
-        except Stop as stop:
-            return self._block([stop.reason])
+            try:
+                return self._start(row)
+            except Stop as stop:
+                return self._block([stop.reason])
+        except BaseException:
+            # Stopped by an error (the store, a lost lease, a signal): give
+            # the lease up now, so the run reads as interrupted and can be
+            # resumed at once, even while this process (a worker) lives on.
+            beat.stop()
+            self.fence.release()
+            raise
         finally:
             beat.stop()
 
@@ -156,16 +172,24 @@ class Runner:
                 raise UsageError(
                     f"run {self.run_id!r} already exists with other inputs; resume it without inputs or use a new run id"
                 )
-            if holder_alive(row, now):
+            held = holder_state(row, now)
+            if held is HolderState.LIVE:
                 raise RunHeld(self.run_id, holder_name(row), (row.lease_expires_at or now) - now)
-            # The shape (with each phase's code) this process runs with: the
-            # next start compares against it to see which code changed.
+            if held is HolderState.STALLED and not self.force:
+                raise HolderStalled(self.run_id, holder_name(row), "resume", FORCE_RISK)
+            self.fence.epoch = int(row.epoch)
+            # The shape as this process declares it, but each phase's code as
+            # recorded: it changes only once phases run with the new code
+            # (`_start`), so a start that blocks leaves no trace in it.
+            self._codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
             values = {
                 **lease,
                 "status": RunStatus.RUNNING.value,
                 "updated_at": now,
                 "phase_count": len(self.wf.phases),
-                "shape_json": _json.dumps(self.wf.describe()),
+                "shape_json": self._shape_text(),
+                # An earlier failure's error is history once the run is taken up again.
+                "error_json": None,
             }
             if self.target and not row.target:
                 values["target"] = self.target
@@ -192,6 +216,7 @@ class Runner:
             self.store, self.wf, self.fence, self.clock, epoch=int(row.epoch), inputs_hash=row.inputs_hash
         )
         last_codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
+        self._codes = last_codes
         probes = environment.evaluate(self.wf, inputs=inputs)
         applier = DecisionApplier(self.store, journal, self.effects, self.fence, self.clock, probes)
         while True:
@@ -206,6 +231,17 @@ class Runner:
             return self._block(list(plan.blocks))
         applier.void(plan.void)
         assert plan.state is not None  # a plan that runs has a state
+        self._codes = None
+        shape = self._shape_text()
+        if shape != row.shape_json:
+            # Before any durable step is saved: the next start must know which
+            # code wrote them, even if this process dies mid-phase.
+            with self.store.write() as conn:
+                written = self.store.update_run(
+                    conn, self.run_id, {"shape_json": shape}, owner=self.fence.owner, held_at=self.clock()
+                )
+                if written == 0:
+                    raise LeaseLost(f"run {self.run_id!r}: lease lost before its phases could start")
         self.state = plan.state
         journal.follow(plan.state)
         if plan.recode:
@@ -237,8 +273,19 @@ class Runner:
                 last_codes=last_codes,
                 damaged_records=lambda phases: self.steps.damaged(phases) + self.effects.damaged(phases),
                 retrievable=self.outputs.available,
+                stepped=self.steps.phases(),
             )
         )
+
+    def _shape_text(self) -> str:
+        """The shape to store: the workflow's as declared, with each phase's
+        code as recorded until this start runs phases (`_codes`)."""
+        shape = self.wf.describe()
+        if self._codes is not None:
+            for p in shape:
+                if self._codes.get(p["name"]) is not None:
+                    p["code"] = self._codes[p["name"]]
+        return _json.dumps(shape)
 
     # -- running --------------------------------------------------------------
 
@@ -282,6 +329,10 @@ class Runner:
                 effects=self.effects,
             )
             self.phases_run.append(p.name)
+            pause_point("in-phase", p.name)
+            # A process frozen between phases must not start one it no longer
+            # holds: its code may do things no fence can see.
+            self.fence.ensure()
             log.info(
                 "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
             )
@@ -331,7 +382,7 @@ class Runner:
             "lease_host": None,
             "lease_pid": None,
             "lease_expires_at": None,
-            "shape_json": _json.dumps(self.wf.describe()),
+            "shape_json": self._shape_text(),
         }
         with self.store.write() as conn:
             if stopped:
@@ -345,7 +396,7 @@ class Runner:
                         self.wf.describe(),
                     )
                     base.update(frontier_columns(fr))
-            if self.store.update_run(conn, self.run_id, {**base, **values}, owner=self.fence.owner) == 0:
+            if self.store.update_run(conn, self.run_id, {**base, **values}, owner=self.fence.owner, held_at=now) == 0:
                 raise LeaseLost(f"run {self.run_id!r}: lease lost before the run could record its end")
 
     def _block(self, reasons: list[BlockReason]) -> Outcome:
