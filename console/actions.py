@@ -84,7 +84,10 @@ class Choice:
     label: str
     summary: str
     sections: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    """(heading, items) pairs: "re-runs", "may call again", "sets aside", "keeps"."""
+    """(heading, items) pairs: "accepts", "re-runs", "may call again", "sets aside", "keeps"."""
+    expect_env: str | None = None
+    """For an approval: the hash of the values shown, so the engine refuses
+    it if the run was blocked on other values since the modal was read."""
 
 
 @dataclass(frozen=True)
@@ -114,3 +117,5 @@ class ActionResult:
     reason: str
     choice: str | None = None
     """The phase (rewind) or effect key (confirm/retry) chosen, if any."""
+    expect_env: str | None = None
+    """For an approval: the env hash of the preview the operator confirmed."""

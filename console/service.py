@@ -92,6 +92,7 @@ def _sections(pv: Preview, view: RunView, effect: str | None = None) -> tuple[tu
     confirmed = {d.effect for d in view.pending_decisions if d.action == "confirm_effect" and d.effect}
     again = [k for k in pv.effects_again if k not in confirmed]
     for label, items in (
+        ("accepts", pv.accepts),
         ("re-runs", pv.rerun),
         ("may call again", again),
         ("sets aside", pv.discarded),
@@ -99,6 +100,8 @@ def _sections(pv: Preview, view: RunView, effect: str | None = None) -> tuple[tu
     ):
         if items:
             out.append((label, tuple(items)))
+    if pv.env_hash:
+        out.append(("env hash", (pv.env_hash,)))
     return tuple(out)
 
 
@@ -173,7 +176,7 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
 
 
 def _choice(view: RunView, pv: Preview, value: str | None, label: str, *, effect: str | None = None) -> Choice:
-    return Choice(value, label, pv.summary, _sections(pv, view, effect))
+    return Choice(value, label, pv.summary, _sections(pv, view, effect), expect_env=pv.env_hash)
 
 
 def apply(engine: Engine, result: ActionResult) -> str:
@@ -188,6 +191,7 @@ def apply(engine: Engine, result: ActionResult) -> str:
         reason=result.reason,
         phase=result.choice if name == "rewind" else None,
         effect=result.choice if name in ("confirm_effect", "retry_effect") else None,
+        expect_env=result.expect_env if name == "approve" else None,
     )
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"

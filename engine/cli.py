@@ -244,10 +244,17 @@ def cmd_decide(args: argparse.Namespace) -> int:
     with _engine(args) as eng:
         if args.dry_run:
             pv = eng.preview(
-                args.run_id, args.action, phase=args.phase, effect=args.effect, result=result, reason=args.reason
+                args.run_id,
+                args.action,
+                phase=args.phase,
+                effect=args.effect,
+                result=result,
+                reason=args.reason,
+                expect_env=args.expect_env,
             )
             print(safe(pv.summary))
             for label, items in (
+                ("accepts", pv.accepts),
                 ("re-runs", pv.rerun),
                 ("may call again", pv.effects_again),
                 ("sets aside", pv.discarded),
@@ -255,6 +262,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
             ):
                 if items:
                     print(f"  {label}: {safe(', '.join(items))}")
+            if pv.env_hash:
+                print(f"  env hash: {pv.env_hash} (decide ... --expect-env {pv.env_hash} refuses if the world moved)")
             return EXIT_OK
         d = eng.decide(
             args.run_id,
@@ -264,6 +273,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
             phase=args.phase,
             effect=args.effect,
             result=result,
+            expect_env=args.expect_env,
         )
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
     print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} {when} (decision {d.id})")
@@ -382,7 +392,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("action", help="approve, degrade, rewind, reset, confirm_effect or retry_effect")
     s.add_argument("--reason", required=True)
     s.add_argument("--phase", default=None, help="for rewind: the phase to re-run from")
-    s.add_argument("--effect", default=None, help="for confirm_effect/retry_effect: the effect's key or name")
+    s.add_argument(
+        "--effect",
+        default=None,
+        help="for confirm_effect/retry_effect: the effect's key, phase/name or name (exactly one)",
+    )
+    s.add_argument(
+        "--expect-env",
+        default=None,
+        metavar="HASH",
+        help="for approve: the env hash --dry-run showed; refused if the run's changed values differ now",
+    )
     s.add_argument("--result", default=None, help="for confirm_effect: the effect's result as JSON")
     s.add_argument("--operator", default=None, help="who decides (default: $PHASEGATE_OPERATOR or the login name)")
     s.add_argument("--dry-run", action="store_true", help="say what the decision would do; record nothing")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import _json
+from . import _json, effectref
 from ._states import ANSWERS, Action, BlockKind, EffectState, RunStatus
 from .errors import AlreadyDecided, DecisionError, PhasegateError, UsageError
 from .views import RunView
@@ -31,6 +31,10 @@ class Preview:
     """Outputs or checkpoints set aside (discarded, superseded or archived)."""
     kept: list[str] = field(default_factory=list)
     """What is explicitly kept (completed effects are never repeated)."""
+    accepts: list[str] = field(default_factory=list)
+    """For an approval: each changed value it accepts, `probe: saved -> current`."""
+    env_hash: str | None = None
+    """For an approval: the hash of those values; `decide --expect-env` takes it back."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,23 @@ def _reasons(view: RunView) -> list[Mapping[str, Any]]:
     return list(view.blocked) if view.status is RunStatus.BLOCKED else []
 
 
+def env_changes(view: RunView) -> list[Mapping[str, Any]]:
+    """The changed values an approval of this run would accept."""
+    return [c for b in _reasons(view) if b["kind"] == BlockKind.ENV_MISMATCH.value for c in b.get("changes", [])]
+
+
+def env_hash(view: RunView) -> str | None:
+    """The world an approval accepts, as one short hash of every change the
+    run is blocked on (probe, saved, current). The operator's preview shows
+    it; `decide --expect-env` (and the console) hand it back, so an approval
+    is refused if the run was blocked again on other values in between."""
+    rows = sorted(
+        ({"probe": c["probe"], "saved": c.get("saved"), "current": c.get("current")} for c in env_changes(view)),
+        key=lambda r: str(r["probe"]),
+    )
+    return _json.sha256(_json.dumps(rows))[:16] if rows else None
+
+
 def fit(
     view: RunView,
     action: Action | str,
@@ -87,6 +108,7 @@ def fit(
     phase: str | None = None,
     effect: str | None = None,
     result: Any = None,
+    expect_env: str | None = None,
 ) -> Fit:
     """The one rule for "does this decision fit this run now". `decide`
     records only what fits, `--dry-run` and `preview` refuse what it would
@@ -94,6 +116,8 @@ def fit(
     operator sees: UsageError, DecisionError or AlreadyDecided."""
     act = parse_action(action)
     run_id = view.run_id
+    if expect_env is not None and act is not Action.APPROVE:
+        raise UsageError("--expect-env is for approve: it names the environment the approval accepts")
     if view.lease is not None and view.lease.alive:
         raise DecisionError(f"run {run_id!r} is running (held by {view.lease.holder}); decide once it stops")
     # An option the action does not take is refused, not silently recorded.
@@ -138,15 +162,19 @@ def fit(
             if len(doubts) != 1:
                 raise UsageError(f"name the effect (--effect KEY); in doubt: {', '.join(doubts)}")
             effect = doubts[0]
-        matches = [d for d in doubts if d == effect or d.endswith("/" + effect)]
-        if not matches:
-            raise DecisionError(f"effect {effect!r} is not in doubt in run {run_id!r}")
-        key = matches[0]
+        key = effectref.resolve(run_id, doubts, effect)
         if result is not None:
             detail["result"] = _json.loads(_json.dumps(result))
     if act is Action.APPROVE:
         changes = next(b for b in reasons if b["kind"] == BlockKind.ENV_MISMATCH.value).get("changes", [])
         detail["accepted"] = [{"probe": c["probe"], "current": c.get("current")} for c in changes]
+        now_hash = env_hash(view)
+        if expect_env is not None and expect_env != now_hash:
+            raise DecisionError(
+                f"the environment of run {run_id!r} moved since the preview (expected {expect_env}, now {now_hash}):"
+                " preview again (--dry-run) and approve what it shows"
+            )
+        detail["env_hash"] = now_hash
     for d in pending:
         if d.answers == answers.value and (key is None or d.effect == key):
             raise AlreadyDecided(
@@ -197,11 +225,17 @@ def check_reason(reason: Any) -> str:
 
 
 def preview(
-    view: RunView, action: Action | str, *, phase: str | None = None, effect: str | None = None, result: Any = None
+    view: RunView,
+    action: Action | str,
+    *,
+    phase: str | None = None,
+    effect: str | None = None,
+    result: Any = None,
+    expect_env: str | None = None,
 ) -> Preview:
     """What the decision would do. Refuses, with `decide`'s own error, what
     `decide` would refuse."""
-    chosen = fit(view, action, phase=phase, effect=effect, result=result)
+    chosen = fit(view, action, phase=phase, effect=effect, result=result, expect_env=expect_env)
     pv = _preview(view, chosen, phase, effect)
     # What this decision leaves unanswered still stops the next run: say so.
     if chosen.action in (Action.APPROVE, Action.DEGRADE, Action.REWIND):
@@ -231,12 +265,15 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
         [f"{len(done_effects)} completed effect(s) keep their results and are not called again"] if done_effects else []
     )
     if act is Action.APPROVE:
-        changed = [r["probe"] for b in view.blocked if b["kind"] == "env_mismatch" for r in b.get("changes", [])]
+        changes = env_changes(view)
+        changed = [str(c["probe"]) for c in changes]
         return Preview(
             act,
             f"Accept the changed environment ({', '.join(changed) or 'as shown'}) and continue from {view.frontier.phase}.",
             rerun=open_phases,
             kept=kept,
+            accepts=[f"{c['probe']}: {_shown(c.get('saved'))} -> {_shown(c.get('current'))}" for c in changes],
+            env_hash=env_hash(view),
         )
     if act is Action.DEGRADE:
         integ = [b for b in view.blocked if b["kind"] == "integrity"]
@@ -300,6 +337,11 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
         effects_again=keys,
         kept=kept,
     )
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else _json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _trusted_done(view: RunView, seq: int | None) -> set[str]:

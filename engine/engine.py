@@ -134,11 +134,14 @@ class Engine:
         phase: str | None = None,
         effect: str | None = None,
         result: Any = None,
+        expect_env: str | None = None,
     ) -> _decisions.Decision:
         """Record an operator's decision on a stopped run. It is checked against
         the run as it is inside the recording transaction (`decisions.fit`),
         kept forever, and applied at the next `run` of that id; a reset is
-        applied at once (applying.py), since it archives the state."""
+        applied at once (applying.py), since it archives the state.
+        `expect_env` (approve): the `env_hash` of the preview the operator
+        saw; the approval is refused if the run's changes differ now."""
         validate_run_id(run_id)
         act = _decisions.parse_action(action)
         _decisions.check_reason(reason)
@@ -149,7 +152,7 @@ class Engine:
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             view = self._view(conn, run, now, with_candidates=False)
-            chosen = _decisions.fit(view, act, phase=phase, effect=effect, result=result)
+            chosen = _decisions.fit(view, act, phase=phase, effect=effect, result=result, expect_env=expect_env)
             state = "applied" if act is Action.RESET else "pending"
             decision_id = self.store.insert_decision(
                 conn,
@@ -268,6 +271,7 @@ class Engine:
         effect: str | None = None,
         result: Any = None,
         reason: str | None = None,
+        expect_env: str | None = None,
     ) -> _decisions.Preview:
         """What a decision would do, without recording it; refused exactly
         as `decide` would refuse it, in the same order (a `reason`, when
@@ -278,7 +282,7 @@ class Engine:
         if reason is not None:
             _decisions.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
-        return _decisions.preview(view, action, phase=phase, effect=effect, result=result)
+        return _decisions.preview(view, action, phase=phase, effect=effect, result=result, expect_env=expect_env)
 
     def run_ids(self) -> Iterator[str]:
         after = ""

@@ -145,7 +145,8 @@ class Worker:
         log.info("run %s: resuming (%s)", row.run_id, self._why(eng, row))
         outcome: Outcome | None = None
         try:
-            wf = load(row.target)
+            # Loaded afresh and in isolation: this run's own modules, as its files are now.
+            wf = load(row.target, isolated=True)
             eng.should_stop = self._stop.is_set
             outcome = eng.run(wf, row.run_id, target=row.target)
         except RunHeld as exc:

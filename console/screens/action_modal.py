@@ -110,8 +110,10 @@ class ActionModal(ModalScreen[ActionResult | None]):
         if req.type_run_id and self.query_one("#typed", Input).value != req.run_id:
             self._problem(f"! type the run id exactly to confirm the {req.spec.label}", "#typed")
             return
-        choice = req.choices[self.index].value if req.choices else None
-        self.dismiss(ActionResult(req.spec, req.run_id, reason, choice))
+        chosen = req.choices[self.index] if req.choices else None
+        choice = chosen.value if chosen else None
+        expect_env = chosen.expect_env if chosen else None
+        self.dismiss(ActionResult(req.spec, req.run_id, reason, choice, expect_env))
 
     def action_cancel(self) -> None:
         self.dismiss(None)
