@@ -73,6 +73,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
 )
 
 BY_NAME: dict[str, ActionSpec] = {a.name: a for a in ACTIONS}
+BY_KEY: dict[str, ActionSpec] = {a.key: a for a in ACTIONS}
 
 
 @dataclass(frozen=True)

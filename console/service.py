@@ -3,7 +3,11 @@ API, run from worker threads. Nothing here imports Textual."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from phasegate import DecisionView, Engine, Preview, RunStatus, RunSummary, RunView, UsageError
 
@@ -193,5 +197,51 @@ def apply(engine: Engine, result: ActionResult) -> str:
         effect=result.choice if name in ("confirm_effect", "retry_effect") else None,
         expect_env=result.expect_env if name == "approve" else None,
     )
-    when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
+    when = (
+        "applied"
+        if d.state == "applied"
+        else "recorded; it applies at the run's next start (a worker's, or e resumes it now)"
+    )
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"
+
+
+def can_resume(view: RunView) -> str:
+    """Empty when `phasegate resume` would move this run on now; else why not."""
+    if view.status is RunStatus.RUNNING:
+        return "it is running (its process is alive)"
+    if view.status is RunStatus.COMPLETED:
+        return "it is completed"
+    if not view.target:
+        return "it has no stored target (it was run from code); resume it there"
+    if view.status in (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.RESET) or view.pending_decisions:
+        return ""
+    return "it is blocked with nothing decided: decide first"
+
+
+@dataclass(frozen=True)
+class Resumed:
+    run_id: str
+    pid: int
+    log: Path
+
+
+def resume_now(engine: Engine, run_id: str) -> Resumed:
+    """Start `phasegate resume RUN` detached from the console (it goes on if
+    the console quits), its output appended to a log beside the store."""
+    db = engine.db_file
+    if db is None:
+        raise UsageError(f"resume from the console needs an SQLite store; run: phasegate resume {run_id}")
+    logs = db.parent / f"{db.name}.logs"
+    logs.mkdir(exist_ok=True)
+    log = logs / f"resume-{run_id}.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "phasegate", "resume", run_id, "--db", str(db)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # not stopped by the console's Ctrl-C or its exit
+        )
+    # Reaped when it ends, so a long console session leaves no zombie behind.
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+    return Resumed(run_id, proc.pid, log)

@@ -5,7 +5,9 @@ Exit codes (the contract scripts rely on):
   1  the run failed (a phase raised)
   2  bad usage or an unusable database (one line, nothing changed)
   3  blocked for an operator (reasons printed one a line), or `verify` found damage
-  4  the run is held by another live process
+  4  the run is held by another live process, or its holder is stalled (alive
+     on this host past its lease: `resume --force` / `decide --force`), or this
+     process lost its lease
 """
 
 from __future__ import annotations
@@ -162,7 +164,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if not view.target:
             raise UsageError(f"run {args.run_id!r} has no stored target; run it from code with Engine.run")
         wf = load(view.target)
-        return _print_outcome(eng.run(wf, args.run_id, target=view.target))
+        return _print_outcome(eng.run(wf, args.run_id, target=view.target, force=args.force))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -250,6 +252,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
                 effect=args.effect,
                 result=result,
                 reason=args.reason,
+                force=args.force,
                 expect_env=args.expect_env,
             )
             print(safe(pv.summary))
@@ -273,6 +276,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
             phase=args.phase,
             effect=args.effect,
             result=result,
+            force=args.force,
             expect_env=args.expect_env,
         )
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
@@ -361,6 +365,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
         return run_watch(eng, hooks, stop, poll=args.poll, use_events=not args.no_events, once=args.once)
 
 
+_FORCE_HELP = (
+    "act even though the run's holder is stalled (alive on this host, past its lease); "
+    "it may wake inside an effect's call and finish it, so an effect could happen twice"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="phasegate", description="Resumable long-running jobs, and their operators' tools.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -377,6 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("resume", help="run again with the stored target and inputs")
     s.add_argument("run_id")
+    s.add_argument("--force", action="store_true", help=_FORCE_HELP)
     _db_arg(s)
     s.set_defaults(fn=cmd_resume)
 
@@ -406,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--result", default=None, help="for confirm_effect: the effect's result as JSON")
     s.add_argument("--operator", default=None, help="who decides (default: $PHASEGATE_OPERATOR or the login name)")
     s.add_argument("--dry-run", action="store_true", help="say what the decision would do; record nothing")
+    s.add_argument("--force", action="store_true", help=_FORCE_HELP)
     _db_arg(s)
     s.set_defaults(fn=cmd_decide)
 

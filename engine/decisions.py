@@ -13,7 +13,8 @@ from typing import Any
 
 from . import _json, effectref
 from ._states import ANSWERS, Action, BlockKind, EffectState, RunStatus
-from .errors import AlreadyDecided, DecisionError, PhasegateError, UsageError
+from .errors import AlreadyDecided, DecisionError, HolderStalled, PhasegateError, UsageError
+from .lease import FORCE_RISK
 from .views import RunView
 
 
@@ -75,7 +76,7 @@ def _reasons(view: RunView) -> list[Mapping[str, Any]]:
     """Why the run waits for a decision: its block reasons, or for an
     interrupted run the effects its dead process left in doubt (the operator
     can answer them before the next run has to ask)."""
-    if view.status is RunStatus.INTERRUPTED:
+    if view.status in (RunStatus.INTERRUPTED, RunStatus.STALLED):
         return [
             {"kind": BlockKind.IN_DOUBT_EFFECT.value, "effect": e.key, "detail": f"effect {e.name} in doubt"}
             for e in view.effects
@@ -108,6 +109,7 @@ def fit(
     phase: str | None = None,
     effect: str | None = None,
     result: Any = None,
+    force: bool = False,
     expect_env: str | None = None,
 ) -> Fit:
     """The one rule for "does this decision fit this run now". `decide`
@@ -127,6 +129,10 @@ def fit(
         raise UsageError(f"--effect is for confirm_effect and retry_effect, not {act.value}")
     if result is not None and act is not Action.CONFIRM_EFFECT:
         raise UsageError(f"--result is for confirm_effect, not {act.value}")
+    if view.status is RunStatus.STALLED and act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT) and not force:
+        # Its process may wake inside the very call this decision answers.
+        holder = view.lease.holder if view.lease else "?"
+        raise HolderStalled(run_id, holder, f"decide {act.value}", FORCE_RISK)
     reasons = _reasons(view)
     kinds = list(dict.fromkeys(BlockKind(b["kind"]) for b in reasons))
     shape = [p.name for p in view.phases]
@@ -231,11 +237,12 @@ def preview(
     phase: str | None = None,
     effect: str | None = None,
     result: Any = None,
+    force: bool = False,
     expect_env: str | None = None,
 ) -> Preview:
     """What the decision would do. Refuses, with `decide`'s own error, what
     `decide` would refuse."""
-    chosen = fit(view, action, phase=phase, effect=effect, result=result, expect_env=expect_env)
+    chosen = fit(view, action, phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
     pv = _preview(view, chosen, phase, effect)
     # What this decision leaves unanswered still stops the next run: say so.
     if chosen.action in (Action.APPROVE, Action.DEGRADE, Action.REWIND):
