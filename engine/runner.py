@@ -339,6 +339,7 @@ class Runner:
                 nxt=nxt,
                 next_needs=next_needs,
                 probes=probes,
+                out_hash=out_hash,
             )
             self.outputs.put(p.name, text, out_hash, by_orjson)
         return self._complete()
