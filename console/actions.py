@@ -53,8 +53,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "confirm_effect",
         "c",
         "confirm effect",
-        "record an in-doubt effect as done (it happened)",
-        "phasegate decide RUN confirm_effect --effect KEY --reason ...",
+        "record an in-doubt effect as done (it happened), with its result",
+        "phasegate decide RUN confirm_effect --effect KEY --result JSON --reason ...",
     ),
     ActionSpec(
         "retry_effect",
@@ -99,6 +99,10 @@ class ActionRequest:
     default: int = 0
     type_run_id: bool = False
     """A reset discards work: the operator types the run id to confirm."""
+    ask_result: bool = False
+    """A confirmation records the effect's result: the operator gives it as JSON."""
+    result_hint: str = ""
+    """What the result field starts with (what the outside system reported, when known)."""
 
 
 @dataclass(frozen=True)
@@ -110,3 +114,5 @@ class ActionResult:
     reason: str
     choice: str | None = None
     """The phase (rewind) or effect key (confirm/retry) chosen, if any."""
+    result_json: str | None = None
+    """A confirmation's result, as the JSON text the operator typed."""

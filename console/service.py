@@ -3,9 +3,10 @@ API, run from worker threads. Nothing here imports Textual."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-from phasegate import Engine, Preview, RunStatus, RunSummary, RunView, UsageError
+from phasegate import Engine, Preview, RunStatus, RunSummary, RunView, UsageError, correctable_effects
 
 from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice
@@ -111,11 +112,15 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
         return ActionRequest(spec, run_id, choices, choose="phase", default=max(len(choices) - 1, 0))
     if name in ("confirm_effect", "retry_effect"):
         keys = [e.key for e in view.effects if e.state == "in_doubt"]
+        if name == "confirm_effect":
+            keys += [k for k in correctable_effects(view) if k not in keys]
+        ask = name == "confirm_effect"
         if len(keys) > 1:
             choices = tuple(_choice(engine.preview(view, name, effect=k), k, k) for k in keys)
-            return ActionRequest(spec, run_id, choices, choose="effect")
+            return ActionRequest(spec, run_id, choices, choose="effect", ask_result=ask)
         only = keys[0] if keys else None
-        return ActionRequest(spec, run_id, (_choice(engine.preview(view, name, effect=only), only, only or ""),))
+        choice = _choice(engine.preview(view, name, effect=only), only, only or "")
+        return ActionRequest(spec, run_id, (choice,), ask_result=ask)
     pv = engine.preview(view, name)
     return ActionRequest(spec, run_id, (_choice(pv, None, ""),), type_run_id=name == "reset")
 
@@ -136,6 +141,7 @@ def apply(engine: Engine, result: ActionResult) -> str:
         reason=result.reason,
         phase=result.choice if name == "rewind" else None,
         effect=result.choice if name in ("confirm_effect", "retry_effect") else None,
+        **({"result": json.loads(result.result_json)} if result.result_json is not None else {}),
     )
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import _json
+from ._states import Action
+from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
 from .engine import Engine, default_db
 from .errors import PhasegateError, UsageError
 from .outcome import Outcome
@@ -174,7 +176,7 @@ def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    result = None
+    result: Any = NO_RESULT
     if args.result is not None:
         try:
             result = _json.loads(args.result)
@@ -183,6 +185,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
     with _engine(args) as eng:
         if args.dry_run:
             pv = eng.preview(args.run_id, args.action, phase=args.phase, effect=args.effect)
+            if pv.action is Action.CONFIRM_EFFECT and result is NO_RESULT:
+                raise UsageError(CONFIRM_NEEDS_RESULT)  # refused as the decision itself would be
             print(pv.summary)
             for label, items in (
                 ("re-runs", pv.rerun),
@@ -218,8 +222,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
             if r["ok"]:
                 print(f"ok        {r['run_id']} ({r['checkpoints']} checkpoints)")
             else:
-                f = r["failure"] or {}
-                print(f"DAMAGED   {r['run_id']}: checkpoint {f.get('seq')}: {f.get('message')}")
+                f = r["failure"]
+                if f:
+                    print(f"DAMAGED   {r['run_id']}: checkpoint {f.get('seq')}: {f.get('message')}")
+                for d in r.get("effects", []):
+                    print(f"DAMAGED   {r['run_id']}: {printable(d['detail'])}")
         print(f"{len(reports) - len(bad)} ok, {len(bad)} damaged")
     return EXIT_BLOCKED if bad else EXIT_OK
 
@@ -313,7 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--reason", required=True)
     s.add_argument("--phase", default=None, help="for rewind: the phase to re-run from")
     s.add_argument("--effect", default=None, help="for confirm_effect/retry_effect: the effect's key or name")
-    s.add_argument("--result", default=None, help="for confirm_effect: the effect's result as JSON")
+    s.add_argument(
+        "--result",
+        default=None,
+        help="for confirm_effect (required): the effect's result as JSON; null when it returned nothing",
+    )
     s.add_argument("--operator", default=None, help="who decides (default: $PHASEGATE_OPERATOR or the login name)")
     s.add_argument("--dry-run", action="store_true", help="say what the decision would do; record nothing")
     _db_arg(s)

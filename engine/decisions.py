@@ -60,6 +60,43 @@ class Decision:
     """"pending" until the run's next start carries it out; "applied" for a reset."""
 
 
+class _NoResult:
+    """The absence of `--result`, told apart from an explicit JSON `null`."""
+
+    _instance: _NoResult | None = None
+
+    def __new__(cls) -> _NoResult:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NO_RESULT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NO_RESULT: Any = _NoResult()
+"""`decide(..., result=NO_RESULT)`: no result given (a confirmation needs one)."""
+
+CONFIRM_NEEDS_RESULT = (
+    "confirm_effect needs --result JSON: the effect's result as the outside system reports it"
+    " (--result null when it returned nothing)"
+)
+
+#: Statuses in which a person's confirmation may be corrected: the run is
+#: not moving, and a phase that read the confirmed result may have gone wrong.
+_CORRECTABLE = (RunStatus.BLOCKED, RunStatus.FAILED, RunStatus.COMPLETED, RunStatus.INTERRUPTED)
+
+
+def correctable_effects(view: RunView) -> list[str]:
+    """Keys of effects a person confirmed whose result may be corrected now."""
+    if view.status not in _CORRECTABLE:
+        return []
+    return [e.key for e in view.effects if e.state is EffectState.DONE and e.confirmed_by is not None]
+
+
 def parse_action(action: Action | str) -> Action:
     try:
         return Action(action)
@@ -86,7 +123,7 @@ def fit(
     *,
     phase: str | None = None,
     effect: str | None = None,
-    result: Any = None,
+    result: Any = NO_RESULT,
 ) -> Fit:
     """The one rule for "does this decision fit this run now". `decide`
     records only what fits, `--dry-run` and `preview` refuse what it would
@@ -118,6 +155,20 @@ def fit(
             raise AlreadyDecided(f"run {run_id!r} already has a rewind waiting; it has already been decided")
         return Fit(act, answered)
 
+    if act is Action.CONFIRM_EFFECT and effect is not None:
+        corr = _match(correctable_effects(view), effect)
+        if corr is not None and not any(e.key == corr for e in view.effects if e.state is EffectState.IN_DOUBT):
+            return _correction(view, corr, result)
+
+    damaged = _damaged(reasons)
+    if damaged and act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
+        return _repair(view, act, damaged, effect, result)
+    if damaged and act is Action.DEGRADE and all(b.get("what") == "effect" for b in reasons):
+        raise DecisionError(
+            f"degrade does not fit run {run_id!r}: its effect records are damaged; answer each"
+            " with confirm_effect --result JSON (it happened) or retry_effect (it did not)"
+        )
+
     fits = [k for k in kinds if act in ANSWERS[k]]
     if not fits:
         why = ", ".join(sorted(k.value for k in kinds)) or f"it is {view.status.value}, not blocked"
@@ -131,11 +182,10 @@ def fit(
             if len(doubts) != 1:
                 raise UsageError(f"name the effect (--effect KEY); in doubt: {', '.join(doubts)}")
             effect = doubts[0]
-        matches = [d for d in doubts if d == effect or d.endswith("/" + effect)]
-        if not matches:
+        key = _match(doubts, effect)
+        if key is None:
             raise DecisionError(f"effect {effect!r} is not in doubt in run {run_id!r}")
-        key = matches[0]
-        if result is not None:
+        if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
             detail["result"] = _json.loads(_json.dumps(result))
     if act is Action.APPROVE:
         changes = next(b for b in reasons if b["kind"] == BlockKind.ENV_MISMATCH.value).get("changes", [])
@@ -146,6 +196,56 @@ def fit(
                 f"run {run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
             )
     return Fit(act, answers, key, detail)
+
+
+def _damaged(reasons: list[Mapping[str, Any]]) -> list[str]:
+    """Keys of effects whose records are damaged (an integrity block naming them)."""
+    return [
+        str(b["effect"]) for b in reasons if b.get("kind") == BlockKind.INTEGRITY.value and b.get("what") == "effect"
+    ]
+
+
+def _repair(view: RunView, act: Action, damaged: list[str], effect: str | None, result: Any) -> Fit:
+    """An answer to a damaged effect record: the operator checked the outside
+    system and says whether the action happened; the record is rewritten."""
+    if effect is None:
+        if len(damaged) != 1:
+            raise UsageError(f"name the effect (--effect KEY); damaged: {', '.join(damaged)}")
+        effect = damaged[0]
+    key = _match(damaged, effect)
+    if key is None:
+        raise DecisionError(f"effect {effect!r} is not among the damaged records of run {view.run_id!r}")
+    for d in view.pending_decisions:
+        if d.effect == key:
+            raise AlreadyDecided(
+                f"run {view.run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
+            )
+    detail: dict[str, Any] = {"repair": True}
+    if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
+        detail["result"] = _json.loads(_json.dumps(result))
+    return Fit(act, BlockKind.INTEGRITY, key, detail)
+
+
+def _match(keys: list[str], effect: str) -> str | None:
+    """The key among `keys` that `effect` names: the key itself, or its last parts."""
+    for k in keys:
+        if k == effect or k.endswith("/" + effect):
+            return k
+    return None
+
+
+def _correction(view: RunView, key: str, result: Any) -> Fit:
+    """A second confirmation of an effect a person already confirmed: it
+    replaces the result, and the phases that read the old one run again."""
+    for d in view.pending_decisions:
+        if d.effect == key:
+            raise AlreadyDecided(
+                f"run {view.run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
+            )
+    detail: dict[str, Any] = {"correction": True}
+    if result is not NO_RESULT:
+        detail["result"] = _json.loads(_json.dumps(result))
+    return Fit(Action.CONFIRM_EFFECT, None, key, detail)
 
 
 def fits(view: RunView, action: Action, **kw: Any) -> bool:
@@ -163,6 +263,7 @@ def allowed_actions(view: RunView) -> list[Action]:
         return []
     out: list[Action] = []
     doubts = [str(b["effect"]) for b in _reasons(view) if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
+    doubts += _damaged(_reasons(view))
     done = [p.name for p in view.phases if p.done]
     for act in (
         Action.APPROVE,
@@ -172,7 +273,9 @@ def allowed_actions(view: RunView) -> list[Action]:
         Action.REWIND,
         Action.RESET,
     ):
-        if act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
+        if act is Action.CONFIRM_EFFECT:
+            ok = any(fits(view, act, effect=k) for k in doubts + correctable_effects(view))
+        elif act is Action.RETRY_EFFECT:
             ok = any(fits(view, act, effect=k) for k in doubts)
         elif act is Action.REWIND:
             ok = bool(done) and fits(view, act, phase=done[0])
@@ -188,6 +291,15 @@ def preview(view: RunView, action: Action | str, *, phase: str | None = None, ef
     `decide` would refuse."""
     chosen = fit(view, action, phase=phase, effect=effect)
     act = chosen.action
+    if chosen.detail.get("correction"):
+        return _preview_correction(view, str(chosen.effect_key))
+    if chosen.detail.get("repair"):
+        key = str(chosen.effect_key)
+        if act is Action.CONFIRM_EFFECT:
+            return Preview(act, f"Rewrite the damaged record of {key} as done (it happened), with the given result.")
+        return Preview(
+            act, f"Rewrite the damaged record of {key} as not done: it will be called again with its key.", [], [key]
+        )
     if chosen.effect_key is not None:
         effect = chosen.effect_key
     names = [p.name for p in view.phases]
@@ -231,6 +343,7 @@ def preview(view: RunView, action: Action | str, *, phase: str | None = None, ef
             return Preview(act, "Choose the phase to re-run from.")
         again = names[names.index(phase) :]
         doubt = [e.key for e in view.effects if e.phase in again and e.state is not EffectState.DONE]
+        doubt += _redone(view, again)
         return Preview(
             act,
             f"Re-run from {phase}: {', '.join(again)} run again with the current environment.",
@@ -244,7 +357,7 @@ def preview(view: RunView, action: Action | str, *, phase: str | None = None, ef
             act,
             "Archive every checkpoint and start over from the original inputs.",
             rerun=names,
-            effects_again=[e.key for e in view.effects if e.state is not EffectState.DONE],
+            effects_again=[e.key for e in view.effects if e.state is not EffectState.DONE] + _redone(view, names),
             discarded=[f"output of {o.phase} (archived)" for o in view.outputs] or ["nothing saved yet"],
             kept=kept,
         )
@@ -266,6 +379,33 @@ def preview(view: RunView, action: Action | str, *, phase: str | None = None, ef
         effects_again=keys,
         kept=kept,
     )
+
+
+def _preview_correction(view: RunView, key: str) -> Preview:
+    eff = next(e for e in view.effects if e.key == key)
+    names = [p.name for p in view.phases]
+    again = names[names.index(eff.phase) :] if eff.phase in names else []
+    done = [e.key for e in view.effects if e.state is EffectState.DONE and e.phase in again]
+    return Preview(
+        Action.CONFIRM_EFFECT,
+        f"Correct the result of {key} (confirmed by decision {eff.confirmed_by}); "
+        f"re-run from {eff.phase} so the phases that read it see the new one.",
+        rerun=again,
+        discarded=[f"output of {n} (superseded, prunable)" for n in again if n in {o.phase for o in view.outputs}],
+        kept=[f"{len(done)} completed effect(s) of those phases keep their results and are not called again"]
+        if done
+        else [],
+    )
+
+
+def _redone(view: RunView, phases: list[str]) -> list[str]:
+    """Completed effects of these phases declared `redo_on_rewind`: they act
+    again, under a new key, when the phases are re-opened."""
+    return [
+        f"{e.key} (redo_on_rewind: acts again under a new key)"
+        for e in view.effects
+        if e.phase in phases and e.redo_on_rewind and e.state is EffectState.DONE
+    ]
 
 
 def _trusted_done(view: RunView, seq: int | None) -> set[str]:

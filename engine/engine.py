@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import _json, archive, chain
+from . import _json, archive, chain, seals
 from . import decisions as _decisions
 from . import prune as _prune
 from . import sources as _sources
@@ -111,7 +111,7 @@ class Engine:
         operator: str | None = None,
         phase: str | None = None,
         effect: str | None = None,
-        result: Any = None,
+        result: Any = _decisions.NO_RESULT,
     ) -> _decisions.Decision:
         """Record an operator's decision on a stopped run. It is checked against
         the run as it is inside the recording transaction (`decisions.fit`),
@@ -129,6 +129,10 @@ class Engine:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             view = self._view(conn, run, now, with_candidates=False)
             chosen = _decisions.fit(view, act, phase=phase, effect=effect, result=result)
+            if act is Action.CONFIRM_EFFECT and result is _decisions.NO_RESULT:
+                # A confirmation without the result would hand the next phase
+                # nothing where it expects a receipt: a run that cannot complete.
+                raise UsageError(_decisions.CONFIRM_NEEDS_RESULT)
             state = "applied" if act is Action.RESET else "pending"
             decision_id = self.store.insert_decision(
                 conn,
@@ -271,6 +275,7 @@ class Engine:
                 if run is None:
                     raise RunNotFound(f"no run {rid!r} in {self.store.where}")
                 rows = self.store.chain(conn, rid, int(run.epoch))
+                damage = seals.check(self.store.effects_for(conn, rid), run.effects_last)
             actual_inputs = _json.sha256(run.inputs_json)
             if actual_inputs != run.inputs_hash:
                 # The same check the start sequence makes before it parses the inputs.
@@ -281,20 +286,26 @@ class Engine:
             else:
                 v = chain.verify_run(run, rows)
             bytes_checked = sum(len(r.envelope) + len(r.output_json or "") for r in rows)
-            reports.append(
-                {
-                    "run_id": rid,
-                    "ok": v.failure is None,
-                    "checkpoints": len(rows),
-                    "bytes": bytes_checked,
-                    "failure": v.failure.as_dict() if v.failure else None,
-                }
-            )
-            if v.failure is not None and record and not self.store.readonly:
-                self._record_integrity(rid, v.failure)
+            report: dict[str, Any] = {
+                "run_id": rid,
+                "ok": v.failure is None and not damage,
+                "checkpoints": len(rows),
+                "bytes": bytes_checked,
+                "failure": v.failure.as_dict() if v.failure else None,
+            }
+            if damage:  # present only when there is some: the JSON of a whole store is unchanged
+                report["effects"] = [d.as_dict() for d in damage]
+            reports.append(report)
+            if (v.failure is not None or damage) and record and not self.store.readonly:
+                reasons = (
+                    [{"kind": "integrity", "detail": v.failure.detail(), "failure": v.failure.as_dict()}]
+                    if v.failure is not None
+                    else [{"kind": "integrity", "detail": d.detail, "what": "effect", **d.as_dict()} for d in damage]
+                )
+                self._record_integrity(rid, reasons)
         return reports
 
-    def _record_integrity(self, run_id: str, failure: chain.IntegrityFailure) -> None:
+    def _record_integrity(self, run_id: str, reasons: list[dict[str, Any]]) -> None:
         now = self.clock()
         with self.store.write() as conn:
             run = self.store.get_run(conn, run_id)
@@ -303,14 +314,13 @@ class Engine:
             blocked = _json.loads(run.blocked_json or "[]")
             if any(b.get("kind") == "integrity" for b in blocked) and run.status == RunStatus.BLOCKED.value:
                 return
-            reason = {"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}
             self.store.update_run(
                 conn,
                 run_id,
                 {
                     "status": RunStatus.BLOCKED.value,
-                    "blocked_json": _json.dumps([reason]),
-                    "attention": f"integrity: {failure.detail()}"[:300],
+                    "blocked_json": _json.dumps(reasons),
+                    "attention": f"integrity: {reasons[0]['detail']}"[:300],
                     "updated_at": now,
                 },
             )

@@ -1,9 +1,10 @@
-"""The confirmation modal of an action: what will happen, a reason, and for a
-reset the run id typed out. Enter confirms, Esc cancels; the key that opened
+"""The confirmation modal of an action: what will happen, a reason, for a
+confirmation the effect's result as JSON, and for a reset the run id typed out. Enter confirms, Esc cancels; the key that opened
 the modal types into the reason field, so it can never confirm by itself."""
 
 from __future__ import annotations
 
+import json
 from typing import ClassVar
 
 from rich.text import Text
@@ -54,6 +55,12 @@ class ActionModal(ModalScreen[ActionResult | None]):
                 yield Label(f"choose the {req.choose} (up/down):")
                 yield OptionList(*[Option(Text(c.label), id=str(i)) for i, c in enumerate(req.choices)], id="choices")
             yield Static(id="preview")
+            if req.ask_result:
+                yield Input(
+                    req.result_hint,
+                    placeholder="result as JSON (required; what the outside system returned, null if nothing)",
+                    id="result",
+                )
             yield Input(placeholder="reason (required, kept in the decision log)", id="reason")
             if req.type_run_id:
                 yield Label("this discards work: type the run id to confirm")
@@ -107,8 +114,19 @@ class ActionModal(ModalScreen[ActionResult | None]):
         if req.type_run_id and self.query_one("#typed", Input).value != req.run_id:
             self._problem("! type the run id exactly to confirm the reset", "#typed")
             return
+        result_json: str | None = None
+        if req.ask_result:
+            result_json = self.query_one("#result", Input).value.strip()
+            if not result_json:
+                self._problem("! the effect's result is required, as JSON (null if it returned nothing)", "#result")
+                return
+            try:
+                json.loads(result_json)
+            except ValueError as exc:
+                self._problem(f"! the result is not JSON: {exc}", "#result")
+                return
         choice = req.choices[self.index].value if req.choices else None
-        self.dismiss(ActionResult(req.spec, req.run_id, reason, choice))
+        self.dismiss(ActionResult(req.spec, req.run_id, reason, choice, result_json))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

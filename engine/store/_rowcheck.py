@@ -48,6 +48,7 @@ _TEXT = {
     "frontier_phase": True,
     "lease_owner": True,
     "lease_host": True,
+    "effects_last": True,
 }
 _STATUSES = frozenset(s.value for s in RunStatus)
 #: A UNIX time past this (year 5138) is damage, not a date.

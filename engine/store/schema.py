@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 #: The schema version this code writes. A store with a higher one was written
 #: by a newer phasegate and is not trusted.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Our own registry keeps phasegate's tables out of `SQLModel.metadata`, which
 # belongs to the application (an atomic effect's ledger table lives there).
@@ -73,6 +73,8 @@ class RunRow(_Base, table=True):
     lease_pid: int | None = None
     lease_expires_at: float | None = None
     heartbeat_at: float | None = None
+    effects_last: str | None = None
+    """The key of the run's last effect record: where its effect history ends (version 3)."""
 
 
 class CheckpointRow(_Base, table=True):
@@ -142,6 +144,14 @@ class EffectRow(_Base, table=True):
     result_json: str | None = Field(default=None, sa_column=Column(Text))
     result_hash: str | None = None
     confirmed_by: int | None = None
+    # Version 3: the record's place in the run's history and its seal (seals.py).
+    prev_key: str | None = None
+    seal: str | None = None
+    reconcilable: bool = False
+    """Declared with a reconcile hook: a resume may ask the outside system."""
+    redo_on_rewind: bool = False
+    reconcile_json: str | None = Field(default=None, sa_column=Column(Text))
+    """The last answer of its reconcile hook, as shown to operators."""
 
 
 class DecisionRow(_Base, table=True):
@@ -208,3 +218,14 @@ alerts = AlertRow.__table__  # type: ignore[attr-defined]
 #: Tables added after version 1, by the version that added them: an older
 #: store opened read-only has none of them, and readers answer "nothing stored".
 ADDED_IN: dict[str, int] = {"phasegate_sources": 2, "phasegate_alerts": 2}
+
+#: Columns added to existing tables, by (table, column): the version that
+#: added them and the column's SQL type and default, as `ALTER TABLE` takes it.
+ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
+    ("phasegate_runs", "effects_last"): (3, "TEXT"),
+    ("phasegate_effects", "prev_key"): (3, "TEXT"),
+    ("phasegate_effects", "seal"): (3, "TEXT"),
+    ("phasegate_effects", "reconcilable"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),
+    ("phasegate_effects", "redo_on_rewind"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),
+    ("phasegate_effects", "reconcile_json"): (3, "TEXT"),
+}
