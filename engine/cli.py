@@ -154,6 +154,9 @@ def _print_view(v: RunView) -> None:
     for e in v.effects:
         if e.state != "done":
             print(f"effect    {e.state:<9} {e.key}")
+            if e.reconcile is not None:
+                said = f"{e.reconcile.get('answer')}: {e.reconcile.get('why', '')}"
+                print(f"reconcile {printable(said)}")
     for c in v.prune_candidates:
         print(f"prunable  {c.what} ({c.bytes} B): {c.why_safe}")
     for d in v.decisions:

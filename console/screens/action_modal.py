@@ -58,7 +58,7 @@ class ActionModal(ModalScreen[ActionResult | None]):
             if req.ask_result:
                 yield Input(
                     req.result_hint,
-                    placeholder="result as JSON (required; what the outside system returned, null if nothing)",
+                    placeholder="result: JSON the outside system returned (required; null if none)",
                     id="result",
                 )
             yield Input(placeholder="reason (required, kept in the decision log)", id="reason")
