@@ -28,9 +28,9 @@ from typing import Any
 from phasegate import Engine, Outcome, PhasegateError, Workflow
 
 from . import WORKFLOWS, billing, pipeline, research
-from .gateway import Gateway
 from ._points import BEACON_ENV, PAUSE_ENV
 from ._spare import Spare, start_time
+from .gateway import Gateway
 
 #: The marker that says a folder (and the database beside it) was built by the
 #: demo, so `--force` never deletes anything else.
