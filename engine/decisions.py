@@ -14,6 +14,7 @@ from typing import Any
 from . import _json
 from ._states import ANSWERS, Action, BlockKind, EffectState, RunStatus
 from .errors import AlreadyDecided, DecisionError, PhasegateError, UsageError
+from .seals import UNNAMED, split_key
 from .views import RunView
 
 
@@ -155,10 +156,10 @@ def fit(
             raise AlreadyDecided(f"run {run_id!r} already has a rewind waiting; it has already been decided")
         return Fit(act, answered)
 
-    if act is Action.CONFIRM_EFFECT and effect is not None:
+    if act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT) and effect is not None:
         corr = _match(correctable_effects(view), effect)
-        if corr is not None and not any(e.key == corr for e in view.effects if e.state is EffectState.IN_DOUBT):
-            return _correction(view, corr, result)
+        if corr is not None:
+            return _correction(view, act, corr, result)
 
     damaged = _damaged(reasons)
     if damaged and act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
@@ -208,11 +209,23 @@ def _damaged(reasons: list[Mapping[str, Any]]) -> list[str]:
 def _repair(view: RunView, act: Action, damaged: list[str], effect: str | None, result: Any) -> Fit:
     """An answer to a damaged effect record: the operator checked the outside
     system and says whether the action happened; the record is rewritten."""
+    named = [k for k in damaged if k != UNNAMED]
     if effect is None:
-        if len(damaged) != 1:
-            raise UsageError(f"name the effect (--effect KEY); damaged: {', '.join(damaged)}")
-        effect = damaged[0]
-    key = _match(damaged, effect)
+        if len(named) != 1 or UNNAMED in damaged:
+            shown = ", ".join(named + (["and records nothing names"] if UNNAMED in damaged else []))
+            raise UsageError(f"name the effect (--effect KEY); damaged: {shown}")
+        effect = named[0]
+    key = _match(named, effect)
+    if key is None and UNNAMED in damaged:
+        # A deleted record nothing names: the operator names it from the
+        # outside system's records. It must be a key of this run, and not
+        # one of its records that are still there.
+        key = effect if effect.startswith(view.run_id + "/") else f"{view.run_id}/{effect}"
+        where = split_key(view.run_id, key)
+        if where is None or where[0] not in {p.name for p in view.phases}:
+            raise UsageError(f"{effect!r} is not an effect key of run {view.run_id!r} (RUN/PHASE/NAME)")
+        if any(e.key == key for e in view.effects):
+            raise DecisionError(f"effect {key} has its record; it is not among the damaged records")
     if key is None:
         raise DecisionError(f"effect {effect!r} is not among the damaged records of run {view.run_id!r}")
     for d in view.pending_decisions:
@@ -234,18 +247,19 @@ def _match(keys: list[str], effect: str) -> str | None:
     return None
 
 
-def _correction(view: RunView, key: str, result: Any) -> Fit:
-    """A second confirmation of an effect a person already confirmed: it
-    replaces the result, and the phases that read the old one run again."""
+def _correction(view: RunView, act: Action, key: str, result: Any) -> Fit:
+    """A second answer for an effect a person already confirmed: a confirmation
+    replaces the result; a retry says it did not happen after all (it is
+    called again with its key). The phases that read the old result run again."""
     for d in view.pending_decisions:
         if d.effect == key:
             raise AlreadyDecided(
                 f"run {view.run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
             )
     detail: dict[str, Any] = {"correction": True}
-    if result is not NO_RESULT:
+    if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
         detail["result"] = _json.loads(_json.dumps(result))
-    return Fit(Action.CONFIRM_EFFECT, None, key, detail)
+    return Fit(act, None, key, detail)
 
 
 def fits(view: RunView, action: Action, **kw: Any) -> bool:
@@ -273,10 +287,12 @@ def allowed_actions(view: RunView) -> list[Action]:
         Action.REWIND,
         Action.RESET,
     ):
-        if act is Action.CONFIRM_EFFECT:
+        if UNNAMED in doubts and act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
+            ok = True  # a record nothing names: the operator names its key
+        elif act is Action.CONFIRM_EFFECT:
             ok = any(fits(view, act, effect=k) for k in doubts + correctable_effects(view))
         elif act is Action.RETRY_EFFECT:
-            ok = any(fits(view, act, effect=k) for k in doubts)
+            ok = any(fits(view, act, effect=k) for k in doubts + correctable_effects(view))
         elif act is Action.REWIND:
             ok = bool(done) and fits(view, act, phase=done[0])
         else:
@@ -292,7 +308,7 @@ def preview(view: RunView, action: Action | str, *, phase: str | None = None, ef
     chosen = fit(view, action, phase=phase, effect=effect)
     act = chosen.action
     if chosen.detail.get("correction"):
-        return _preview_correction(view, str(chosen.effect_key))
+        return _preview_correction(view, act, str(chosen.effect_key))
     if chosen.detail.get("repair"):
         key = str(chosen.effect_key)
         if act is Action.CONFIRM_EFFECT:
@@ -381,16 +397,22 @@ def preview(view: RunView, action: Action | str, *, phase: str | None = None, ef
     )
 
 
-def _preview_correction(view: RunView, key: str) -> Preview:
+def _preview_correction(view: RunView, act: Action, key: str) -> Preview:
     eff = next(e for e in view.effects if e.key == key)
     names = [p.name for p in view.phases]
     again = names[names.index(eff.phase) :] if eff.phase in names else []
-    done = [e.key for e in view.effects if e.state is EffectState.DONE and e.phase in again]
+    done = [e.key for e in view.effects if e.state is EffectState.DONE and e.phase in again and e.key != key]
+    if act is Action.RETRY_EFFECT:
+        said = f"Record {key} as not done after all (decision {eff.confirmed_by} confirmed it): it is called again"
+        said += f" with its key, and the run re-runs from {eff.phase}."
+    else:
+        said = f"Correct the result of {key} (confirmed by decision {eff.confirmed_by}); "
+        said += f"re-run from {eff.phase} so the phases that read it see the new one."
     return Preview(
-        Action.CONFIRM_EFFECT,
-        f"Correct the result of {key} (confirmed by decision {eff.confirmed_by}); "
-        f"re-run from {eff.phase} so the phases that read it see the new one.",
+        act,
+        said,
         rerun=again,
+        effects_again=[key] if act is Action.RETRY_EFFECT else [],
         discarded=[f"output of {n} (superseded, prunable)" for n in again if n in {o.phase for o in view.outputs}],
         kept=[f"{len(done)} completed effect(s) of those phases keep their results and are not called again"]
         if done

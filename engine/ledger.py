@@ -78,6 +78,8 @@ class EffectLedger:
         """The run's effect records by key, as last read or written."""
         self.head: str | None = None
         """The key of the run's last effect record (the run row's `effects_last`)."""
+        self.count = 0
+        """How many records the run has written (the run row's `effects_count`)."""
         self.generations: dict[str, str] = {}
         """Phase -> the key epoch of its `redo_on_rewind` effects ("epoch.rewinds"),
         for phases re-opened by a rewind or a reset; set by the runner."""
@@ -90,6 +92,7 @@ class EffectLedger:
         self.effects = {e.key: _record(e) for e in self._store.effects_for(conn, self._fence.run_id)}
         run = self._store.get_run(conn, self._fence.run_id)
         self.head = run.effects_last if run is not None else None
+        self.count = int(run.effects_count or 0) if run is not None else 0
 
     def reload(self, key: str, conn: Any) -> None:
         row = self._store.effect_by_key(conn, key)
@@ -98,7 +101,7 @@ class EffectLedger:
 
     def damage(self) -> list[seals.EffectDamage]:
         """How the run's effect records differ from their verified history."""
-        return seals.check(self.effects.values(), self.head)
+        return seals.check(self.effects.values(), self.head, self.count)
 
     def unanswered(self, phases: Iterable[str]) -> list[Any]:
         """Effects of these phases that need an answer before the phase may run again."""
@@ -192,6 +195,7 @@ class EffectLedger:
         self.effects[key] = rec
         if row is None:
             self.head = key
+            self.count += 1
         result = _call(fn, key)
         text = _json.dumps(result)
         done = EffectRecord(rec, state="done", done_at=self._clock(), result_json=text, result_hash=_json.sha256(text))
@@ -237,13 +241,14 @@ class EffectLedger:
             columns = {k: v for k, v in rec.items() if k != "id"}
             if row is None:
                 self._store.insert_effect(conn, columns)
-                self._store.update_run(conn, self._fence.run_id, {"effects_last": key})
+                self._store.note_effect(conn, self._fence.run_id, key)
             else:
                 self._store.update_effect(conn, key, columns)
             self._fence.check(conn, now)
         self.effects[key] = rec
         if row is None:
             self.head = key
+            self.count += 1
         return _json.loads(text)
 
     def _check_foreign(self, row: Any, key: str, name: str) -> None:
@@ -355,6 +360,11 @@ class EffectLedger:
             self._store.insert_effect(conn, columns)
             self._store.update_run(conn, self._fence.run_id, {"effects_last": key})
             self.head = key
+            # a record written anew fills a hole the count knows of; one
+            # beyond the count is a new record
+            if len(self.effects) + 1 > self.count:
+                self._store.update_run(conn, self._fence.run_id, {"effects_count": len(self.effects) + 1})
+                self.count = len(self.effects) + 1
         else:
             self._store.update_effect(conn, key, columns)
         if repair:

@@ -177,10 +177,12 @@ def plan_start(f: StartFacts) -> StartPlan:
     # settles it.
     if f.effect_damage:
         harmed: list[BlockReason] = []
+        for dec in pending:
+            if dec.detail.get("repair") and dec.effect_key:
+                return StartPlan(
+                    apply=AnswerEffect(dec.effect_key, dec.action, dec.detail.get("result"), dec.id, repair=True)
+                )
         for dmg in f.effect_damage:
-            dec = _pick(pending, effect_key=dmg.key)
-            if dec is not None and dec.action in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
-                return StartPlan(apply=AnswerEffect(dmg.key, dec.action, dec.detail.get("result"), dec.id, repair=True))
             harmed.append(BlockReason(BlockKind.INTEGRITY, dmg.detail, {"what": "effect", **dmg.as_dict()}))
         return StartPlan(blocks=tuple(harmed))
 
@@ -188,7 +190,7 @@ def plan_start(f: StartFacts) -> StartPlan:
     # phases that read the old one run again. No effect is called again: a
     # done effect returns its (corrected) result from the ledger.
     for dec in pending:
-        if dec.action is Action.CONFIRM_EFFECT and dec.detail.get("correction"):
+        if dec.detail.get("correction"):
             return StartPlan(apply=_correction(f, dec))
 
     # 2. an operator's rewind re-opens a phase and everything after it.
@@ -263,7 +265,8 @@ def plan_start(f: StartFacts) -> StartPlan:
 
 def _correction(f: StartFacts, dec: Pending) -> Application:
     eff = next((e for e in f.effects if e.key == dec.effect_key), None)
-    if eff is None or eff.state != "done" or "result" not in dec.detail:
+    confirm = dec.action is Action.CONFIRM_EFFECT
+    if eff is None or eff.state != "done" or (confirm and "result" not in dec.detail):
         return Void(dec.id, f"decision {dec.id} corrects effect {dec.effect_key}, which is not a confirmed effect now")
     try:
         target = f.wf.get(eff.phase)
@@ -271,7 +274,7 @@ def _correction(f: StartFacts, dec: Pending) -> Application:
         return Void(dec.id, f"decision {dec.id} corrects an effect of phase {eff.phase!r}, which this workflow lacks")
     reopen = tuple(p.name for p in f.wf.phases if p.index >= target.index)
     rewind = Rewind(target.name, target.index, reopen, dec.id)
-    return AnswerEffect(eff.key, Action.CONFIRM_EFFECT, dec.detail["result"], dec.id, reopen=rewind)
+    return AnswerEffect(eff.key, dec.action, dec.detail.get("result"), dec.id, reopen=rewind)
 
 
 def _open(wf: Workflow, state: chain.Folded) -> list[Phase]:

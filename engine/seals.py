@@ -83,9 +83,13 @@ class EffectDamage:
         return {"effect": self.key, "problem": self.problem, "detail": self.detail}
 
 
-def check(records: Iterable[Any], head: str | None) -> list[EffectDamage]:
-    """Every way a run's effect records differ from what their seals and
-    links say: empty when the history is whole."""
+#: The key of damage whose record is gone with nothing left that names it.
+UNNAMED = "?"
+
+
+def check(records: Iterable[Any], head: str | None, count: int | None = None) -> list[EffectDamage]:
+    """Every way a run's effect records differ from what their seals, their
+    links and the run's record count say: empty when the history is whole."""
     by_key = {r.key: r for r in records}
     damage: list[EffectDamage] = []
     for r in by_key.values():
@@ -111,7 +115,19 @@ def check(records: Iterable[Any], head: str | None) -> list[EffectDamage]:
         seen.add(at)
         at, after = rec.prev_key, at
     # Records cut off behind a deleted one are explained by that deletion.
-    broken = any(d.problem == "missing" for d in damage)
+    named = sum(1 for d in damage if d.problem == "missing")
+    broken = named > 0
+    if count is not None and count - len(by_key) > named:
+        lost = count - len(by_key) - named
+        damage.append(
+            EffectDamage(
+                UNNAMED,
+                "missing",
+                f"{lost} more effect record(s) of this run were deleted and nothing left names them: name each"
+                " from the outside system's records (confirm_effect --effect KEY --result JSON, or retry_effect"
+                " --effect KEY)",
+            )
+        )
     for key in by_key:
         if not broken and key not in seen and not any(d.key == key for d in damage):
             damage.append(

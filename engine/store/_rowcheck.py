@@ -30,6 +30,7 @@ _INTS = {
     "phase_count": False,
     "steps_done": False,
     "lease_pid": True,
+    "effects_count": False,
 }
 _TIMES = {
     "created_at": False,

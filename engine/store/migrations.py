@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, select, text, update
+from sqlalchemy import Connection, inspect, select, text, update
 
 from .. import seals
 from .schema import ADDED_COLUMNS, ADDED_IN, effects, metadata, runs
@@ -22,8 +22,13 @@ def upgrade(conn: Connection, version: int) -> set[str]:
     """Bring a store at `version` to the current schema; returns the tables added."""
     added = [metadata.tables[n] for n, v in ADDED_IN.items() if version < v]
     metadata.create_all(conn, tables=added, checkfirst=True)
+    have: dict[str, set[str]] = {}
     for (table, column), (since, ddl) in ADDED_COLUMNS.items():
-        if version < since:
+        if version >= since:
+            continue
+        if table not in have:
+            have[table] = {c["name"] for c in inspect(conn).get_columns(table)}
+        if column not in have[table]:  # a half-upgraded store, or one a test wound back
             conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
     if version < 3:
         _seal_effects(conn)
@@ -32,6 +37,7 @@ def upgrade(conn: Connection, version: int) -> set[str]:
 
 def _seal_effects(conn: Connection) -> None:
     last: dict[str, str] = {}
+    count: dict[str, int] = {}
     for row in conn.execute(select(effects).order_by(effects.c.id)):
         rec: dict[str, Any] = dict(row._mapping)
         rec["prev_key"] = last.get(rec["run_id"])
@@ -39,5 +45,6 @@ def _seal_effects(conn: Connection) -> None:
             update(effects).where(effects.c.id == rec["id"]).values(prev_key=rec["prev_key"], seal=seals.seal(rec))
         )
         last[rec["run_id"]] = rec["key"]
+        count[rec["run_id"]] = count.get(rec["run_id"], 0) + 1
     for run_id, key in last.items():
-        conn.execute(update(runs).where(runs.c.run_id == run_id).values(effects_last=key))
+        conn.execute(update(runs).where(runs.c.run_id == run_id).values(effects_last=key, effects_count=count[run_id]))

@@ -75,6 +75,9 @@ class RunRow(_Base, table=True):
     heartbeat_at: float | None = None
     effects_last: str | None = None
     """The key of the run's last effect record: where its effect history ends (version 3)."""
+    effects_count: int = 0
+    """How many effect records the run has written (version 3): a deletion that
+    took the names with it is still seen."""
 
 
 class CheckpointRow(_Base, table=True):
@@ -223,6 +226,7 @@ ADDED_IN: dict[str, int] = {"phasegate_sources": 2, "phasegate_alerts": 2}
 #: added them and the column's SQL type and default, as `ALTER TABLE` takes it.
 ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_runs", "effects_last"): (3, "TEXT"),
+    ("phasegate_runs", "effects_count"): (3, "INTEGER NOT NULL DEFAULT 0"),
     ("phasegate_effects", "prev_key"): (3, "TEXT"),
     ("phasegate_effects", "seal"): (3, "TEXT"),
     ("phasegate_effects", "reconcilable"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),

@@ -420,6 +420,12 @@ class Store:
     def insert_effect(self, conn: Connection, values: dict[str, Any]) -> None:
         conn.execute(insert(effects).values(**values))
 
+    def note_effect(self, conn: Connection, run_id: str, key: str) -> None:
+        """A new effect record ends the run's effect history (seals.py)."""
+        conn.execute(
+            update(runs).where(runs.c.run_id == run_id).values(effects_last=key, effects_count=runs.c.effects_count + 1)
+        )
+
     def update_effect(self, conn: Connection, key: str, values: dict[str, Any]) -> None:
         conn.execute(update(effects).where(effects.c.key == key).values(**values))
 
@@ -516,7 +522,8 @@ class Store:
         # Where the run's effect history ends (seals.py): written with each new
         # intent, in its transaction, so a deleted last record is seen.
         "effects_head": (
-            "UPDATE phasegate_runs SET effects_last = :key WHERE run_id = :run_id AND lease_owner = :owner"
+            "UPDATE phasegate_runs SET effects_last = :key, effects_count = effects_count + 1"
+            " WHERE run_id = :run_id AND lease_owner = :owner"
         ),
         "reintent": (
             "UPDATE phasegate_effects SET attempt = :attempt, retry_ok = FALSE, intent_at = :intent_at,"

@@ -153,3 +153,26 @@ def test_degrade_does_not_fit_damaged_effects_and_a_wrong_key_is_refused(h):
     p = h.decide("r1", "confirm_effect", "--effect", K0)
     assert p.returncode == 2 and "--result" in p.stderr
     assert h.dump() == before
+
+
+def test_records_deleted_with_everything_that_named_them_are_still_counted(h):
+    """Found by the state machine: both records deleted, the last one too.
+    Only the last is named (by the run row); the run's record count says one
+    more is gone, and the operator names it from the gateway's records."""
+    assert h.run("r1", kill="after:charge:inv-1").killed  # inv-0 done, inv-1 in doubt (charged)
+    h.sql("DELETE FROM phasegate_effects WHERE key IN (?, ?)", (K0, K1))
+    before = h.charge_keys()
+    assert h.resume("r1").returncode == 3 and h.charge_keys() == before
+    st = h.status("r1")
+    assert {b.get("effect") for b in st["blocked"]} == {K1, "?"}
+    p = h.decide("r1", "confirm_effect", "--result", "{}")
+    assert p.returncode == 2 and "name the effect" in p.stderr
+    assert h.decide("r1", "confirm_effect", "--effect", K1, "--result", _receipt(h, K1)).returncode == 0
+    assert h.resume("r1").returncode == 3 and h.charge_keys() == before  # still one nobody named
+    assert {b.get("effect") for b in h.status("r1")["blocked"]} == {"?"}
+    assert (
+        h.decide("r1", "confirm_effect", "--effect", "charge/charge:inv-0", "--result", _receipt(h, K0)).returncode == 0
+    )
+    p = h.resume("r1")
+    assert p.returncode == 0, p.stdout
+    assert sorted(h.charge_keys()) == [K0, K1, K2]

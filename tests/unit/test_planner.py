@@ -184,6 +184,8 @@ def test_damaged_effect_records_block_before_anything_and_only_an_answer_repairs
     assert plan.apply is None and [b.kind for b in plan.blocks] == [BlockKind.INTEGRITY]
     assert plan.blocks[0].data["effect"] == dmg.key and plan.blocks[0].data["problem"] == "missing"
     ans = Pending(4, Action.RETRY_EFFECT, BlockKind.INTEGRITY, effect_key=dmg.key, detail={"repair": True})
+    assert plan_start(facts(["load"], damage=[dmg], pending=[rewind])).apply is None
+    assert plan_start(facts(["load"], damage=[dmg], pending=[rewind])).apply is None
     plan = plan_start(facts(["load"], damage=[dmg], pending=[rewind, ans]))
     assert plan.apply == AnswerEffect(dmg.key, Action.RETRY_EFFECT, None, 4, repair=True)
 
