@@ -29,6 +29,12 @@ from .workloads import Marks, Paired, chain_workflow, paired_workflow
 log = logging.getLogger("bench")
 
 
+#: The issue's line for each size: the raw commit carries bytes that are
+#: already serialized; an engine must encode and hash them first, which grows
+#: with the payload.
+LIMITS = {"1KB": 1.3, "64KB": 1.5, "1MB": 2.0}
+
+
 @dataclass
 class Settings:
     rounds: int
@@ -106,7 +112,7 @@ def _json_parts(state: Any, text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, fn in (
         ("encode", lambda: _json.dumps(state)),
-        ("parse", lambda: _json.loads(text)),
+        ("parse", lambda: _json.loads_canonical(text, True)),
         ("sha256", lambda: _json.sha256(text)),
     ):
         ts = []
@@ -207,7 +213,7 @@ def run(quick: bool, rounds: int) -> list[Figure]:
             )
         )
         ratio = median(ratios)
-        tgt, met = at_most(ratio, 1.3)
+        tgt, met = at_most(ratio, LIMITS.get(label, 1.3))
         figs.append(
             Figure(
                 f"{g}: phasegate / raw FULL",

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import checkpoint, console, effects, resume, verify
+from . import checkpoint, cli_start, console, effects, postgres, resume, verify
 from ._util import RUNS, Figure, _disk_tmp, scratch
 from .report import machine, markdown, table, write_json
 
@@ -21,7 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write the figures as a list of JSON rows")
     ap.add_argument("--markdown", type=Path, default=None, help="write the machine and the table as Markdown")
     ap.add_argument("--rounds", type=int, default=RUNS, help=f"runs behind each median (at least {RUNS})")
-    ap.add_argument("--only", default="", help="comma-separated groups: checkpoint,effects,resume,verify,console,live")
+    ap.add_argument(
+        "--only", default="", help="comma-separated groups: checkpoint,effects,resume,verify,console,live,cli,postgres"
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING, format="%(asctime)s %(message)s")
@@ -44,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     group("checkpoint", lambda: checkpoint.run(a.quick, rounds))
     group("effects", lambda: effects.run(a.quick, rounds))
+    group("postgres", lambda: postgres.run(a.quick, rounds))
     with scratch("pgbench-stores-") as d:
         resume_sizes = [10, 1_000] if a.quick else [10, 1_000, 100_000]
         console_sizes = [100, 2_000] if a.quick else [100, 10_000, 100_000]
@@ -64,6 +67,13 @@ def main(argv: list[str] | None = None) -> int:
             return verify.run(a.quick, rounds, path)
 
         group("verify", _verify)
+
+        def _cli() -> list[Figure]:
+            path = d / "cli.db"
+            verify.build(path, 20, 1024)  # twenty finished runs for status to list
+            return cli_start.run(a.quick, rounds, path)
+
+        group("cli", _cli)
 
         def _live() -> list[Figure]:
             path = d / "live.db"

@@ -7,6 +7,8 @@ from typing import Any
 
 from rich.text import Text
 
+from phasegate import safe
+
 #: Run status -> (mark, style). The word is always printed beside the mark.
 RUN_MARKS: dict[str, tuple[str, str]] = {
     "blocked": ("!!", "bold yellow"),
@@ -15,7 +17,10 @@ RUN_MARKS: dict[str, tuple[str, str]] = {
     "running": (">>", "cyan"),
     "completed": ("ok", "green"),
     "reset": ("<<", "magenta"),
+    "decided": ("=>", "bold cyan"),
 }
+""""decided" is not a stored status: a stopped run whose operator decision
+waits to be carried out (by the worker or `phasegate resume`)."""
 
 #: Phase state -> (mark, style) for the frontier strip.
 PHASE_MARKS: dict[str, tuple[str, str]] = {
@@ -33,9 +38,11 @@ EFFECT_MARKS: dict[str, tuple[str, str]] = {
 }
 
 
-def plain(value: Any) -> Text:
-    """Text from the store, shown literally: never parsed as markup."""
-    return Text("" if value is None else str(value))
+def plain(value: Any, style: str = "") -> Text:
+    """Text from the store, shown literally: never parsed as markup, and made
+    safe (control characters, escape sequences and bidi overrides shown as
+    visible escapes) before it can reach the terminal."""
+    return Text(safe(value), style=style)
 
 
 def run_status(status: str) -> Text:
@@ -46,7 +53,7 @@ def run_status(status: str) -> Text:
 def marked(table: dict[str, tuple[str, str]], state: str, label: str | None = None) -> Text:
     """`[x] load` style: the mark, then the label (literal), styled by state."""
     mark, style = table.get(state, ("?", ""))
-    return Text(f"{mark} {label if label is not None else state}", style=tone(style))
+    return Text(f"{mark} {safe(label if label is not None else state)}", style=tone(style))
 
 
 def age(seconds: float | None) -> str:
@@ -71,12 +78,24 @@ def size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MiB"
 
 
+def middle(value: str, width: int) -> str:
+    """`value` in at most `width` characters, cut from the middle: what tells
+    one run id or effect key from its neighbours is usually at its end (a
+    date, an invoice number), so the end stays whole."""
+    if len(value) <= width:
+        return value
+    if width < 5:
+        return value[-width:]
+    head = (width - 1) * 2 // 5
+    return value[:head] + "…" + value[len(value) - (width - 1 - head) :]
+
+
 def short(value: Any, n: int = 48) -> str:
     """A one-line rendering of a JSON-ish value, cut to `n` characters."""
     import json
 
     s = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-    s = s.replace("\n", " ")
+    s = safe(s.replace("\n", " "))
     return s if len(s) <= n else s[: n - 3] + "..."
 
 

@@ -98,7 +98,11 @@ class ActionRequest:
     """What the operator picks among `choices` ("phase", "effect"); empty when there is one."""
     default: int = 0
     type_run_id: bool = False
-    """A reset discards work: the operator types the run id to confirm."""
+    """The operator types the run id to confirm: a reset (it discards work),
+    a retry against a target that does not deduplicate, and any decision on
+    top of a pending one. Enter alone does the rest."""
+    typed_why: str = "this discards work"
+    """Why typing is asked, said beside the field."""
     ask_result: bool = False
     """A confirmation records the effect's result: the operator gives it as JSON."""
     result_hint: str = ""

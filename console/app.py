@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -17,18 +17,20 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
 
-from phasegate import Engine, PhasegateError
+from phasegate import Engine, safe
 
 from . import live, service
 from ._format import set_monochrome
-from .actions import ACTIONS, ActionResult
-
-if TYPE_CHECKING:
-    from .screens._run_actions import RunActions
+from .actions import ACTIONS
+from .screens._run_actions import RunActions
+from .screens.detail import DetailScreen
+from .screens.help import HelpScreen
+from .screens.runs import RunsScreen
 
 
 class ConsoleApp(App[int]):
-    """Triage paused and failed runs, live."""
+    """Triage paused and failed runs, live. It is the screens' context
+    (`ConsoleContext`: engine, read-only, clock), handed to each screen."""
 
     CSS_PATH: ClassVar[str] = "console.tcss"
     TITLE = "phasegate console"
@@ -46,20 +48,6 @@ class ConsoleApp(App[int]):
 
         source: str
         """"files", "poll" or "decision": what noticed it."""
-
-    @dataclass
-    class Decided(Message):
-        """An action landed in the store."""
-
-        run_id: str
-        text: str
-
-    @dataclass
-    class ActionFailed(Message):
-        """The engine refused an action, or the store could not be written."""
-
-        title: str
-        text: str
 
     def __init__(
         self,
@@ -91,8 +79,6 @@ class ConsoleApp(App[int]):
         set_monochrome(self.no_color)
 
     def on_mount(self) -> None:
-        from .screens.runs import RunsScreen
-
         # A 16-colour terminal gets the ANSI theme, so its own palette is used
         # instead of approximated true colours; PHASEGATE_CONSOLE_THEME overrides.
         theme = os.environ.get("PHASEGATE_CONSOLE_THEME")
@@ -101,13 +87,11 @@ class ConsoleApp(App[int]):
         if theme in self.available_themes:
             self.theme = theme
 
-        runs = RunsScreen()
+        runs = RunsScreen(self, page_size=self.page_size)
         runs.filter_index, runs.text = self.start.filter_index, self.start.text
         self.push_screen(runs)
         if self.start.run_id is not None:
-            from .screens.detail import DetailScreen
-
-            self.push_screen(DetailScreen(self.start.run_id))
+            self.push_screen(DetailScreen(self, self.start.run_id))
         if self.poll_interval > 0:
             self._watch_store()
 
@@ -119,7 +103,7 @@ class ConsoleApp(App[int]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="live")
     def _watch_store(self) -> None:
         live.watch_store(
-            self.engine.store.path,
+            self.engine.db_file,
             self.engine.data_version,
             lambda source: self.post_message(self.DataChanged(source)),
             self._stop_live,
@@ -153,28 +137,16 @@ class ConsoleApp(App[int]):
             if refresh is not None:
                 refresh()
 
-    # -- actions --------------------------------------------------------------
+    # -- what the screens report --------------------------------------------------
 
-    @work(thread=True, exclusive=False, exit_on_error=False, group="decide")
-    def submit(self, result: ActionResult) -> None:
-        """Write the operator's decision through the engine, off the UI thread."""
-        try:
-            text = service.apply(self.engine, result)
-        except PhasegateError as exc:
-            self.post_message(self.ActionFailed(exc.title, exc.message))
-            return
-        self.post_message(self.Decided(result.run_id, text))
-
-    def on_console_app_decided(self, message: Decided) -> None:
-        self.notify(message.text, title="decision recorded", markup=False)
+    def on_run_actions_decided(self, message: RunActions.Decided) -> None:
+        self.notify(safe(message.text), title="decision recorded", markup=False)
         self.post_message(self.DataChanged("decision"))
 
-    def on_console_app_action_failed(self, message: ActionFailed) -> None:
-        self.notify(message.text, title=message.title, severity="error", markup=False, timeout=10)
+    def on_run_actions_action_failed(self, message: RunActions.ActionFailed) -> None:
+        self.notify(safe(message.text), title=message.title, severity="error", markup=False, timeout=10)
 
     def action_help(self) -> None:
-        from .screens.help import HelpScreen
-
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
@@ -182,8 +154,6 @@ class ConsoleApp(App[int]):
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        from .screens._run_actions import RunActions
-
         if isinstance(screen, RunActions):
             actor: RunActions = screen
             for spec in ACTIONS:

@@ -1,7 +1,8 @@
 """The run detail's panels as Rich renderables, built from a `RunView`.
 
-Every value read from the store goes in as `Text` (never as a markup string),
-so a run id, an error or a probe value is shown exactly as stored."""
+Every value read from the store goes in as `Text` (never as a markup string)
+made safe by `phasegate.safe`, so a run id, an error or a probe value is shown
+exactly as stored, escape sequences and bidi overrides as visible escapes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from phasegate import RunView, printable
+from phasegate import RunView, printable, safe
 
 from ._format import EFFECT_MARKS, marked, plain, short, size, tone
 
@@ -28,8 +29,8 @@ def _table(*columns: str) -> Table:
 
 def summary(v: RunView, now: float) -> Text:
     line = Text()
-    line.append(v.run_id, style="bold")
-    line.append(f"  ({v.workflow})  ")
+    line.append(safe(v.run_id), style="bold")
+    line.append(f"  ({safe(v.workflow)})  ")
     from ._format import age, run_status
 
     line.append_text(run_status(v.status.value))
@@ -37,21 +38,22 @@ def summary(v: RunView, now: float) -> Text:
     line.append(f"  last checkpoint {age(since)} ago" if since is not None else "  no checkpoint yet")
     if v.attention:
         line.append("\n")
-        line.append(v.attention)
+        line.append(safe(v.attention))
     for b in v.blocked[1:]:
         line.append("\n")
-        line.append(f"{b.get('kind')}: {b.get('detail')}")
+        line.append(f"{safe(b.get('kind'))}: {safe(b.get('detail'))}")
     for r in v.runbooks:
         # Beside the reasons and the action keys: what the workflow's owners
         # say to do. Stored text: shown literally, control characters escaped.
         line.append("\n")
-        line.append(f"runbook ({r.get('kind')}{' in ' + str(r['phase']) if r.get('phase') else ''}): ", style="bold")
+        where = " in " + safe(r["phase"]) if r.get("phase") else ""
+        line.append(f"runbook ({safe(r.get('kind'))}{where}): ", style="bold")
         line.append(printable(str(r.get("runbook"))))
     if v.pending_decisions:
         for d in v.pending_decisions:
             line.append("\n")
             line.append(
-                f"waiting: {d.action} by {d.operator} (decision {d.id}) applies at the next run",
+                f"waiting: {d.action} by {safe(d.operator)} (decision {d.id}) applies at the next run",
                 style="italic",
             )
     return line
@@ -65,11 +67,11 @@ def code(v: RunView) -> tuple[RenderableType, bool]:
     parts: list[RenderableType] = []
     for d in v.code_diffs:
         head = Text()
-        head.append(f"code of {d.phase} changed", style="bold")
-        head.append(f"; ran the old code: {', '.join(d.ran_old_code)}")
+        head.append(f"code of {safe(d.phase)} changed", style="bold")
+        head.append(f"; ran the old code: {safe(', '.join(d.ran_old_code))}")
         parts.append(head)
         if d.missing:
-            parts.append(Text(f"no stored source for {', '.join(d.missing)} (written before sources were kept)"))
+            parts.append(Text(f"no stored source for {safe(', '.join(d.missing))} (written before sources were kept)"))
         for line in d.lines:
             style = ""
             if line.startswith("@@"):
@@ -78,7 +80,7 @@ def code(v: RunView) -> tuple[RenderableType, bool]:
                 style = tone("green")
             elif line[12:14] == "- ":
                 style = tone("red")
-            parts.append(Text(line, style=style, no_wrap=True, overflow="ellipsis"))
+            parts.append(Text(safe(line), style=style, no_wrap=True, overflow="ellipsis"))
     return Group(*parts), False
 
 
@@ -88,7 +90,7 @@ def outputs(v: RunView) -> tuple[RenderableType, bool]:
     t = _table("phase", "size", "hash", "state")
     for o in v.outputs:
         ok = o.verified
-        state = Text("verified" if ok else f"NOT verified ({o.state})", style="" if ok else tone("bold red"))
+        state = Text("verified" if ok else f"NOT verified ({safe(o.state)})", style="" if ok else tone("bold red"))
         t.add_row(plain(o.phase), Text(size(o.bytes)), plain(str(o.hash or "-")[:16]), state)
     return t, False
 
@@ -102,14 +104,14 @@ def integrity(v: RunView) -> tuple[RenderableType, bool]:
         head.append(f"checkpoint {f.get('seq')}", style="bold")
         if f.get("phase"):
             head.append(" (")
-            head.append(str(f["phase"]))
+            head.append(safe(f["phase"]))
             head.append(")")
-        head.append(f": {f.get('what')} failure: ")
-        head.append(str(f.get("message") or ""))
+        head.append(f": {safe(f.get('what'))} failure: ")
+        head.append(safe(f.get("message") or ""))
         parts.append(head)
         if f.get("expected") is not None or f.get("actual") is not None:
-            parts.append(Text(f"  expected {f.get('expected')}\n  actual   {f.get('actual')}"))
-        parts.append(Text(f"  {f.get('meaning') or ''}", style="italic"))
+            parts.append(Text(f"  expected {safe(f.get('expected'))}\n  actual   {safe(f.get('actual'))}"))
+        parts.append(Text(f"  {safe(f.get('meaning') or '')}", style="italic"))
     return Group(*parts), False
 
 
@@ -170,10 +172,10 @@ def decisions(v: RunView) -> tuple[RenderableType, bool]:
     for d in v.decisions:
         what = d.action + (f" {d.phase}" if d.phase else "") + (f" {d.effect}" if d.effect else "")
         t.add_row(
-            Text(str(d.at or "-").replace("T", " ").rstrip("Z")),
+            plain(str(d.at or "-").replace("T", " ").rstrip("Z")),
             plain(d.operator),
             plain(what),
-            Text(d.state),
+            plain(d.state),
             plain(d.reason),
         )
     return t, False
@@ -184,6 +186,6 @@ def error(v: RunView) -> tuple[RenderableType, bool]:
     if not e:
         return NONE, True
     line = Text()
-    line.append(f"in phase {e.get('phase')}: ", style="bold")
-    line.append(f"{e.get('type')}: {e.get('message')}")
+    line.append(f"in phase {safe(e.get('phase'))}: ", style="bold")
+    line.append(f"{safe(e.get('type'))}: {safe(e.get('message'))}")
     return line, False

@@ -6,7 +6,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from phasegate import Engine, Preview, RunStatus, RunSummary, RunView, UsageError, correctable_effects
+from phasegate import (
+    DecisionView,
+    Engine,
+    Preview,
+    RunStatus,
+    RunSummary,
+    RunView,
+    UsageError,
+    correctable_effects,
+)
 
 from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice
@@ -83,17 +92,53 @@ def allowed(engine: Engine, view: RunView) -> list[str]:
     return names
 
 
-def _sections(pv: Preview) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _sections(pv: Preview, view: RunView, effect: str | None = None) -> tuple[tuple[str, tuple[str, ...]], ...]:
     out = []
+    if view.pending_decisions:
+        # What this decision comes on top of: the operator must see it before overriding it.
+        out.append(("already decided, pending", tuple(_pending(d) for d in view.pending_decisions)))
+    if effect is not None and pv.action in ("confirm_effect", "retry_effect"):
+        out.append(("check first", _check_first(view, effect)))
+    confirmed = {d.effect for d in view.pending_decisions if d.action == "confirm_effect" and d.effect}
+    again = [k for k in pv.effects_again if k not in confirmed]
     for label, items in (
         ("re-runs", pv.rerun),
-        ("may call again", pv.effects_again),
+        ("may call again", again),
         ("sets aside", pv.discarded),
         ("keeps", pv.kept),
     ):
         if items:
             out.append((label, tuple(items)))
     return tuple(out)
+
+
+def _pending(d: DecisionView) -> str:
+    what = d.action + (f" {d.effect}" if d.effect else "") + (f" from {d.phase}" if d.phase else "")
+    return f"{what} by {d.operator} (decision {d.id}): {d.reason}"
+
+
+def _check_first(view: RunView, key: str) -> tuple[str, ...]:
+    """How to find out whether the effect happened, before answering for it:
+    its key in the outside system, and the workflow's runbook for it."""
+    eff = next((e for e in view.effects if e.key == key), None)
+    lines = [f"look key {key} up in the target system"]
+    if eff is not None and not eff.idempotent:
+        lines.append("its target does not deduplicate: a retry of a charge that happened charges twice")
+    lines += [str(b.get("runbook")) for b in view.runbooks if b.get("kind") == "in_doubt_effect" and b.get("runbook")]
+    return tuple(lines)
+
+
+def _typed_why(view: RunView, name: str, effect: str | None) -> str:
+    """Why the operator must type the run id to confirm; empty when Enter will do."""
+    if name == "reset":
+        return "this discards work"
+    if name == "retry_effect":
+        eff = next((e for e in view.effects if e.key == effect), None)
+        if eff is not None and not eff.idempotent:
+            return "the target does not deduplicate"
+    if view.pending_decisions:
+        return "a decision is already pending"
+    return ""
 
 
 def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
@@ -108,25 +153,49 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
         return ActionRequest(spec, run_id, (Choice(None, "", summary, (("removes", items),)),))
     if name == "rewind":
         phases = [p.name for p in view.phases if p.done]
-        choices = tuple(_choice(engine.preview(view, name, phase=p), p, p) for p in phases)
-        return ActionRequest(spec, run_id, choices, choose="phase", default=max(len(choices) - 1, 0))
+        choices = tuple(_choice(view, engine.preview(view, name, phase=p), p, p) for p in phases)
+        why = _typed_why(view, name, None)
+        return ActionRequest(
+            spec,
+            run_id,
+            choices,
+            choose="phase",
+            default=max(len(choices) - 1, 0),
+            type_run_id=bool(why),
+            typed_why=why,
+        )
     if name in ("confirm_effect", "retry_effect"):
         keys = [e.key for e in view.effects if e.state == "in_doubt"]
-        if name == "confirm_effect":
-            keys += [k for k in correctable_effects(view) if k not in keys]
+        # a damaged record the operator answers, and a person's confirmation
+        # to correct (confirm) or take back (retry)
+        keys += [str(b["effect"]) for b in view.blocked if b.get("what") == "effect" and b.get("effect") != "?"]
+        keys += [k for k in correctable_effects(view) if k not in keys]
         ask = name == "confirm_effect"
         if len(keys) > 1:
-            choices = tuple(_choice(engine.preview(view, name, effect=k), k, k) for k in keys)
-            return ActionRequest(spec, run_id, choices, choose="effect", ask_result=ask)
+            choices = tuple(_choice(view, engine.preview(view, name, effect=k), k, k, effect=k) for k in keys)
+            # One typed confirmation covers every choice: ask it if any choice needs it.
+            why = next((w for w in (_typed_why(view, name, k) for k in keys) if w), "")
+            return ActionRequest(
+                spec, run_id, choices, choose="effect", type_run_id=bool(why), typed_why=why, ask_result=ask
+            )
         only = keys[0] if keys else None
-        choice = _choice(engine.preview(view, name, effect=only), only, only or "")
-        return ActionRequest(spec, run_id, (choice,), ask_result=ask)
+        why = _typed_why(view, name, only)
+        pv = engine.preview(view, name, effect=only)
+        return ActionRequest(
+            spec,
+            run_id,
+            (_choice(view, pv, only, only or "", effect=only),),
+            type_run_id=bool(why),
+            typed_why=why,
+            ask_result=ask,
+        )
     pv = engine.preview(view, name)
-    return ActionRequest(spec, run_id, (_choice(pv, None, ""),), type_run_id=name == "reset")
+    why = _typed_why(view, name, None)
+    return ActionRequest(spec, run_id, (_choice(view, pv, None, ""),), type_run_id=bool(why), typed_why=why)
 
 
-def _choice(pv: Preview, value: str | None, label: str) -> Choice:
-    return Choice(value, label, pv.summary, _sections(pv))
+def _choice(view: RunView, pv: Preview, value: str | None, label: str, *, effect: str | None = None) -> Choice:
+    return Choice(value, label, pv.summary, _sections(pv, view, effect))
 
 
 def apply(engine: Engine, result: ActionResult) -> str:

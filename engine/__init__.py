@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .outcome import BlockReason, Outcome
     from .prune import PruneCandidate
     from .reconcile import Reconciled
+    from .safetext import safe, safe_json
     from .sources import CodeDiff, printable
     from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
     from .workflow import Workflow
@@ -97,6 +98,8 @@ _WHERE: dict[str, str] = {
     ),
     "CodeDiff": ".sources",
     "printable": ".sources",
+    "safe": ".safetext",
+    "safe_json": ".safetext",
     "RunView": ".views",
     "Workflow": ".workflow",
 }
@@ -144,6 +147,8 @@ __all__ = [
     "correctable_effects",
     "default_db",
     "printable",
+    "safe",
+    "safe_json",
     "store_files",
     "watch_store",
 ]

@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from . import _json
+from . import _json, environment
 from ._states import RunStatus
 from .journal import RunJournal
 from .lease import Fence
 from .ledger import EffectLedger
-from .planner import AnswerEffect, Application, Approve, Degrade, Rewind, SetAside, Void
+from .planner import AnswerEffect, Application, Approve, Degrade, Refresh, Rewind, SetAside, Void
 from .store.store import Store
 
 
@@ -67,6 +67,13 @@ class DecisionApplier:
                 self._fence.check(conn, now)
             elif isinstance(app, Void):
                 self.notes.append(app.note)
+            elif isinstance(app, Refresh):
+                self._journal.marker(conn, "env", {"unread": [r["probe"] for r in app.rows]}, probes=self._probes)
+                self.notes.append(
+                    f"{environment.describe([dict(r) for r in app.rows])}; no finished work read it, so the run goes on with the new value"
+                )
+                # Shown at once: the run may die before it records its end.
+                self._store.update_run(conn, self._journal.run_id, {"notes_json": _json.dumps(self.notes)})
             if app.decision is not None:
                 self._store.settle_decision(conn, app.decision, "void" if isinstance(app, Void) else "applied", now)
 

@@ -81,3 +81,22 @@ def restore(path: Path, output_hash: str | None) -> Any:
         return _json.loads(text)
     except ValueError:
         return MISSING
+
+
+def why_lost(entry: Any) -> str | None:
+    """Why a done phase's output cannot be had now (None when it can): its
+    stored copy is gone, or its archive is gone or no longer hash-matches.
+    Asked at the moment it matters (a prune, a verify), not trusted from the
+    output's recorded state."""
+    row = entry.row
+    if row.output_state == "present":
+        # A verified entry's stored output matched its hash (a verify that
+        # does not parse outputs leaves `output_ok` False): only absence counts.
+        return None if row.output_json is not None else "its stored copy is gone"
+    if row.output_state == "archived":
+        if not row.archive_path:
+            return "it is marked archived but names no archive"
+        if restore(Path(row.archive_path), entry.env.get("output_hash")) is MISSING:
+            return f"its archive {row.archive_path} is gone or no longer matches its hash"
+        return None
+    return f"it was {row.output_state}" if row.output_state != "none" else "no copy was kept"

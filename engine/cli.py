@@ -14,6 +14,7 @@ import argparse
 import importlib
 import json
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -26,6 +27,7 @@ from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
 from .engine import Engine, default_db
 from .errors import PhasegateError, UsageError
 from .outcome import Outcome
+from .safetext import safe, safe_json, storable
 from .sources import CodeDiff, printable
 from .views import RunView, iso
 
@@ -45,6 +47,46 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def seconds(text: str) -> float:
+    """A duration argument: a finite number > 0 (inf overflows a sleep, and
+    0, a negative or nan would make a loop spin)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, not {text!r}")
+    return value
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    return parse
+
+
+#: Arguments that name files or commands: bytes the file system takes as
+#: they are. Every other text argument is stored or compared, so it must be
+#: valid Unicode (argv bytes that are not UTF-8 arrive as lone surrogates).
+_BYTES_ARGS = frozenset({"target", "input_file", "exec_cmd", "fn"})
+
+
+def _check_text_args(args: argparse.Namespace) -> None:
+    for key, value in vars(args).items():
+        if key in _BYTES_ARGS or not isinstance(value, str):
+            continue
+        if not storable(value):
+            name = key if key == "run_id" else "--" + key.replace("_", "-")
+            raise UsageError(f"{name} is not valid UTF-8 text (or holds a NUL)")
+
+
 def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None, help="database path or URL (default: $PHASEGATE_DB, else ./phasegate.db)")
 
@@ -54,17 +96,33 @@ def _engine(args: argparse.Namespace, *, create: bool = False) -> Engine:
 
 
 def _print_outcome(o: Outcome) -> int:
+    # Every value below may come from the store: shown through `safe`.
+    rid = safe(o.run_id)
     if o.status == "completed":
-        print(f"{o.run_id}: completed")
+        print(f"{rid}: completed")
         return EXIT_OK
     if o.status == "blocked":
-        print(f"{o.run_id}: blocked")
+        print(f"{rid}: blocked")
         for r in o.blocked:
-            print(f"  {r.kind}: {r.detail}")
+            print(f"  {r.kind}: {safe(r.detail)}")
         return EXIT_BLOCKED
     err = o.error or {}
-    print(f"{o.run_id}: failed in phase {err.get('phase')}: {err.get('type')}: {err.get('message')}")
+    print(f"{rid}: failed in phase {safe(err.get('phase'))}: {safe(err.get('type'))}: {safe(err.get('message'))}")
     return EXIT_FAILED
+
+
+def _parse_json(text: str, what: str) -> Any:
+    """JSON given on the command line, checked to be storable as it is."""
+    try:
+        value = _json.loads(text)
+        stored = _json.dumps(value)
+    except RecursionError:
+        raise UsageError(f"{what} nested too deeply") from None
+    except ValueError as exc:
+        raise UsageError(f"{what} are not JSON: {exc}" if what == "inputs" else f"{what} is not JSON: {exc}") from None
+    if not storable(stored):
+        raise UsageError(f"{what}: a lone surrogate (\\ud800-\\udfff) is not text that can be stored")
+    return value
 
 
 def _read_inputs(args: argparse.Namespace) -> Any:
@@ -72,24 +130,25 @@ def _read_inputs(args: argparse.Namespace) -> Any:
         raise UsageError("give --input or --input-file, not both")
     if args.input_file is not None:
         try:
-            text = Path(args.input_file).read_text()
+            text = Path(args.input_file).read_text(encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot read {args.input_file}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise UsageError(f"{args.input_file} is not UTF-8 text") from None
     elif args.input is not None:
         text = args.input
     else:
         # None, not {}: an existing run then continues with its stored inputs
         # instead of being refused for "other inputs".
         return None
-    try:
-        return _json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"inputs are not JSON: {exc}") from None
+    return _parse_json(text, "inputs")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .loader import load, normalise
+    from .runner import validate_run_id
 
+    validate_run_id(args.run_id)  # before the store is created: bad usage changes nothing
     inputs = _read_inputs(args)
     target = normalise(args.target)
     wf = load(target)
@@ -114,7 +173,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             view = eng.status(args.run_id)
             if args.json:
                 # The diffs are always in the JSON (`code_diffs`); --diff is for the text.
-                print(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
+                print(safe_json(json.dumps(view.to_json(), indent=2, ensure_ascii=False)))
             else:
                 _print_view(view)
                 if args.diff:
@@ -126,7 +185,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             print("[")
             first = True
             for rid in eng.run_ids():
-                text = json.dumps(eng.status(rid).to_json(), indent=2, ensure_ascii=False)
+                text = safe_json(json.dumps(eng.status(rid).to_json(), indent=2, ensure_ascii=False))
                 print(("" if first else ",\n") + text, end="")
                 first = False
             print("\n]")
@@ -136,34 +195,38 @@ def cmd_status(args: argparse.Namespace) -> int:
             print("no runs")
         for r in rows:
             fr = f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}"
-            print(f"{r.run_id:<32} {r.workflow:<16} {r.status.value:<12} {fr:<20} {r.reason}")
+            fr = safe(fr)
+            print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status.value:<12} {fr:<20} {safe(r.reason)}")
         return EXIT_OK
 
 
 def _print_view(v: RunView) -> None:
-    print(f"run       {v.run_id}  ({v.workflow})")
-    print(f"status    {v.status.value}" + (f"  - {v.attention}" if v.attention else ""))
+    # Everything here was read from the store: each value goes through `safe`.
+    print(f"run       {safe(v.run_id)}  ({safe(v.workflow)})")
+    print(f"status    {v.status.value}" + (f"  - {safe(v.attention)}" if v.attention else ""))
     fr = v.frontier
-    print(f"frontier  {fr.index}/{fr.of} {fr.phase} ({fr.steps_done} steps done)")
-    print("phases    " + "  ".join(f"{p.name}:{p.state}" for p in v.phases))
+    print(f"frontier  {fr.index}/{fr.of} {safe(fr.phase)} ({fr.steps_done} steps done)")
+    print("phases    " + "  ".join(f"{safe(p.name)}:{p.state}" for p in v.phases))
     for b in v.blocked:
-        print(f"blocked   {b['kind']}: {b['detail']}")
+        print(f"blocked   {safe(b['kind'])}: {safe(b['detail'])}")
     if v.error:
         # The status line above is shortened; the error is shown whole.
-        print(f"error     in {v.error.get('phase')}: {v.error.get('type')}: {v.error.get('message')}")
-    for e in v.effects:
-        if e.state != "done":
-            print(f"effect    {e.state:<9} {e.key}")
-            if e.reconcile is not None:
-                said = f"{e.reconcile.get('answer')}: {e.reconcile.get('why', '')}"
-                print(f"reconcile {printable(said)}")
+        e = v.error
+        print(f"error     in {safe(e.get('phase'))}: {safe(e.get('type'))}: {safe(e.get('message'))}")
+    for n in v.notes:
+        print(f"note      {safe(n)}")
+    for ef in v.effects:
+        if ef.state != "done":
+            print(f"effect    {ef.state:<9} {safe(ef.key)}")
+            if ef.reconcile is not None:
+                print(f"reconcile {safe(ef.reconcile.get('answer'))}: {safe(ef.reconcile.get('why', ''))}")
     for c in v.prune_candidates:
-        print(f"prunable  {c.what} ({c.bytes} B): {c.why_safe}")
+        print(f"prunable  {safe(c.what)} ({c.bytes} B): {safe(c.why_safe)}")
     for d in v.decisions:
-        print(f"decision  {d.at} {d.operator} {d.action} [{d.state}]: {d.reason}")
+        print(f"decision  {d.at} {safe(d.operator)} {d.action} [{d.state}]: {safe(d.reason)}")
     for r in v.runbooks:
-        where = f" in {r['phase']}" if r.get("phase") else ""
-        print(f"runbook   {r['kind']}{where}: {printable(r['runbook'])}")
+        where = f" in {safe(r['phase'])}" if r.get("phase") else ""
+        print(f"runbook   {safe(r['kind'])}{where}: {printable(r['runbook'])}")
 
 
 def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
@@ -171,9 +234,9 @@ def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
         print("no code change blocks this run")
     for d in diffs:
         print()
-        print(f"code of {d.phase} changed; ran the old code: {', '.join(d.ran_old_code)}")
+        print(f"code of {safe(d.phase)} changed; ran the old code: {safe(', '.join(d.ran_old_code))}")
         if d.missing:
-            print(f"  no stored source for {', '.join(d.missing)} (written before phasegate kept sources)")
+            print(f"  no stored source for {safe(', '.join(d.missing))} (written before phasegate kept sources)")
         for line in d.lines:
             print(line)
 
@@ -181,16 +244,15 @@ def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
 def cmd_decide(args: argparse.Namespace) -> int:
     result: Any = NO_RESULT
     if args.result is not None:
-        try:
-            result = _json.loads(args.result)
-        except ValueError as exc:
-            raise UsageError(f"--result is not JSON: {exc}") from None
+        result = _parse_json(args.result, "--result")
     with _engine(args) as eng:
         if args.dry_run:
-            pv = eng.preview(args.run_id, args.action, phase=args.phase, effect=args.effect)
+            pv = eng.preview(
+                args.run_id, args.action, phase=args.phase, effect=args.effect, result=result, reason=args.reason
+            )
             if pv.action is Action.CONFIRM_EFFECT and result is NO_RESULT:
                 raise UsageError(CONFIRM_NEEDS_RESULT)  # refused as the decision itself would be
-            print(pv.summary)
+            print(safe(pv.summary))
             for label, items in (
                 ("re-runs", pv.rerun),
                 ("may call again", pv.effects_again),
@@ -198,7 +260,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
                 ("keeps", pv.kept),
             ):
                 if items:
-                    print(f"  {label}: {', '.join(items)}")
+                    print(f"  {label}: {safe(', '.join(items))}")
             return EXIT_OK
         d = eng.decide(
             args.run_id,
@@ -210,28 +272,35 @@ def cmd_decide(args: argparse.Namespace) -> int:
             result=result,
         )
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
-    print(f"{args.run_id}: {d.action} by {d.operator} {when} (decision {d.id})")
+    print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} {when} (decision {d.id})")
     return EXIT_OK
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     with _engine(args) as eng:
-        reports = eng.verify()
+        reports = eng.verify(deep=args.deep)
     bad = [r for r in reports if not r["ok"]]
+    lost = [r for r in reports if r["ok"] and r.get("lost")]
     if args.json:
-        print(json.dumps(reports, indent=2))
+        print(json.dumps(reports, indent=2))  # ASCII: nothing in it acts on a terminal
     else:
         for r in reports:
-            if r["ok"]:
-                print(f"ok        {r['run_id']} ({r['checkpoints']} checkpoints)")
-            else:
+            if not r["ok"]:
                 f = r["failure"]
                 if f:
-                    print(f"DAMAGED   {r['run_id']}: checkpoint {f.get('seq')}: {f.get('message')}")
+                    print(f"DAMAGED   {safe(r['run_id'])}: checkpoint {f.get('seq')}: {safe(f.get('message'))}")
                 for d in r.get("effects", []):
-                    print(f"DAMAGED   {r['run_id']}: {printable(d['detail'])}")
-        print(f"{len(reports) - len(bad)} ok, {len(bad)} damaged")
-    return EXIT_BLOCKED if bad else EXIT_OK
+                    print(f"DAMAGED   {safe(r['run_id'])}: {safe(d['detail'])}")
+            elif r.get("lost"):
+                for item in r["lost"]:
+                    print(f"LOST      {safe(r['run_id'])}: checkpoint {item['seq']}: {safe(item['message'])}")
+            else:
+                print(f"ok        {safe(r['run_id'])} ({r['checkpoints']} checkpoints)")
+        print(
+            f"{len(reports) - len(bad) - len(lost)} ok, {len(bad)} damaged"
+            + (f", {len(lost)} with lost outputs" if lost else "")
+        )
+    return EXIT_BLOCKED if bad or lost else EXIT_OK
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
@@ -242,7 +311,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         return EXIT_OK
     verb = "pruned" if args.apply else "candidate"
     for c in cands:
-        print(f"{verb:<10} {c.run_id}: {c.what} ({c.bytes} B) - {c.why_safe}")
+        print(f"{verb:<10} {safe(c.run_id)}: {safe(c.what)} ({c.bytes} B) - {safe(c.why_safe)}")
     total = sum(c.bytes for c in cands)
     print(
         f"{len(cands)} {'pruned' if args.apply else 'candidates'}, {total} bytes"
@@ -335,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("verify", help="verify every run's checkpoints")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--deep", action="store_true", help="also parse every stored output (slower)")
     _db_arg(s)
     s.set_defaults(fn=cmd_verify)
 
@@ -349,8 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("worker", help="resume runs that have a decision waiting or whose process died")
     s.add_argument("--once", action="store_true", help="handle what is waiting, then exit")
-    s.add_argument("--poll", type=float, default=1.0, help="seconds between looks at the store")
-    s.add_argument("--jobs", type=int, default=1, help="runs to resume at once (default 1)")
+    s.add_argument("--poll", type=seconds, default=1.0, help="seconds between looks at the store")
+    s.add_argument("--jobs", type=count(1), default=1, help="runs to resume at once (default 1)")
     _db_arg(s)
     s.set_defaults(fn=cmd_worker)
 
@@ -363,10 +433,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run CMD (a shell command) per stop, the event as JSON on stdin",
     )
     s.add_argument("--webhook", default=None, metavar="URL", help="POST each stop's event as JSON to URL")
-    s.add_argument("--retries", type=int, default=4, help="attempts after the first, per hook (default 4)")
-    s.add_argument("--backoff", type=float, default=1.0, help="seconds before the first retry, doubled each time")
-    s.add_argument("--timeout", type=float, default=10.0, help="seconds one attempt may take (default 10)")
-    s.add_argument("--poll", type=float, default=2.0, help="seconds between looks when no change event arrives")
+    s.add_argument("--retries", type=count(0), default=4, help="attempts after the first, per hook (default 4)")
+    s.add_argument("--backoff", type=seconds, default=1.0, help="seconds before the first retry, doubled each time")
+    s.add_argument("--timeout", type=seconds, default=10.0, help="seconds one attempt may take (default 10)")
+    s.add_argument("--poll", type=seconds, default=2.0, help="seconds between looks when no change event arrives")
     s.add_argument("--no-events", action="store_true", help="poll only (no file events)")
     s.add_argument("--once", action="store_true", help="announce what is waiting, then exit")
     _db_arg(s)
@@ -382,22 +452,33 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class SafeFormatter(logging.Formatter):
+    """Log lines carry run ids, errors and reasons read from the store: each
+    line is made safe (`safetext.safe`) before it reaches the terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return "\n".join(safe(line) for line in super().format(record).split("\n"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    handler = logging.StreamHandler()
+    handler.setFormatter(SafeFormatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     logging.basicConfig(
         level=logging.INFO if ("-v" in argv or "--verbose" in argv) else logging.WARNING,
-        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        handlers=[handler],
     )
     if not ("-v" in argv or "--verbose" in argv):
         logging.getLogger("phasegate").setLevel(logging.ERROR)
     try:
         args = build_parser().parse_args(argv)
+        _check_text_args(args)
         return int(args.fn(args))
     except PhasegateError as exc:
         if debug:
             raise
-        print(f"phasegate: {exc.title}: {exc.message}", file=sys.stderr)
+        print(f"phasegate: {exc.title}: {safe(exc.message)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("phasegate: interrupted", file=sys.stderr)

@@ -8,7 +8,7 @@ them can accept what another refuses.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import _json
@@ -134,6 +134,13 @@ def fit(
     run_id = view.run_id
     if view.lease is not None and view.lease.alive:
         raise DecisionError(f"run {run_id!r} is running (held by {view.lease.holder}); decide once it stops")
+    # An option the action does not take is refused, not silently recorded.
+    if phase is not None and act is not Action.REWIND:
+        raise UsageError(f"--phase is for rewind, not {act.value}")
+    if effect is not None and act not in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
+        raise UsageError(f"--effect is for confirm_effect and retry_effect, not {act.value}")
+    if result is not NO_RESULT and act is not Action.CONFIRM_EFFECT:
+        raise UsageError(f"--result is for confirm_effect, not {act.value}")
     reasons = _reasons(view)
     kinds = list(dict.fromkeys(BlockKind(b["kind"]) for b in reasons))
     shape = [p.name for p in view.phases]
@@ -302,10 +309,37 @@ def allowed_actions(view: RunView) -> list[Action]:
     return out
 
 
-def preview(view: RunView, action: Action | str, *, phase: str | None = None, effect: str | None = None) -> Preview:
+def check_reason(reason: Any) -> str:
+    if not reason or not str(reason).strip():
+        raise UsageError("a decision needs a reason")
+    return str(reason)
+
+
+def preview(
+    view: RunView, action: Action | str, *, phase: str | None = None, effect: str | None = None, result: Any = NO_RESULT
+) -> Preview:
     """What the decision would do. Refuses, with `decide`'s own error, what
     `decide` would refuse."""
-    chosen = fit(view, action, phase=phase, effect=effect)
+    chosen = fit(view, action, phase=phase, effect=effect, result=result)
+    pv = _preview(view, chosen, phase, effect)
+    # What this decision leaves unanswered still stops the next run: say so.
+    if chosen.action in (Action.APPROVE, Action.DEGRADE, Action.REWIND):
+        answered = {d.effect for d in view.pending_decisions if d.effect}
+        doubts = [
+            str(b["effect"])
+            for b in _reasons(view)
+            if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value and str(b["effect"]) not in answered
+        ]
+        if doubts:
+            pv = replace(
+                pv,
+                summary=f"{pv.summary} The run still stops at its next start: effect {', '.join(doubts)} is in "
+                "doubt until confirm_effect or retry_effect answers it.",
+            )
+    return pv
+
+
+def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) -> Preview:
     act = chosen.action
     if chosen.detail.get("correction"):
         return _preview_correction(view, act, str(chosen.effect_key))

@@ -4,6 +4,7 @@ run's status, verify and prune the store."""
 from __future__ import annotations
 
 import getpass
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -23,7 +24,7 @@ from .outcome import Outcome
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
 from .store.store import ChangeProbe, Store
-from .views import RunSummary, RunView, build, effective_status
+from .views import RunSummary, RunView, build, effective_status, frontier_columns, trusted_frontier
 from .workflow import Workflow
 
 DEFAULT_DB = "phasegate.db"
@@ -43,6 +44,24 @@ def _env_float(name: str, default: float) -> float:
         raise UsageError(f"{name} must be a number, not {raw!r}") from None
 
 
+def _checked_lease(value: float) -> float:
+    # nan would store a NULL expiry (a run held for ever), a negative one a
+    # lease already lapsed (a second process takes a live run).
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"the lease (PHASEGATE_LEASE_SECONDS) must be a finite number of seconds > 0, not {value}")
+    return value
+
+
+def _checked_retention(value: float) -> float:
+    if math.isnan(value) or value < 0:
+        raise UsageError(f"the retention (PHASEGATE_RETENTION_DAYS) must be a number of days >= 0, not {value}")
+    return value
+
+
+_VERIFY_PAGE = 500
+"""Runs verified per read transaction: one streamed query for their chains."""
+
+
 class Engine:
     """A phasegate store and the operations on it.
 
@@ -60,12 +79,15 @@ class Engine:
         create: bool = True,
         readonly: bool = False,
     ) -> None:
-        self.store = Store(db if db is not None else default_db(), create=create, readonly=readonly)
-        self.clock = clock
-        self.lease_seconds = lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
-        self.retention_days = (
+        # Settings first: a bad one is refused before any store is created.
+        self.lease_seconds = _checked_lease(
+            lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
+        )
+        self.retention_days = _checked_retention(
             retention_days if retention_days is not None else _env_float("PHASEGATE_RETENTION_DAYS", 30.0)
         )
+        self.store = Store(db if db is not None else default_db(), create=create, readonly=readonly)
+        self.clock = clock
         #: Checked between phases; when it returns True the run stops cleanly,
         #: resumable, with its lease released (a worker's graceful shutdown).
         self.should_stop: Callable[[], bool] | None = None
@@ -119,8 +141,7 @@ class Engine:
         applied at once (applying.py), since it archives the state."""
         validate_run_id(run_id)
         act = _decisions.parse_action(action)
-        if not reason or not str(reason).strip():
-            raise UsageError("a decision needs a reason")
+        _decisions.check_reason(reason)
         who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
         now = self.clock()
         with self.store.write() as conn:
@@ -197,11 +218,16 @@ class Engine:
         """A page of the runs list, needs-attention first (or by `order`: run_id,
         workflow, status, frontier, last_checkpoint_at; "-" prefix descends);
         reads the runs table only."""
-        with self.store.read() as conn:
-            rows = self.store.list_runs(
-                conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order, now=self.clock()
-            )
         now = self.clock()
+        with self.store.read() as conn:
+            dead: list[str] = []
+            if order.lstrip("-") == "attention":
+                # A dead holder on this host is interrupted at once, not when
+                # its lease lapses: the list places it there from the first look.
+                dead = [r.run_id for r in self.store.list_runs(conn, statuses=["running"]) if not _alive(r, now)]
+            rows = self.store.list_runs(
+                conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order, now=now, dead=dead
+            )
         out = []
         for r in rows:
             try:
@@ -238,12 +264,25 @@ class Engine:
         return _decisions.allowed_actions(run if isinstance(run, RunView) else self.status(run))
 
     def preview(
-        self, run: RunView | str, action: str, *, phase: str | None = None, effect: str | None = None
+        self,
+        run: RunView | str,
+        action: str,
+        *,
+        phase: str | None = None,
+        effect: str | None = None,
+        result: Any = _decisions.NO_RESULT,
+        reason: str | None = None,
     ) -> _decisions.Preview:
         """What a decision would do, without recording it; refused exactly
-        as `decide` would refuse it."""
+        as `decide` would refuse it, in the same order (a `reason`, when
+        given, is checked as `decide` checks it)."""
+        if isinstance(run, str):
+            validate_run_id(run)
+        _decisions.parse_action(action)
+        if reason is not None:
+            _decisions.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
-        return _decisions.preview(view, action, phase=phase, effect=effect)
+        return _decisions.preview(view, action, phase=phase, effect=effect, result=result)
 
     def run_ids(self) -> Iterator[str]:
         after = ""
@@ -260,50 +299,81 @@ class Engine:
         since it was last asked (SQLite's data_version; PostgreSQL's LISTEN)."""
         return self.store.data_version_probe()
 
+    @property
+    def db_file(self) -> Path | None:
+        """The SQLite database file, or None for a PostgreSQL store: what
+        `watch_store` watches for commits, without reaching into the store."""
+        return self.store.path
+
     # -- verification ---------------------------------------------------------
 
-    def verify(self, run_id: str | None = None, *, record: bool = True) -> list[dict[str, Any]]:
+    def verify(self, run_id: str | None = None, *, record: bool = True, deep: bool = False) -> list[dict[str, Any]]:
         """Verify the stored chain of every run (or one). A failure found in a
-        stopped run is recorded on it, so operators see it before anything runs."""
-        reports = []
-        ids = [run_id] if run_id else list(self.run_ids())
+        stopped run is recorded on it, so operators see it before anything runs.
+
+        By default every hash and link is checked over the stored bytes and
+        outputs are not parsed (a resume parses what it reads anyway); `deep`
+        parses each output too, as `phasegate verify --deep` does. Runs are
+        read a page at a time, each page's chains in one streamed query."""
+        reports: list[dict[str, Any]] = []
         if self.store.schema_problem:
             return [{"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.store.schema_problem}}]
-        for rid in ids:
+        ids = [run_id] if run_id else list(self.run_ids())
+        for start in range(0, len(ids), _VERIFY_PAGE):
+            page = ids[start : start + _VERIFY_PAGE]
             with self.store.read() as conn:
-                run = self.store.get_run(conn, rid)
+                run_rows = self.store.runs_by_id(conn, page)
+                if run_id and run_id not in run_rows:
+                    raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+                # Verified as they stream: one run's outputs in memory at a time.
+                found = {
+                    rid: self._verify_one(run_rows[rid], rows, deep)
+                    for rid, rows in self.store.live_chains(conn, sorted(run_rows))
+                }
+                damage = {rid: seals.check(self.store.effects_for(conn, rid), run_rows[rid].effects_last,
+                                           run_rows[rid].effects_count) for rid in run_rows}  # fmt: skip
+            for rid in page:
+                run = run_rows.get(rid)
                 if run is None:
-                    raise RunNotFound(f"no run {rid!r} in {self.store.where}")
-                rows = self.store.chain(conn, rid, int(run.epoch))
-                damage = seals.check(self.store.effects_for(conn, rid), run.effects_last)
-            actual_inputs = _json.sha256(run.inputs_json)
-            if actual_inputs != run.inputs_hash:
-                # The same check the start sequence makes before it parses the inputs.
-                v = chain.Verified(
-                    [],
-                    chain.IntegrityFailure(-1, None, "inputs", run.inputs_hash, actual_inputs, "stored inputs damaged"),
-                )
-            else:
-                v = chain.verify_run(run, rows)
-            bytes_checked = sum(len(r.envelope) + len(r.output_json or "") for r in rows)
-            report: dict[str, Any] = {
-                "run_id": rid,
-                "ok": v.failure is None and not damage,
-                "checkpoints": len(rows),
-                "bytes": bytes_checked,
-                "failure": v.failure.as_dict() if v.failure else None,
-            }
-            if damage:  # present only when there is some: the JSON of a whole store is unchanged
-                report["effects"] = [d.as_dict() for d in damage]
-            reports.append(report)
-            if (v.failure is not None or damage) and record and not self.store.readonly:
-                reasons = (
-                    [{"kind": "integrity", "detail": v.failure.detail(), "failure": v.failure.as_dict()}]
-                    if v.failure is not None
-                    else [{"kind": "integrity", "detail": d.detail, "what": "effect", **d.as_dict()} for d in damage]
-                )
-                self._record_integrity(rid, reasons)
+                    continue  # deleted since it was listed
+                report, failure = found.get(rid) or self._verify_one(run, [], deep)
+                harmed = damage.get(rid) or []
+                if harmed:  # present only when there is some: the JSON of a whole store is unchanged
+                    report["effects"] = [d.as_dict() for d in harmed]
+                    report["ok"] = False
+                reports.append(report)
+                if (failure is not None or harmed) and record and not self.store.readonly:
+                    reasons = (
+                        [{"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}]
+                        if failure is not None
+                        else [
+                            {"kind": "integrity", "detail": d.detail, "what": "effect", **d.as_dict()} for d in harmed
+                        ]
+                    )
+                    self._record_integrity(rid, reasons)
         return reports
+
+    def _verify_one(
+        self, run: Any, rows: list[Any], deep: bool
+    ) -> tuple[dict[str, Any], chain.IntegrityFailure | None]:
+        actual_inputs = _json.sha256(run.inputs_json)
+        if actual_inputs != run.inputs_hash:
+            # The same check the start sequence makes before it parses the inputs.
+            v = chain.Verified(
+                [],
+                chain.IntegrityFailure(-1, None, "inputs", run.inputs_hash, actual_inputs, "stored inputs damaged"),
+            )
+        else:
+            v = chain.verify_run(run, rows, parse_outputs=deep)
+        report = {
+            "run_id": run.run_id,
+            "ok": v.failure is None,
+            "checkpoints": len(rows),
+            "bytes": sum(len(r.envelope) + len(r.output_json or "") for r in rows),
+            "failure": v.failure.as_dict() if v.failure else None,
+            "lost": _lost_outputs(v),
+        }
+        return report, v.failure
 
     def _record_integrity(self, run_id: str, reasons: list[dict[str, Any]]) -> None:
         now = self.clock()
@@ -311,8 +381,23 @@ class Engine:
             run = self.store.get_run(conn, run_id)
             if run is None or holder_alive(run, now):
                 return
+            # The list shows the run row's frontier: move it back to what is
+            # trusted, as the detail and `status --json` already show it.
+            fr = trusted_frontier(
+                run,
+                self.store.all_checkpoints(conn, run_id),
+                self.store.steps_for(conn, run_id),
+                self.store.effects_for(conn, run_id),
+                _json.loads(run.shape_json),
+            )
             blocked = _json.loads(run.blocked_json or "[]")
             if any(b.get("kind") == "integrity" for b in blocked) and run.status == RunStatus.BLOCKED.value:
+                if (run.frontier_phase, int(run.frontier_index), int(run.steps_done)) != (
+                    fr.phase,
+                    fr.index,
+                    fr.steps_done,
+                ):
+                    self.store.update_run(conn, run_id, frontier_columns(fr))
                 return
             self.store.update_run(
                 conn,
@@ -322,6 +407,7 @@ class Engine:
                     "blocked_json": _json.dumps(reasons),
                     "attention": f"integrity: {reasons[0]['detail']}"[:300],
                     "updated_at": now,
+                    **frontier_columns(fr),
                 },
             )
 
@@ -403,7 +489,7 @@ class Engine:
                     else:
                         self.store.set_output_state(conn, ref, "pruned", None)
                 if c.kind == "finished_run":
-                    self.store.delete_steps(conn, [int(s.id) for s in steps])
+                    self.store.delete_steps(conn, list(c.step_refs))
             if cands:
                 self.store.insert_decision(
                     conn,
@@ -422,6 +508,26 @@ class Engine:
                 )
                 self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
         return cands
+
+
+def _lost_outputs(v: chain.Verified) -> list[dict[str, Any]]:
+    """Done phases of the trusted chain whose output cannot be had now: the
+    chain verifies, but what it vouches for is gone (a stored copy lost, an
+    archive deleted or altered)."""
+    out = []
+    for name, d in chain.fold(v.entries).done.items():
+        why = archive.why_lost(d.entry)
+        if why is not None:
+            out.append({"phase": name, "seq": int(d.entry.row.seq), "message": f"output of {name} is lost: {why}"})
+    return out
+
+
+def _alive(row: Any, now: float) -> bool:
+    """`holder_alive`, with a damaged row counted alive (it is listed as damaged, not moved)."""
+    try:
+        return holder_alive(_rowcheck.check(row), now)
+    except (StoreError, TypeError, ValueError):
+        return True
 
 
 def _whoami() -> str:

@@ -2,14 +2,15 @@
 
 Three things can move: a probe's value (an outside condition), the code of a
 phase already done, and the workflow's shape before the frontier. Any of them
-stops the run. Code that changed in a phase not yet done is the ordinary
-fix-and-resume, reported but not blocking.
+stops the run, a probe only when work that is kept read it. Code that changed
+in a phase not yet done is the ordinary fix-and-resume, reported but not
+blocking; so is a probe that only phases not yet started read.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,8 @@ class Comparison:
     rows: list[dict[str, Any]] = field(default_factory=list)
     """Every compared item, as shown to operators: probe, saved, current, changed, phases."""
     blocking: list[dict[str, Any]] = field(default_factory=list)
+    unread: list[dict[str, Any]] = field(default_factory=list)
+    """Probes that changed where no kept work read them: the run goes on with the new value."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -64,21 +67,30 @@ def compare(
     current: Mapping[str, Any],
     now: float,
     last_codes: Mapping[str, str | None] | None = None,
+    kept: Collection[str] | None = None,
 ) -> Comparison:
+    """`kept` names the phases whose work is kept (done, or open with saved
+    durable steps or effects). A changed probe blocks only when one of them
+    declared it (a probe no phase declares is read by every phase): work that
+    has not started simply runs with the new value. None: every phase counts."""
     out = Comparison()
     for name in sorted(set(current) | set(state.probes)):
         saved = state.probes.get(name)
         cur = current.get(name)
         changed = name in state.probes and saved != cur
-        row = {"probe": name, "saved": saved, "current": cur, "changed": changed, "phases": _declared_by(wf, name)}
+        declared = _declared_by(wf, name)
+        row = {"probe": name, "saved": saved, "current": cur, "changed": changed, "phases": declared}
         out.rows.append(row)
-        if changed:
+        readers = declared or [p.name for p in wf.phases]
+        if changed and (kept is None or any(n in kept for n in readers)):
             out.blocking.append(row)
+        elif changed:
+            out.unread.append(row)
     for p in wf.phases:
         done = state.done.get(p.name)
         if done is None:
             continue
-        changed = done.code != p.code_hash
+        changed = not p.runs(done.code)
         row = {
             "probe": f"code:{p.name}",
             "saved": done.code,
@@ -122,7 +134,7 @@ def compare(
     if last_codes:
         for p in wf.phases:
             before = last_codes.get(p.name)
-            if p.name not in state.done and before is not None and before != p.code_hash:
+            if p.name not in state.done and before is not None and not p.runs(before):
                 out.notes.append(f"code of phase {p.name} changed; it is not done yet, so it runs the new code")
     return out
 

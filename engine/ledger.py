@@ -15,8 +15,6 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sqlmodel import Session
-
 from . import _json, seals
 from ._states import Action, BlockKind
 from ._stop import Stop, damaged, read_saved
@@ -211,6 +209,10 @@ class EffectLedger:
     ) -> Any:
         """An atomic effect and its record commit in one transaction, so it
         can never be in doubt: no separate intent is needed."""
+        # Imported here: only an atomic effect needs the ORM, and a command
+        # line start should not pay for it.
+        from sqlmodel import Session
+
         now = self._clock()
         with self._store.hot() as conn:
             with Session(bind=conn) as session:

@@ -4,6 +4,11 @@ An output comes from the run's verified chain, or from its archive when it
 was pruned there and its bytes still hash to what the chain says. Each phase
 is handed its own parsed copy, so a phase that mutates what it was given
 cannot change what a later phase, or a resume, sees.
+
+An output this process just checkpointed is kept as the text it stored and
+parsed only when a phase is handed it: the copy is then exactly what a resume
+would read, and an output no later phase reads is never parsed (at 1 MB the
+parse cost as much as the commit).
 """
 
 from __future__ import annotations
@@ -20,15 +25,16 @@ class PhaseOutputs:
     def __init__(self, wf: Workflow) -> None:
         self._wf = wf
         self._values: dict[str, Any] = {}
+        self._texts: dict[str, tuple[str, bool]] = {}
         self.hashes: dict[str, str] = {}
         """Output hash of each phase this run has the output of."""
 
     def __contains__(self, name: str) -> bool:
-        return name in self._values
+        return name in self._values or name in self._texts
 
     def available(self, state: chain.Folded, name: str) -> bool:
         """Whether done phase `name`'s output can be had; loads it if so."""
-        if name in self._values:
+        if name in self:
             return True
         d = state.done.get(name)
         if d is None:
@@ -44,14 +50,20 @@ class PhaseOutputs:
                 return True
         return False
 
-    def put(self, name: str, text: str, digest: str) -> None:
-        """The output a phase just checkpointed (as the text that was stored)."""
-        self._keep(name, _json.loads(text), digest)
+    def put(self, name: str, text: str, digest: str, by_orjson: bool) -> None:
+        """The output a phase just checkpointed (as the text that was stored,
+        and whether orjson wrote it: see `_json.encode`)."""
+        self._values.pop(name, None)
+        self._texts[name] = (text, by_orjson)
+        self.hashes[name] = digest
 
     def _keep(self, name: str, value: Any, digest: str) -> None:
+        self._texts.pop(name, None)
         self._values[name] = value
         self.hashes[name] = digest
 
     def handed(self, name: str) -> Any:
         """The value to pass a phase that needs `name`, as its type declares it."""
-        return rehydrate(self._wf.get(name).output_type, self._values[name])
+        stored = self._texts.get(name)
+        value = _json.loads_canonical(*stored) if stored is not None else self._values[name]
+        return rehydrate(self._wf.get(name).output_type, value)

@@ -14,7 +14,7 @@ environment, effects in doubt, floors.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,7 +109,17 @@ class Void:
     note: str
 
 
-Application = SetAside | Rewind | Approve | Degrade | AnswerEffect | Void
+@dataclass(frozen=True)
+class Refresh:
+    """Probes that changed where no kept work read them: their new values
+    are recorded in the chain (an env marker, no decision), so later starts
+    compare against what the work from here on runs with."""
+
+    rows: tuple[Mapping[str, Any], ...]
+    decision: None = None
+
+
+Application = SetAside | Rewind | Approve | Degrade | AnswerEffect | Void | Refresh
 
 
 @dataclass(frozen=True)
@@ -150,6 +160,8 @@ class StartFacts:
     """Saved step and effect results of these phases that no longer verify."""
     retrievable: Callable[[chain.Folded, str], bool]
     """Whether a done phase's output can be had (stored, or archived and intact)."""
+    stepped: Collection[str] = frozenset()
+    """Phases with saved durable steps."""
 
 
 def plan_start(f: StartFacts) -> StartPlan:
@@ -207,7 +219,7 @@ def plan_start(f: StartFacts) -> StartPlan:
     to_run = _open(f.wf, state)
 
     # 3. the world may have moved.
-    cmp = environment.compare(f.wf, state, f.probes, f.now, f.last_codes)
+    cmp = environment.compare(f.wf, state, f.probes, f.now, f.last_codes, kept=_kept(f, state, to_run))
     if cmp.changed and to_run:
         dec = _pick(pending, action=Action.APPROVE)
         if dec is not None:
@@ -219,6 +231,8 @@ def plan_start(f: StartFacts) -> StartPlan:
         blocks.append(
             BlockReason(BlockKind.ENV_MISMATCH, environment.describe(cmp.blocking), {"changes": cmp.blocking})
         )
+    elif cmp.unread and to_run:
+        return StartPlan(apply=Refresh(tuple(cmp.unread)))
 
     # 4. effects whose outcome nobody knows. One with a reconcile hook is
     # asked when its phase reaches it; it stops the run only if the hook
@@ -248,7 +262,7 @@ def plan_start(f: StartFacts) -> StartPlan:
     if blocks:
         return StartPlan(blocks=tuple(blocks), env_rows=tuple(cmp.rows), notes=tuple(cmp.notes))
     notes = list(cmp.notes)
-    recode = tuple(p.name for p in to_run if f.last_codes.get(p.name) not in (None, p.code_hash))
+    recode = tuple(p.name for p in to_run if f.last_codes.get(p.name) is not None and not p.runs(f.last_codes[p.name]))
     if rederive:
         notes += [f"output of {name} was lost; re-deriving it from its own inputs" for name in rederive]
         state = dataclasses.replace(state, done={k: v for k, v in state.done.items() if k not in rederive})
@@ -275,6 +289,16 @@ def _correction(f: StartFacts, dec: Pending) -> Application:
     reopen = tuple(p.name for p in f.wf.phases if p.index >= target.index)
     rewind = Rewind(target.name, target.index, reopen, dec.id)
     return AnswerEffect(eff.key, dec.action, dec.detail.get("result"), dec.id, reopen=rewind)
+
+
+def _kept(f: StartFacts, state: chain.Folded, to_run: list[Phase]) -> set[str]:
+    """Phases whose work is kept: done, or open with saved durable steps or
+    effect records (done, or in doubt) that a resume would not redo."""
+    open_names = {p.name for p in to_run}
+    kept = set(state.done)
+    kept |= {n for n in f.stepped if n in open_names}
+    kept |= {e.phase for e in f.effects if e.phase in open_names and (e.state == "done" or needs_answer(e))}
+    return kept
 
 
 def _open(wf: Workflow, state: chain.Folded) -> list[Phase]:

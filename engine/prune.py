@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from . import _json, chain
+from . import _json, archive, chain
 
 Safety = Literal["no_future_value", "archive"]
 
@@ -27,10 +27,13 @@ class PruneCandidate:
     kind: Literal["superseded_output", "step_records", "unneeded_output", "finished_run"]
     refs: tuple[int, ...] = field(default=(), compare=False)
     """Row ids (checkpoints, or steps for step_records) the candidate covers."""
+    step_refs: tuple[int, ...] = field(default=(), compare=False)
+    """For a finished run: the step records removed with it."""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["refs"] = list(self.refs)
+        del d["step_refs"]
         return d
 
 
@@ -56,6 +59,14 @@ def candidates(
     shape = _json.loads(run.shape_json)
     names = [p["name"] for p in shape]
 
+    # A durable step record is superseded only by an output that can be had
+    # now: stored and verifying, or archived and reading back hash-matched.
+    # A done phase whose output is lost still has its durable steps as the
+    # only record of what they produced: those are evidence, not garbage.
+    stepped = {s.phase for s in steps}
+    lost = {n for n, d in state.done.items() if n in stepped and archive.why_lost(d.entry) is not None}
+    steps = [s for s in steps if s.phase not in lost]
+
     if run.status == "completed" and run.updated_at < now - retention_days * 86400:
         held = [r for r in rows if r.output_json is not None]
         size = sum(len(r.output_json.encode()) for r in held) + sum(len(s.result_json.encode()) for s in steps)
@@ -71,6 +82,7 @@ def candidates(
                     "archive",
                     "finished_run",
                     tuple(r.id for r in held),
+                    tuple(int(s.id) for s in steps),
                 )
             )
         return out
@@ -98,10 +110,7 @@ def candidates(
             )
         )
 
-    # A done phase whose stored output is lost still has its durable steps as
-    # the only record of what they produced: those are evidence, not garbage.
-    lost = {n for n, d in state.done.items() if d.entry.row.output_state == "present" and not d.entry.output_ok}
-    done_steps = [s for s in steps if s.phase in state.done and s.phase not in lost]
+    done_steps = [s for s in steps if s.phase in state.done]
     if done_steps:
         by_phase: dict[str, list[Any]] = {}
         for s in done_steps:

@@ -37,8 +37,10 @@ from .ledger import EffectLedger
 from .outcome import BlockReason, Outcome
 from .outputs import PhaseOutputs
 from .planner import Pending, StartFacts, StartPlan, plan_start
+from .safetext import is_safe, safe, sanitised
 from .steplog import StepLog
 from .store.store import Store
+from .views import frontier_columns, trusted_frontier
 from .workflow import Phase, Workflow
 
 log = logging.getLogger("phasegate.run")
@@ -49,8 +51,12 @@ def validate_run_id(run_id: Any) -> str:
         raise UsageError("a run id must be a non-empty string")
     if len(run_id) > 200:
         raise UsageError("a run id must be at most 200 characters")
-    if any(ord(c) < 32 for c in run_id):
-        raise UsageError("a run id must not contain control characters")
+    if not is_safe(run_id) or not run_id.isprintable():
+        # A run id is typed, compared and shown by people: control characters
+        # (C0, C1), bidi overrides and invisible ones would let one id pass
+        # for another, or act on the terminal that shows it.
+        bad = next(c for c in run_id if not is_safe(c) or not c.isprintable())
+        raise UsageError(f"a run id must not contain control, format or invisible characters (found {safe(bad)})")
     return run_id
 
 
@@ -86,6 +92,10 @@ class Runner:
         """The trusted state the phases run from (a `chain.Folded`), once planned."""
         self.env_rows: list[Any] = []
         self.notes: list[str] = []
+        self._codes: dict[str, Any] | None = None
+        """Each phase's code fingerprint as the run's records know it: the code
+        its saved durable steps were written by. None once this start runs
+        phases, which then record their own."""
 
     # -- the start sequence ---------------------------------------------------
 
@@ -152,14 +162,18 @@ class Runner:
                 )
             if holder_alive(row, now):
                 raise RunHeld(self.run_id, holder_name(row), (row.lease_expires_at or now) - now)
-            # The shape (with each phase's code) this process runs with: the
-            # next start compares against it to see which code changed.
+            # The shape as this process declares it, but each phase's code as
+            # recorded: it changes only once phases run with the new code
+            # (`_start`), so a start that blocks leaves no trace in it.
+            self._codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
             values = {
                 **lease,
                 "status": RunStatus.RUNNING.value,
                 "updated_at": now,
                 "phase_count": len(self.wf.phases),
-                "shape_json": _json.dumps(self.wf.describe()),
+                "shape_json": self._shape_text(),
+                # An earlier failure's error is history once the run is taken up again.
+                "error_json": None,
             }
             if self.target and not row.target:
                 values["target"] = self.target
@@ -186,6 +200,7 @@ class Runner:
             self.store, self.wf, self.fence, self.clock, epoch=int(row.epoch), inputs_hash=row.inputs_hash
         )
         last_codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
+        self._codes = last_codes
         probes = environment.evaluate(self.wf, inputs=inputs)
         applier = DecisionApplier(self.store, journal, self.effects, self.fence, self.clock, probes)
         while True:
@@ -200,6 +215,14 @@ class Runner:
             return self._block(list(plan.blocks))
         applier.void(plan.void)
         assert plan.state is not None  # a plan that runs has a state
+        self._codes = None
+        shape = self._shape_text()
+        if shape != row.shape_json:
+            # Before any durable step is saved: the next start must know which
+            # code wrote them, even if this process dies mid-phase.
+            with self.store.write() as conn:
+                if self.store.update_run(conn, self.run_id, {"shape_json": shape}, owner=self.fence.owner) == 0:
+                    raise LeaseLost(f"run {self.run_id!r}: lease lost before its phases could start")
         self.state = plan.state
         journal.follow(plan.state)
         # A redo_on_rewind effect of a phase re-opened by a rewind or reset
@@ -240,8 +263,19 @@ class Runner:
                 last_codes=last_codes,
                 damaged_records=lambda phases: self.steps.damaged(phases) + self.effects.damaged(phases),
                 retrievable=self.outputs.available,
+                stepped=self.steps.phases(),
             )
         )
+
+    def _shape_text(self) -> str:
+        """The shape to store: the workflow's as declared, with each phase's
+        code as recorded until this start runs phases (`_codes`)."""
+        shape = self.wf.describe()
+        if self._codes is not None:
+            for p in shape:
+                if self._codes.get(p["name"]) is not None:
+                    p["code"] = self._codes[p["name"]]
+        return _json.dumps(shape)
 
     # -- running --------------------------------------------------------------
 
@@ -295,7 +329,7 @@ class Runner:
             except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
                 return self._fail(p.name, exc)
             try:
-                text = _json.dumps(out)
+                text, by_orjson = _json.encode(out)
             except UsageError as exc:
                 return self._fail(p.name, exc)
             nxt = to_run[i + 1] if i + 1 < len(to_run) else None
@@ -313,12 +347,16 @@ class Runner:
                 next_needs=next_needs,
                 probes=probes,
             )
-            self.outputs.put(p.name, text, out_hash)
+            self.outputs.put(p.name, text, out_hash, by_orjson)
         return self._complete()
 
     # -- endings --------------------------------------------------------------
 
-    def _finish(self, status: RunStatus, values: dict[str, Any]) -> None:
+    def _finish(self, status: RunStatus, values: dict[str, Any], *, stopped: bool = False) -> None:
+        """Record the run's end. A stop (`stopped`) also rewrites the run
+        row's frontier from the verified chain, so the runs list shows the
+        frontier that the detail and `status --json` show (after an integrity
+        failure the head is past what is trusted)."""
         now = self.clock()
         base = {
             "status": status.value,
@@ -329,9 +367,20 @@ class Runner:
             "lease_host": None,
             "lease_pid": None,
             "lease_expires_at": None,
-            "shape_json": _json.dumps(self.wf.describe()),
+            "shape_json": self._shape_text(),
         }
         with self.store.write() as conn:
+            if stopped:
+                run = self.store.get_run(conn, self.run_id)
+                if run is not None:
+                    fr = trusted_frontier(
+                        run,
+                        self.store.all_checkpoints(conn, self.run_id),
+                        self.store.steps_for(conn, self.run_id),
+                        self.store.effects_for(conn, self.run_id),
+                        self.wf.describe(),
+                    )
+                    base.update(frontier_columns(fr))
             if self.store.update_run(conn, self.run_id, {**base, **values}, owner=self.fence.owner) == 0:
                 raise LeaseLost(f"run {self.run_id!r}: lease lost before the run could record its end")
 
@@ -344,22 +393,27 @@ class Runner:
                 "attention": f"{first.kind}: {first.detail}"[:300],
                 "error_json": None,
             },
+            stopped=True,
         )
         log.warning("run %s blocked: %s", self.run_id, "; ".join(str(r) for r in reasons))
         return Outcome(self.run_id, OutcomeStatus.BLOCKED, blocked=reasons, phases_run=self.phases_run)
 
     def _fail(self, phase: str, exc: BaseException) -> Outcome:
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        err = {"phase": phase, "type": type(exc).__name__, "message": str(exc), "traceback": "".join(tb[-6:])}
+        # A message neither backend can store (a lone surrogate, a NUL) is
+        # kept with those characters escaped: lost, it would leave the run "running".
+        message = sanitised(str(exc))
+        err = {"phase": phase, "type": type(exc).__name__, "message": message, "traceback": sanitised("".join(tb[-6:]))}
         self._finish(
             RunStatus.FAILED,
             {
                 "error_json": _json.dumps(err),
                 "blocked_json": "[]",
-                "attention": f"failed in {phase}: {type(exc).__name__}: {exc}"[:300],
+                "attention": f"failed in {phase}: {type(exc).__name__}: {message}"[:300],
             },
+            stopped=True,
         )
-        log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, exc)
+        log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, message)
         return Outcome(self.run_id, OutcomeStatus.FAILED, error=err, phases_run=self.phases_run)
 
     def _complete(self) -> Outcome:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import time
-import unicodedata
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from .outcome import BlockReason
+from .safetext import safe
 from .store.store import Store
 from .workflow import Phase, Workflow
 
@@ -153,12 +153,7 @@ def numbered_diff(old: str, new: str, old_label: str, new_label: str) -> list[st
 
 
 def printable(line: str) -> str:
-    """Stored text shown on a terminal: control characters (escape sequences
-    included) and bidirectional overrides become visible escapes."""
-    out = []
-    for ch in line.expandtabs(4):
-        if ch.isprintable() and unicodedata.category(ch) != "Cf":
-            out.append(ch)
-        else:
-            out.append(ascii(ch)[1:-1])
-    return "".join(out)
+    """A stored line of code shown on a terminal: tabs expanded, then made
+    safe (`safetext.safe`: control characters, escape sequences and bidi
+    overrides become visible escapes)."""
+    return safe(line.expandtabs(4))

@@ -45,6 +45,10 @@ class StepLog:
             if damaged(text, digest)
         ]
 
+    def phases(self) -> frozenset[str]:
+        """The phases that have saved durable steps."""
+        return frozenset(p for p, steps in self._saved.items() if steps)
+
     def saved(self, phase: str) -> Mapping[str, tuple[str, str]]:
         return self._saved.get(phase, {})
 

@@ -50,6 +50,7 @@ class RunSummary:
     attention: str
     blocked_kinds: tuple[str, ...]
     pending_decision: bool = False
+    """An operator's decision waits to be carried out (at the run's next start)."""
 
     @property
     def needs_attention(self) -> bool:
@@ -95,6 +96,7 @@ class RunSummary:
             updated_at=row.updated_at,
             attention=row.attention or "",
             blocked_kinds=tuple(b.get("kind", "") for b in blocked),
+            pending_decision=bool(getattr(row, "pending_decision", False)),
         )
 
 
@@ -278,12 +280,8 @@ def build(
     shape = _json.loads(run.shape_json)
     error = _json.loads(run.error_json) if run.error_json else None
 
-    frontier_phase = None
-    frontier_index = len(shape)
-    for i, p in enumerate(shape):
-        if p["name"] not in state.done and p["name"] not in state.skipped:
-            frontier_phase, frontier_index = p["name"], i
-            break
+    fr = frontier_of(shape, state, steps, effects)
+    frontier_phase = fr.phase if fr.index < fr.of else None
     started = {s.phase for s in steps} | {e.phase for e in effects}
     phases = []
     for p in shape:
@@ -310,20 +308,6 @@ def build(
                 steps_done=int(d.entry.env.get("steps_done", 0)) if d else None,
             )
         )
-
-    if frontier_phase is None:
-        last = state.done.get(shape[-1]["name"]) if shape else None
-        fr = Frontier(
-            phase=shape[-1]["name"] if shape else None,
-            index=len(shape),
-            of=len(shape),
-            steps_done=int(last.entry.env.get("steps_done", 0)) if last else 0,
-        )
-    else:
-        n_steps = sum(1 for s in steps if s.phase == frontier_phase) + sum(
-            1 for e in effects if e.phase == frontier_phase and e.state == "done"
-        )
-        fr = Frontier(phase=frontier_phase, index=frontier_index, of=len(shape), steps_done=n_steps)
 
     effs = tuple(
         EffectView(
@@ -414,6 +398,38 @@ def build(
             )
         ),
     )
+
+
+def frontier_of(shape: list[Any], state: chain.Folded, steps: list[Any], effects: list[Any]) -> Frontier:
+    """Where a resume picks up, from the trusted (verified) chain alone: the
+    first phase neither done nor skipped, and the steps and finished effects
+    recorded in it. The one rule for a run's frontier: the detail, `status
+    RUN` and `--json` build it here, and the runs list reads the run row's
+    frontier columns, which every stop writes from here (`frontier_columns`)."""
+    for i, p in enumerate(shape):
+        name = p["name"]
+        if name not in state.done and name not in state.skipped:
+            n_steps = sum(1 for s in steps if s.phase == name) + sum(
+                1 for e in effects if e.phase == name and e.state == "done"
+            )
+            return Frontier(phase=name, index=i, of=len(shape), steps_done=n_steps)
+    last = state.done.get(shape[-1]["name"]) if shape else None
+    return Frontier(
+        phase=shape[-1]["name"] if shape else None,
+        index=len(shape),
+        of=len(shape),
+        steps_done=int(last.entry.env.get("steps_done", 0)) if last else 0,
+    )
+
+
+def trusted_frontier(run: Any, rows: list[Any], steps: list[Any], effects: list[Any], shape: list[Any]) -> Frontier:
+    """`frontier_of` a run's stored rows: nothing past an integrity failure counts."""
+    return frontier_of(shape, chain.fold(chain.verify_run(run, rows).entries), steps, effects)
+
+
+def frontier_columns(fr: Frontier) -> dict[str, Any]:
+    """The run row's frontier columns (what the runs list shows) for `fr`."""
+    return {"frontier_phase": fr.phase, "frontier_index": fr.index, "steps_done": fr.steps_done}
 
 
 def effect_state(effect: Any, *, holder_alive: bool) -> EffectState:

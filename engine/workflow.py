@@ -49,13 +49,18 @@ def _covered(fn: Callable[..., Any]) -> dict[str, bytes]:
     function or class of the same module it reaches through global names
     (helpers such as the step functions it calls), recursively. A fix in a
     helper is a code change of the phase. Comments count too: an operator
-    would rather see a false alarm than miss a change."""
+    would rather see a false alarm than miss a change.
+
+    Each piece is named by its qualified name alone, not by its module's
+    name: the same file is `__main__` when run as a script, `flow` when
+    imported by name and a generated name when `phasegate resume` loads it
+    by path, and how the code was loaded is no change of the code."""
     module = getattr(fn, "__module__", None)
     seen: dict[str, bytes] = {}
     todo: list[Any] = [fn]
     while todo:
         obj = todo.pop()
-        key = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', repr(obj))}"
+        key = str(getattr(obj, "__qualname__", repr(obj)))
         if key in seen:
             continue
         seen[key] = _source_bytes(obj)
@@ -67,16 +72,19 @@ def _covered(fn: Callable[..., Any]) -> dict[str, bytes]:
             ref = glb.get(name)
             if (inspect.isfunction(ref) or inspect.isclass(ref)) and getattr(ref, "__module__", None) == module:
                 if inspect.isclass(ref):
-                    seen.setdefault(f"{module}.{ref.__qualname__}", _source_bytes(ref))
+                    seen.setdefault(ref.__qualname__, _source_bytes(ref))
                 else:
                     todo.append(ref)
     return seen
 
 
-def _code_hash(covered: dict[str, bytes]) -> str:
+def _code_hash(covered: dict[str, bytes], module: str = "") -> str:
+    """The fingerprint of the covered code. `module` prefixes each name as
+    phasegate before 0.2 did (see `Phase.former_hashes`)."""
     h = hashlib.sha256()
     for key in sorted(covered):
-        h.update(key.encode() + b"\0" + covered[key] + b"\0")
+        h.update(f"{module}.{key}".encode() if module else key.encode())
+        h.update(b"\0" + covered[key] + b"\0")
     return h.hexdigest()[:16]
 
 
@@ -116,6 +124,14 @@ class Phase:
     rederivable: bool = True
     source: str = field(default="", compare=False, repr=False)
     """The text `code_hash` covers (see `_covered`), kept for the sources table."""
+    former_hashes: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    """The same code's fingerprint as earlier versions computed it (with the
+    module's name in it): a run checkpointed by them is not told its code
+    changed when only the fingerprint's recipe did."""
+
+    def runs(self, code: str | None) -> bool:
+        """Whether a recorded fingerprint names this phase's current code."""
+        return code == self.code_hash or code in self.former_hashes
 
     def shape(self) -> dict[str, Any]:
         return {"name": self.name, "needs": list(self.needs)}
@@ -195,6 +211,7 @@ class Workflow:
                     raise WorkflowError(f"phase {pname!r} declares unknown probe {p!r}")
             self._cache.clear()
             covered = _covered(fn)
+            module = str(getattr(fn, "__module__", ""))
             self.phases.append(
                 Phase(
                     name=pname,
@@ -207,6 +224,7 @@ class Workflow:
                     output_type=_return_annotation(fn),
                     rederivable=rederivable,
                     source=_source_text(covered),
+                    former_hashes=(_code_hash(covered, module),),
                 )
             )
             return fn

@@ -1,10 +1,12 @@
 """What the runs screen and the detail screen share: the operator's actions
-on one run, each offered only where it fits why the run is stopped."""
+on one run, each offered only where it fits why the run is stopped, and the
+worker that writes the confirmed decision."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, cast
+from functools import partial
+from typing import ClassVar
 
 from textual import work
 from textual.binding import Binding, BindingType
@@ -15,9 +17,8 @@ from phasegate import PhasegateError, RunView
 
 from .. import service
 from ..actions import ACTIONS, ActionRequest, ActionResult
-
-if TYPE_CHECKING:
-    from ..app import ConsoleApp
+from ..context import ConsoleContext
+from .action_modal import ActionModal
 
 
 class RunActions(Screen[None]):
@@ -33,23 +34,38 @@ class RunActions(Screen[None]):
 
         request: ActionRequest
 
-    def __init__(self) -> None:
+    @dataclass
+    class Decided(Message):
+        """An action landed in the store (posted to the app, which outlives
+        the screen: the operator may have gone back by the time it lands)."""
+
+        run_id: str
+        text: str
+        """One line saying what landed."""
+
+    @dataclass
+    class ActionFailed(Message):
+        """The engine refused an action or a read, or the store could not be
+        written (posted to the app, which shows it)."""
+
+        title: str
+        text: str
+
+    def __init__(self, ctx: ConsoleContext) -> None:
         super().__init__()
+        self.ctx = ctx
+        """The engine, read-only and the clock."""
         self.run_view: RunView | None = None
         """The run the action keys act on, as last read."""
         self.allowed: list[str] = []
         """The actions that fit it (read with it, so they always agree)."""
-
-    @property
-    def console(self) -> ConsoleApp:
-        return cast("ConsoleApp", self.app)
 
     def set_target(self, view: RunView | None, allowed: list[str]) -> None:
         self.run_view, self.allowed = view, allowed
         self.refresh_bindings()
 
     def action_fits(self, name: str) -> bool:
-        return not self.console.read_only and self.run_view is not None and name in self.allowed
+        return not self.ctx.read_only and self.run_view is not None and name in self.allowed
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "decide":
@@ -62,23 +78,39 @@ class RunActions(Screen[None]):
             return
         self._prepare(self.run_view.run_id, name)
 
+    def failed(self, exc: PhasegateError) -> None:
+        """Report a refused read or write (from any thread) to the app."""
+        self.app.post_message(self.ActionFailed(exc.title, exc.message))
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="prepare")
     def _prepare(self, run_id: str, name: str) -> None:
         try:
-            request = service.build_request(self.console.engine, run_id, name)
+            request = service.build_request(self.ctx.engine, run_id, name)
         except PhasegateError as exc:
-            self.console.post_message(self.console.ActionFailed(exc.title, exc.message))
+            self.failed(exc)
             return
         self.post_message(self.RequestReady(request))
 
     def on_run_actions_request_ready(self, message: RequestReady) -> None:
-        from .action_modal import ActionModal
-
         self.app.push_screen(ActionModal(message.request), callback=self._confirmed)
 
     def _confirmed(self, result: ActionResult | None) -> None:
-        if result is not None:
-            self.console.submit(result)
+        if result is None:
+            return
+        # The worker belongs to the app, not to this screen: Esc right after
+        # Enter must not cancel the decision's notice.
+        self.app.run_worker(
+            partial(self._decide, result), thread=True, exclusive=False, exit_on_error=False, group="decide"
+        )
+
+    def _decide(self, result: ActionResult) -> None:
+        """Write the operator's decision through the engine, off the UI thread."""
+        try:
+            text = service.apply(self.ctx.engine, result)
+        except PhasegateError as exc:
+            self.failed(exc)
+            return
+        self.app.post_message(self.Decided(result.run_id, text))
 
     def refresh_data(self) -> None:
         """Re-read what the screen shows (another process may have changed it)."""

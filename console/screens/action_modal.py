@@ -16,16 +16,18 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from phasegate import safe
+
 from .._format import tone
 from ..actions import ActionRequest, ActionResult, Choice
 
 
 def describe(choice: Choice) -> Text:
-    text = Text(choice.summary)
+    text = Text(safe(choice.summary))
     for heading, items in choice.sections:
         text.append("\n")
         text.append(f"{heading}: ", style="bold")
-        text.append("; ".join(items))
+        text.append(safe("; ".join(items)))
     return text
 
 
@@ -48,12 +50,13 @@ class ActionModal(ModalScreen[ActionResult | None]):
         req = self.request
         with Vertical(id="dialog") as box:
             title = Text(f"{req.spec.label}: ", style="bold")
-            title.append(req.run_id)  # literal, whatever it contains
+            title.append(safe(req.run_id))  # literal and escaped, whatever it contains
             box.border_title = f"{req.spec.label} ({req.spec.key})"
             yield Static(title, id="modal-title")
             if req.choose:
                 yield Label(f"choose the {req.choose} (up/down):")
-                yield OptionList(*[Option(Text(c.label), id=str(i)) for i, c in enumerate(req.choices)], id="choices")
+                options = [Option(Text(safe(c.label)), id=str(i)) for i, c in enumerate(req.choices)]
+                yield OptionList(*options, id="choices")
             yield Static(id="preview")
             if req.ask_result:
                 yield Input(
@@ -63,7 +66,7 @@ class ActionModal(ModalScreen[ActionResult | None]):
                 )
             yield Input(placeholder="reason (required, kept in the decision log)", id="reason")
             if req.type_run_id:
-                yield Label("this discards work: type the run id to confirm")
+                yield Label(f"{req.typed_why}: type the run id to confirm")
                 yield Input(placeholder="run id", id="typed")
             yield Static(id="problem")
             yield Static(Text(f"Enter confirm   Esc cancel   or: {req.spec.cli}", style="dim"), id="hint")
@@ -112,7 +115,7 @@ class ActionModal(ModalScreen[ActionResult | None]):
             self._problem("! a reason is required", "#reason")
             return
         if req.type_run_id and self.query_one("#typed", Input).value != req.run_id:
-            self._problem("! type the run id exactly to confirm the reset", "#typed")
+            self._problem(f"! type the run id exactly to confirm the {req.spec.label}", "#typed")
             return
         result_json: str | None = None
         if req.ask_result:

@@ -14,9 +14,10 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
-from phasegate import PhasegateError, RunView
+from phasegate import PhasegateError, RunView, safe
 
 from .. import panels, service
+from ..context import ConsoleContext
 from ..widgets import InfoPanel, PhaseStrip
 from ._run_actions import RunActions
 
@@ -62,14 +63,14 @@ class DetailScreen(RunActions):
         generation: int
         error: str | None = None
 
-    def __init__(self, run_id: str) -> None:
-        super().__init__()
+    def __init__(self, ctx: ConsoleContext, run_id: str) -> None:
+        super().__init__(ctx)
         self.run_id = run_id
         """The run shown (fixed for the life of the screen)."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="detail"):
-            yield Static(Text("reading ") + Text(self.run_id), id="summary")
+            yield Static(Text("reading ") + Text(safe(self.run_id)), id="summary")
             yield PhaseStrip(id="strip")
             for key, title in PANELS:
                 yield InfoPanel(title, id=f"panel-{key}")
@@ -87,7 +88,7 @@ class DetailScreen(RunActions):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="detail")
     def _read(self, run_id: str, generation: int) -> None:
-        engine = self.console.engine
+        engine = self.ctx.engine
         try:
             view = engine.status(run_id)
             allowed = service.allowed(engine, view)
@@ -100,11 +101,11 @@ class DetailScreen(RunActions):
         if message.generation != self._generation:
             return  # superseded by a newer read
         if message.view is None:
-            self.query_one("#summary", Static).update(Text(message.error or "not found"))
+            self.query_one("#summary", Static).update(Text(safe(message.error or "not found")))
             self.set_target(None, [])
             return
         v = message.view
-        self.query_one("#summary", Static).update(panels.summary(v, self.console.clock()))
+        self.query_one("#summary", Static).update(panels.summary(v, self.ctx.clock()))
         self.query_one(PhaseStrip).show(v.phases, v.frontier)
         for key, _title in PANELS:
             renderable, empty = getattr(panels, key)(v)

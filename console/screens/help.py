@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
@@ -16,20 +17,32 @@ from ..actions import ACTIONS
 
 NOTES = (
     "Actions are offered only where they fit why the run is stopped; --read-only offers none.",
-    "Marks: !! blocked  ~~ interrupted  XX failed  >> running  ok completed  << reset.",
+    "Marks: !! blocked  ~~ interrupted  XX failed  => decided (waits to be carried out)  >> running  ok completed  << reset.",
     "Frontier 2/4 charge +3: two of four phases done, three steps done in charge.",
     "The screen refreshes by itself when another process changes the store.",
 )
+
+
+def _declared(node: DOMNode) -> list[Binding]:
+    """A node's bindings as its classes declare them, merged the way Textual
+    merges them (a subclass's binding for a key replaces its base's), read
+    from the public `BINDINGS` rather than Textual's private map."""
+    keys: dict[str, list[Binding]] = {}
+    for base in reversed(type(node).__mro__):
+        own: dict[str, list[Binding]] = {}
+        for b in Binding.make_bindings(vars(base).get("BINDINGS", ())):
+            own.setdefault(b.key, []).append(b)
+        keys.update(own)
+    return [b for bindings in keys.values() for b in bindings]
 
 
 def _bindings_of(screen: Screen[object]) -> list[Binding]:
     seen: list[Binding] = []
     nodes = [screen.app, screen, *screen.query("*")]
     for node in nodes:
-        for _key, bindings in node._bindings.key_to_bindings.items():
-            for b in bindings:
-                if b.id and all(b.id != s.id for s in seen):
-                    seen.append(b)
+        for b in _declared(node):
+            if b.id and all(b.id != s.id for s in seen):
+                seen.append(b)
     return seen
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -13,12 +14,14 @@ from textual.events import Resize
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
-from phasegate import PhasegateError, RunView
+from phasegate import PhasegateError, RunSummary, RunView, safe
 
 from .. import service
+from ..context import ConsoleContext
 from ..widgets import CountsBar, RunsTable
 from ..widgets.runs_table import COLUMNS
 from ._run_actions import RunActions
+from .detail import DetailScreen
 
 SORTS: tuple[tuple[str, str], ...] = (("attention", "needs attention first"),) + tuple(
     (order, label) for _k, label, _w, order in COLUMNS[:-1]
@@ -36,6 +39,7 @@ class RunsScreen(RunActions):
         Binding("s", "cycle_sort", "Sort", id="runs.sort"),
         Binding("S", "reverse_sort", "Reverse", show=False, id="runs.reverse_sort"),
         Binding("escape", "clear_filter", "Clear", show=False, id="runs.clear_filter"),
+        Binding("o", "resort", "Re-sort", show=False, id="runs.resort"),
     ]
 
     AUTO_FOCUS = "#runs"
@@ -45,13 +49,14 @@ class RunsScreen(RunActions):
         ("runs: cycle status filter", "all, needs attention, running, failed, completed (f)", "cycle_status"),
         ("runs: cycle sort column", "needs attention first, or by a column (s)", "cycle_sort"),
         ("runs: reverse sort", "(S)", "reverse_sort"),
+        ("runs: re-sort now", "put rows that changed back in order (o)", "resort"),
     )
 
     @dataclass
     class PageLoaded(Message):
         page: service.RunsPage
         cursor: str
-        """Where the cursor goes: "keep", "first" or "last"."""
+        """Where the cursor goes: "keep", "live" (keep, and hold the rows in place), "first" or "last"."""
         generation: int
         """Which request it answers; an older answer arriving late is dropped."""
 
@@ -61,8 +66,10 @@ class RunsScreen(RunActions):
         allowed: list[str]
         generation: int
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, ctx: ConsoleContext, *, page_size: int = 200) -> None:
+        super().__init__(ctx)
+        self.page_size = page_size
+        """Rows read per page."""
         self.page_offset = 0
         self.filter_index = 0
         self.text = ""
@@ -72,6 +79,11 @@ class RunsScreen(RunActions):
         self._selected: str | None = None
         self._generation = 0
         self._selection_generation = 0
+        self._shown: list[str] = []
+        """The run ids in the order the table shows them."""
+        self.out_of_order = 0
+        """Rows a live refresh left where they were (or added at the end)
+        instead of moving them under the operator's cursor."""
 
     def compose(self) -> ComposeResult:
         yield CountsBar(id="counts")
@@ -93,7 +105,7 @@ class RunsScreen(RunActions):
             table = self.query_one(RunsTable)
             table.set_columns(width)
             if self._page is not None:
-                self._show(self._page, "keep")
+                self._show(self._page, "live")
 
     _page: service.RunsPage | None = None
 
@@ -111,19 +123,19 @@ class RunsScreen(RunActions):
         self._read(self.page_offset, self.filter_index, self.text, self.order, cursor, self._generation)
 
     def refresh_data(self) -> None:
-        self.load("keep")
+        # "live": rows keep their places; only an operator's key re-sorts.
+        self.load("live")
         if self._selected is not None:
             self._read_selection(self._selected)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
     def _read(self, offset: int, filter_index: int, text: str, order: str, cursor: str, generation: int) -> None:
-        engine = self.console.engine
         try:
             page = service.read_page(
-                engine, offset=offset, limit=self.console.page_size, filter_index=filter_index, text=text, order=order
+                self.ctx.engine, offset=offset, limit=self.page_size, filter_index=filter_index, text=text, order=order
             )
         except PhasegateError as exc:
-            self.console.post_message(self.console.ActionFailed(exc.title, exc.message))
+            self.failed(exc)
             return
         self.post_message(self.PageLoaded(page, cursor, generation))
 
@@ -134,11 +146,28 @@ class RunsScreen(RunActions):
         self.page_offset = message.page.offset
         self._show(message.page, message.cursor)
 
+    def _arrange(self, rows: list[RunSummary], cursor: str) -> list[RunSummary]:
+        """The rows in the order to show them. A live refresh keeps the rows
+        already shown where they are (an operator's `g j j w` must reach the
+        run they aimed at) and adds new ones at the end; anything else shows
+        the store's order."""
+        if cursor != "live" or not self._shown:
+            self.out_of_order = 0
+            return rows
+        by_id = {r.run_id: r for r in rows}
+        known = set(self._shown)
+        arranged = [by_id[i] for i in self._shown if i in by_id] + [r for r in rows if r.run_id not in known]
+        fresh = {r.run_id: i for i, r in enumerate(rows)}
+        self.out_of_order = len(arranged) - _longest_rising([fresh[r.run_id] for r in arranged])
+        return arranged
+
     def _show(self, page: service.RunsPage, cursor: str) -> None:
         table = self.query_one(RunsTable)
         keep_id = self._selected
         keep_row, scroll_y = table.cursor_row, table.scroll_y
-        table.show(page.rows, self.console.clock())
+        rows = self._arrange(list(page.rows), cursor)
+        self._shown = [r.run_id for r in rows]
+        table.show(rows, self.ctx.clock())
         table.has_previous = page.offset > 0
         table.has_next = page.offset + page.fetched < page.total
         if cursor == "first":
@@ -150,7 +179,7 @@ class RunsScreen(RunActions):
             row = found if found is not None else min(keep_row, max(table.row_count - 1, 0))
         if table.row_count:
             table.move_cursor(row=row, animate=False, scroll=False)
-            if cursor == "keep":
+            if cursor in ("keep", "live"):
                 table.scroll_to(y=scroll_y, animate=False, immediate=True)
             table.move_cursor(row=row, animate=False, scroll=True)
         else:
@@ -159,7 +188,9 @@ class RunsScreen(RunActions):
         sort_label = SORTS[self.sort_index][1] + (" (reversed)" if self.descending else "")
         first = page.offset + 1 if page.rows else 0
         shown = f"rows {first}-{page.offset + page.fetched} of {page.total}"
-        if self.console.read_only:
+        if self.out_of_order:
+            shown += f"  {self.out_of_order} out of order: o re-sorts"
+        if self.ctx.read_only:
             shown += "  read-only: no actions"
         self.query_one(CountsBar).show(
             page.counts, filter_label=label, sort_label=sort_label, text=self.text, shown=shown
@@ -184,9 +215,9 @@ class RunsScreen(RunActions):
         summary = next((r for r in page.rows if r.run_id == run_id), None) if page else None
         if summary is not None:
             line = Text()
-            line.append(run_id, style="bold")
+            line.append(safe(run_id), style="bold")
             line.append(": ")
-            line.append(summary.reason or f"{summary.status.value}; nothing to decide")
+            line.append(safe(summary.reason or f"{summary.status.value}; nothing to decide"))
             why.update(line)
         if changed:
             self.set_target(None, [])
@@ -198,7 +229,7 @@ class RunsScreen(RunActions):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="selection")
     def _read_run(self, run_id: str, generation: int) -> None:
-        engine = self.console.engine
+        engine = self.ctx.engine
         try:
             view = engine.status(run_id)
             allowed = service.allowed(engine, view)
@@ -216,7 +247,7 @@ class RunsScreen(RunActions):
 
     @on(RunsTable.PageRequested)
     def _page_requested(self, event: RunsTable.PageRequested) -> None:
-        size = self.console.page_size
+        size = self.page_size
         total = self._page.total if self._page else 0
         if event.where == "next":
             self.page_offset += size
@@ -235,10 +266,8 @@ class RunsScreen(RunActions):
         self.action_open()
 
     def action_open(self) -> None:
-        from .detail import DetailScreen
-
         if self._selected is not None:
-            self.app.push_screen(DetailScreen(self._selected))
+            self.app.push_screen(DetailScreen(self.ctx, self._selected))
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
@@ -263,6 +292,9 @@ class RunsScreen(RunActions):
             box.value = ""
             box.display = False
             self.query_one(RunsTable).focus()
+
+    def action_resort(self) -> None:
+        self.load("keep")
 
     def action_cycle_status(self) -> None:
         self.filter_index = (self.filter_index + 1) % len(service.STATUS_FILTERS)
@@ -291,3 +323,16 @@ class RunsScreen(RunActions):
             self.sort_index, self.descending = index, False
         self.page_offset = 0
         self.load("first")
+
+
+def _longest_rising(values: list[int]) -> int:
+    """The length of the longest increasing subsequence: the rows already in
+    their sorted order relative to each other (the rest are out of order)."""
+    tails: list[int] = []
+    for v in values:
+        i = bisect_left(tails, v)
+        if i == len(tails):
+            tails.append(v)
+        else:
+            tails[i] = v
+    return len(tails)

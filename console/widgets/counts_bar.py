@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from phasegate import safe
+
 from .._format import RUN_MARKS, tone
 
 ORDER = ("blocked", "interrupted", "failed", "running", "reset", "completed")
@@ -26,7 +28,7 @@ class CountsBar(Static):
         second = Text(f"show: {filter_label}  sort: {sort_label}  ")
         if text:
             second.append("filter: ")
-            second.append(text, style="bold")  # literal: appended as text, never parsed
+            second.append(safe(text), style="bold")  # literal: appended as text, never parsed
             second.append("  ")
         second.append(shown, style="dim")
         self.update(Text("\n").join([line, second]))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from phasegate import Frontier, PhaseView
+from phasegate import Frontier, PhaseView, safe
 
 from .._format import PHASE_MARKS, marked
 
@@ -28,7 +28,7 @@ def strip(phases: Sequence[PhaseView], frontier: Frontier) -> Text:
         tail.append(f"frontier: all {frontier.of} phases done")
     else:
         tail.append("frontier: ")
-        tail.append(str(frontier.phase), style="bold")
+        tail.append(safe(frontier.phase), style="bold")
         tail.append(f" (phase {frontier.index + 1} of {frontier.of}, {frontier.steps_done} step(s) done in it)")
     tail.append("   [x] done  [~] partial  [ ] open  [!] failed  [-] degraded", style="dim")
     line.append_text(tail)

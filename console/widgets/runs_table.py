@@ -12,9 +12,9 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
 
-from phasegate import RunSummary
+from phasegate import RunSummary, safe
 
-from .._format import age, plain, run_status
+from .._format import age, middle, plain, run_status
 
 #: (key, label, width or None for "what is left", store order when sorted by it)
 COLUMNS: tuple[tuple[str, str, int | None, str], ...] = (
@@ -28,23 +28,42 @@ COLUMNS: tuple[tuple[str, str, int | None, str], ...] = (
 
 
 def column_widths(total: int) -> dict[str, int]:
-    """Fit the table to the terminal: fixed columns, the reason takes the rest."""
+    """Fit the table to the terminal: fixed columns, the reason takes the
+    rest. The run id, which the operator reads and types into `phasegate
+    decide`, comes first: below 100 columns the workflow column goes (the
+    run id usually names it) before the id is cut."""
     widths = {k: w for k, _l, w, _o in COLUMNS if w is not None}
     if total < 100:
-        widths.update(run_id=15, workflow=8, frontier=12, age=4)
-    elif total >= 110:
-        widths.update(run_id=min(32, 24 + (total - 110) // 4))
-    padding = 2 * len(COLUMNS)
+        del widths["workflow"]
+        widths.update(run_id=22, age=4)
+    elif total < 110:
+        widths.update(run_id=24, workflow=10)
+    else:
+        widths.update(run_id=min(32, 26 + (total - 110) // 4))
+    padding = 2 * (len(widths) + 1)
     used = sum(widths.values()) + padding + 1  # the vertical scrollbar
     widths["reason"] = max(10, total - used)
     return widths
 
 
-def frontier(r: RunSummary) -> str:
+def frontier(r: RunSummary, width: int = 40) -> str:
+    """`2/5 analyze +4`: phases done, the frontier phase, steps done in it.
+    Cut to `width` in the phase name, so the numbers always show."""
     if r.frontier_index >= r.phase_count:
         return f"{r.phase_count}/{r.phase_count} done"
+    head = f"{r.frontier_index}/{r.phase_count} "
     steps = f" +{r.steps_done}" if r.steps_done else ""
-    return f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}{steps}"
+    phase = r.frontier_phase or "-"
+    room = max(1, width - len(head) - len(steps))
+    if len(phase) > room:
+        phase = phase[: room - 1] + "…"
+    return head + phase + steps
+
+
+def shown_decided(r: RunSummary) -> bool:
+    """A stopped run an operator has already answered: it waits for the
+    worker (or a resume), not for a person, and says so."""
+    return r.pending_decision and r.needs_attention
 
 
 class RunsTable(DataTable[Text]):
@@ -72,25 +91,30 @@ class RunsTable(DataTable[Text]):
         self.has_next = False
         """More runs after this page."""
         self.has_previous = False
+        self.widths: dict[str, int] = column_widths(80)
+        """The columns shown and their widths (set for the terminal's width)."""
 
     def set_columns(self, width: int) -> None:
-        widths = column_widths(width)
+        self.widths = column_widths(width)
         self.clear(columns=True)
         for key, label, _w, _order in COLUMNS:
-            self.add_column(label, width=widths[key], key=key)
+            if key in self.widths:
+                self.add_column(label, width=self.widths[key], key=key)
 
     def show(self, rows: Sequence[RunSummary], now: float) -> None:
         self.clear()
+        id_width = self.widths.get("run_id", 22)
         for r in rows:
-            self.add_row(
-                plain(r.run_id),
-                plain(r.workflow),
-                run_status(r.status.value),
-                plain(frontier(r)),
-                Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
-                plain(r.reason or "-"),
-                key=r.run_id,
-            )
+            cells = {
+                # Escaped before it is cut, so the cut never splits an escape.
+                "run_id": plain(middle(safe(r.run_id), id_width)),
+                "workflow": plain(r.workflow),
+                "status": run_status("decided" if shown_decided(r) else r.status.value),
+                "frontier": plain(frontier(r, self.widths.get("frontier", 14))),
+                "age": Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
+                "reason": plain(r.reason or "-"),
+            }
+            self.add_row(*(cells[k] for k, *_rest in COLUMNS if k in self.widths), key=r.run_id)
 
     def run_id_at(self, row: int) -> str | None:
         if 0 <= row < self.row_count:

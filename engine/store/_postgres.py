@@ -14,15 +14,32 @@ from sqlalchemy.engine import Engine as SAEngine
 
 from ..errors import StoreError
 
-try:  # psycopg is an optional extra: pip install '.[postgres]'
-    import psycopg
+# psycopg is imported when a PostgreSQL store is opened, not with this module:
+# a command on a SQLite store does not pay for it (about a fifth of a start).
 
-    DriverError: type[BaseException] = psycopg.Error
-except ImportError:  # pragma: no cover - exercised only without the extra
-    psycopg = None  # type: ignore[assignment]
 
-    class DriverError(Exception):  # type: ignore[no-redef]
-        pass
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:  # psycopg is an optional extra: pip install '.[postgres]'
+        raise StoreError("PostgreSQL needs the psycopg driver: pip install 'phasegate[postgres]'") from None
+    return psycopg
+
+
+class _NoDriver(Exception):
+    """Stands for psycopg's errors where psycopg is not installed: nothing raises it."""
+
+
+def __getattr__(name: str) -> Any:
+    # `DriverError` is only asked for by a store that opened PostgreSQL, so
+    # the driver is imported by then.
+    if name == "DriverError":
+        try:
+            import psycopg
+        except ImportError:
+            return _NoDriver
+        return psycopg.Error
+    raise AttributeError(name)
 
 
 CHANNEL = "phasegate"
@@ -45,13 +62,68 @@ def conninfo(target: str) -> str:
     return re.sub(r"^(postgresql|postgres)(\+psycopg)?://", "postgresql://", target)
 
 
+def _userinfo(target: str) -> tuple[int, int] | None:
+    """Where the user info (`user:password`) of a URL is: from after "://"
+    to its last "@" before any "?" or "#". The last, not the first: a
+    password may hold "@" (and "/"), and cutting at the first would show the
+    rest of it."""
+    start = target.find("://")
+    if start < 0:
+        return None
+    start += 3
+    end = len(target)
+    for ch in "?#":
+        i = target.find(ch, start)
+        if i >= 0:
+            end = min(end, i)
+    at = target.rfind("@", start, end)
+    return None if at < 0 else (start, at)
+
+
+#: libpq also takes the password as a query parameter.
+_QUERY_PASSWORD = re.compile(r"([?&]password=)([^&#]*)")
+
+
+def password(target: str) -> str | None:
+    """The password in a URL, as written (None when there is none)."""
+    span = _userinfo(target)
+    if span is not None:
+        _user, sep, pw = target[span[0] : span[1]].partition(":")
+        if sep and pw:
+            return pw
+    m = _QUERY_PASSWORD.search(target)
+    return m.group(2) if m and m.group(2) else None
+
+
 def redact(target: str) -> str:
-    return re.sub(r"://([^:@/]+):[^@/]*@", r"://\1:***@", target)
+    """The URL fit for a message: its password shown as `***`, whole, in the
+    user info or as a query parameter."""
+    target = _QUERY_PASSWORD.sub(r"\1***", target)
+    span = _userinfo(target)
+    if span is None:
+        return target
+    user, sep, _pw = target[span[0] : span[1]].partition(":")
+    if not sep:
+        return target
+    return f"{target[: span[0]]}{user}:***{target[span[1] :]}"
+
+
+def scrub(message: str, target: str) -> str:
+    """A driver's message with the URL's password hidden, should the driver
+    have echoed it (as written, or percent-decoded)."""
+    from urllib.parse import unquote
+
+    pw = password(target)
+    if not pw:
+        return message
+    for form in sorted({pw, unquote(pw)}, key=len, reverse=True):
+        if len(form) >= 3:  # a shorter one would mask ordinary words too
+            message = message.replace(form, "***")
+    return message
 
 
 def make_engine(target: str, *, readonly: bool) -> SAEngine:
-    if psycopg is None:
-        raise StoreError("PostgreSQL needs the psycopg driver: pip install 'phasegate[postgres]'")
+    _psycopg()
     engine = create_engine(sa_url(target), pool_size=4, max_overflow=8, pool_pre_ping=True)
     if readonly:
 
@@ -108,8 +180,7 @@ class ChangeFeed:
     notification arrived since the last call."""
 
     def __init__(self, target: str) -> None:
-        assert psycopg is not None
-        self._conn = psycopg.connect(conninfo(target), autocommit=True)
+        self._conn = _psycopg().connect(conninfo(target), autocommit=True)
         self._conn.execute(f"LISTEN {CHANNEL}")
 
     def changed(self) -> bool:

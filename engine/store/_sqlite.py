@@ -55,6 +55,9 @@ def check_path(path: Path, *, create: bool) -> bool:
     new (created here, mode 0600, or an existing empty file)."""
     if path.is_dir():
         raise StoreError(f"{path} is a folder, not a database file")
+    if path.exists() and not path.is_file():
+        # A FIFO would block the open for ever; a device or socket is no store either.
+        raise StoreError(f"{path} is not a regular file (a FIFO, socket or device), so not a database file")
     if not path.exists():
         if not create:
             raise StoreError(f"no phasegate database at {path}")

@@ -52,7 +52,14 @@ class Store:
         if _postgres.is_url(self.target):
             self.dialect: Any = _postgres
             self.where = _postgres.redact(self.target)
-            self.sa = _postgres.make_engine(self.target, readonly=readonly)
+            if "@" in (_postgres.password(self.target) or ""):
+                # The driver would cut the URL at the first "@" and print the rest of the password as a host.
+                raise StoreError(f"the password in {self.where} holds '@': write it as %40")
+            try:
+                self.sa = _postgres.make_engine(self.target, readonly=readonly)
+            except (ValueError, SQLAlchemyError):
+                # The message could quote the URL; `where` is the one safe to show.
+                raise StoreError(f"not a usable PostgreSQL URL: {self.where}") from None
         elif _looks_like_url(self.target) and not self.target.startswith("sqlite:///"):
             raise StoreError(
                 f"unsupported database URL {self.target.split('://')[0]}://; "
@@ -160,7 +167,11 @@ class Store:
         self.sa.dispose()
 
     def explain(self, exc: BaseException) -> StoreError:
-        return self.dialect.explain(exc, self.where)  # type: ignore[no-any-return]
+        err: StoreError = self.dialect.explain(exc, self.where)
+        if self.dialect is _postgres:
+            err.message = _postgres.scrub(err.message, self.target)
+            err.args = (err.message,)
+        return err
 
     # -- transactions ---------------------------------------------------------
 
@@ -257,8 +268,17 @@ class Store:
         text: str | None = None,
         order: str = "attention",
         now: float | None = None,
+        dead: Sequence[str] = (),
     ) -> list[Row[Any]]:
-        q = select(runs)
+        """A page of run rows, each with `pending_decision` (an operator's
+        decision waits to be carried out). `dead`: running runs whose holder
+        is known dead (a pid on this host), interrupted before their lease lapses."""
+        pending = (
+            select(decisions.c.id)
+            .where(and_(decisions.c.run_id == runs.c.run_id, decisions.c.state == "pending"))
+            .exists()
+        )
+        q = select(runs, pending.label("pending_decision"))
         if statuses:
             q = q.where(runs.c.status.in_(list(statuses)))
         if text:
@@ -266,14 +286,22 @@ class Store:
             q = q.where(or_(runs.c.run_id.like(like), runs.c.workflow.like(like), runs.c.attention.like(like)))
         key, desc = order.lstrip("-"), order.startswith("-")
         if key == "attention":
-            # Needs-attention first: blocked, failed, and running rows whose
-            # lease lapsed (interrupted; a dead pid on this host is refined by
-            # the caller, which sees it row by row).
-            lapsed = and_(
-                runs.c.status == "running",
-                or_(runs.c.lease_expires_at.is_(None), runs.c.lease_expires_at < (now or 0.0)),
+            # An operator works down the list: what needs a person (blocked,
+            # failed, interrupted) first; then what was decided and waits to
+            # be carried out (or a reset waiting to start over); then live
+            # runs; then the rest. Interrupted: a lapsed lease, or a holder
+            # the caller knows is dead.
+            gone = or_(runs.c.lease_expires_at.is_(None), runs.c.lease_expires_at < (now or 0.0))
+            if dead:
+                gone = or_(gone, runs.c.run_id.in_(list(dead)))
+            running = runs.c.status == "running"
+            rank = case(
+                (and_(running, ~gone), 2),
+                (pending, 1),
+                (or_(runs.c.status.in_(["blocked", "failed"]), running), 0),
+                (runs.c.status == "reset", 1),
+                else_=3,
             )
-            rank = case((or_(runs.c.status.in_(["blocked", "failed"]), lapsed), 0), else_=1)
             q = q.order_by(rank, runs.c.updated_at.desc(), runs.c.run_id)
         else:
             # Sortable columns of the console's runs table; a "-" prefix sorts descending.
@@ -342,6 +370,33 @@ class Store:
             .order_by(checkpoints.c.seq)
         )
         return _rowcheck.check_all(checkpoints, conn.execute(q))
+
+    def runs_by_id(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, Row[Any]]:
+        """The rows of these runs (absent ones left out), each checked like `get_run`'s."""
+        rows = conn.execute(select(runs).where(runs.c.run_id.in_(list(run_ids))))
+        return {r.run_id: _rowcheck.check(r) for r in rows}
+
+    def live_chains(self, conn: Connection, run_ids: Sequence[str]) -> Iterator[tuple[str, list[Row[Any]]]]:
+        """The live chain of each run's current epoch, run after run in run-id
+        order, from one streamed query: what `chain` gives for each, without a
+        statement per run. Only one run's rows are held at a time."""
+        q = (
+            select(checkpoints)
+            .join(runs, and_(runs.c.run_id == checkpoints.c.run_id, runs.c.epoch == checkpoints.c.epoch))
+            .where(checkpoints.c.run_id.in_(list(run_ids)), checkpoints.c.status == "live")
+            .order_by(checkpoints.c.run_id, checkpoints.c.seq)
+        )
+        # Streamed: PostgreSQL's client-side cursor would otherwise hold every
+        # output of the page in memory at once.
+        result = conn.execution_options(yield_per=16).execute(q)
+        held: list[Row[Any]] = []
+        for row in result:
+            if held and row.run_id != held[0].run_id:
+                yield held[0].run_id, _rowcheck.check_all(checkpoints, held)
+                held = []
+            held.append(row)
+        if held:
+            yield held[0].run_id, _rowcheck.check_all(checkpoints, held)
 
     def next_seq(self, conn: Connection, run_id: str, epoch: int) -> int:
         q = select(func.max(checkpoints.c.seq)).where(checkpoints.c.run_id == run_id, checkpoints.c.epoch == epoch)

@@ -53,6 +53,8 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
         "console first paint",
         "console peak RSS",
         "live latency",
+        "phasegate status cold start",
+        "PostgreSQL checkpoint",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
     # --quick runs no peers; they are reported as skipped, never faked.

@@ -29,13 +29,17 @@ def offered(app: Any) -> set[str]:
 
 async def open_detail(pilot: Any, run_id: str) -> DetailScreen:
     await settle(pilot)
-    screen = DetailScreen(run_id)
+    screen = DetailScreen(pilot.app, run_id)
     await pilot.app.push_screen(screen)
     await settle(pilot)
     return screen
 
 
-async def decide(pilot: Any, key: str, reason: str, *, before_enter: tuple[str, ...] = ()) -> None:
+async def decide(
+    pilot: Any, key: str, reason: str, *, before_enter: tuple[str, ...] = (), typed: str | None = None
+) -> None:
+    """Open the action's modal, give the reason, confirm; `typed`: the run id,
+    for the actions that ask for it typed out."""
     await pilot.press(key)
     await settle(pilot)
     assert isinstance(pilot.app.screen, ActionModal), f"{key} opened no modal"
@@ -44,6 +48,10 @@ async def decide(pilot: Any, key: str, reason: str, *, before_enter: tuple[str, 
     await pilot.press(*reason)
     await pilot.press("enter")
     await settle(pilot)
+    if typed is not None:
+        assert pilot.app.focused.id == "typed", "the run id was not asked for"
+        await pilot.press(*typed, "enter")
+        await settle(pilot)
 
 
 def pending(db: Path, run_id: str) -> tuple[DecisionView, ...]:
@@ -80,7 +88,9 @@ async def test_decisions_land_in_store(store: Path, make_app: Any, round_: str) 
         for run_id, key, action, choose in ROUNDS[round_]:
             await open_detail(pilot, run_id)
             assert key in offered(app)
-            await decide(pilot, key, f"checked {action}", before_enter=choose)
+            # A retry against a target that does not deduplicate is typed out (#17).
+            typed = run_id if action == "retry_effect" else None
+            await decide(pilot, key, f"checked {action}", before_enter=choose, typed=typed)
             assert isinstance(app.screen, DetailScreen)
             # the screen shows it at once
             assert any(d.action == action for d in app.screen.run_view.pending_decisions)

@@ -40,6 +40,78 @@ def test_console_uses_only_the_public_engine_api(path: Path) -> None:
         assert word not in text, f"{path.name} holds SQL ({word.strip()})"
 
 
+#: What the console may touch on an `Engine`: what its class declares publicly
+#: (methods and properties). Instance attributes such as `store` are not API.
+ENGINE_API = frozenset(n for n in vars(phasegate.Engine) if not n.startswith("_"))
+
+
+def _is_own(node: ast.expr) -> bool:
+    """`self`, `cls` or `super()`: a class's own private names are its business."""
+    if isinstance(node, ast.Name):
+        return node.id in ("self", "cls")
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+
+
+def _names_engine(node: ast.expr) -> bool:
+    """`engine`, `eng` or `<anything>.engine`: an expression holding the Engine."""
+    if isinstance(node, ast.Name):
+        return node.id in ("engine", "eng")
+    return isinstance(node, ast.Attribute) and node.attr == "engine"
+
+
+def private_uses(source: str) -> list[str]:
+    """Every place `source` reaches past a public API: a name imported from
+    `phasegate` that it does not export, `phasegate.X` for such an X, a
+    private attribute (`x._name`) of anything but self/cls/super(), and any
+    attribute of an engine that `Engine` does not declare publicly."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        where = f"line {getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "phasegate":
+            found += [f"{where}: from phasegate import {a.name}" for a in node.names if a.name not in phasegate.__all__]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            found += [f"{where}: import of private {a.name}" for a in node.names if _private(a.name)]
+        elif isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id == "phasegate" and node.attr not in phasegate.__all__:
+                found.append(f"{where}: phasegate.{node.attr}")
+            elif _private(node.attr) and not _is_own(node.value):
+                found.append(f"{where}: .{node.attr}")
+            elif _names_engine(node.value) and node.attr not in ENGINE_API:
+                found.append(f"{where}: engine.{node.attr}")
+    return sorted(found, key=lambda f: int(f.split()[1].rstrip(":")))
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_the_private_name_check_can_fail() -> None:
+    bad = (
+        "from phasegate import Engine, _json\n"
+        "import phasegate\n"
+        "def f(engine, app, self):\n"
+        "    engine.store.path\n"
+        "    app.engine._view(1)\n"
+        "    app._bindings\n"
+        "    phasegate.Store\n"
+        "    self._mine, super()._hook, engine.status('x')\n"
+    )
+    assert private_uses(bad) == [
+        "line 1: from phasegate import _json",
+        "line 4: engine.store",
+        "line 5: ._view",
+        "line 6: ._bindings",
+        "line 7: phasegate.Store",
+    ]
+
+
+@pytest.mark.parametrize("path", sorted(CONSOLE.rglob("*.py")), ids=lambda p: str(p.relative_to(CONSOLE)))
+def test_console_uses_no_private_name(path: Path) -> None:
+    """#10: the console reaches the store only through the public API (and
+    Textual only through its public one: a private name changes without notice)."""
+    assert not private_uses(path.read_text()), f"{path.relative_to(CONSOLE)}: {private_uses(path.read_text())}"
+
+
 def test_engine_public_names_used_by_console_exist() -> None:
     for name in ("Engine", "PhasegateError", "Preview", "RunStatus", "RunSummary", "RunView", "default_db"):
         assert name in phasegate.__all__

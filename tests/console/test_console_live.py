@@ -44,7 +44,7 @@ async def test_change_by_another_process_shows_up(store: Path, make_app: Any, ev
         # keep a row selected that is not the one that changes
         table.move_cursor(row=table.get_row_index(fx.INTEGRITY))
         await settle(pilot)
-        detail = DetailScreen(fx.ENV_MISMATCH)
+        detail = DetailScreen(app, fx.ENV_MISMATCH)
         await app.push_screen(detail)
         await settle(pilot)
         assert detail.run_view is not None and not detail.run_view.pending_decisions

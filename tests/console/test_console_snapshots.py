@@ -29,7 +29,7 @@ MODALS = [
 def _detail(run_id: str, keys: tuple[str, ...] = ()) -> Any:
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
-        await pilot.app.push_screen(DetailScreen(run_id))
+        await pilot.app.push_screen(DetailScreen(pilot.app, run_id))
         await settle(pilot)
         if keys:
             await pilot.press(*keys)

@@ -127,3 +127,15 @@ def test_force_replaces_it_and_stops_the_old_live_run(demo: tuple[Path, Any, lis
     runs = status(db)
     assert sum(r["status"] == "running" for r in runs) == 1
     assert len(runs) == len(demo[2])
+
+
+def test_list_and_detail_show_one_frontier_for_every_run(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    """#17 finding 1: the list (what `phasegate status` and the console's list
+    read) and the detail (`status --json`) agree, the integrity-blocked run too."""
+    from phasegate import Engine
+
+    db, _proc, runs = demo
+    with Engine(db, create=False, readonly=True) as eng:
+        listed = {r.run_id: (r.frontier_index, r.phase_count, r.frontier_phase) for r in eng.runs()}
+    detail = {r["run_id"]: (r["frontier"]["index"], r["frontier"]["of"], r["frontier"]["phase"]) for r in runs}
+    assert listed == detail

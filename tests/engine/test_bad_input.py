@@ -4,7 +4,9 @@ store (if there is one) is left exactly as it was."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 
 import pytest
 from engine_harness import BILLING_FILE, one_line_error
@@ -174,3 +176,100 @@ def test_status_json_has_the_documented_fields(h):
     assert all({"probe", "saved", "current", "changed"} <= set(e) for e in st["env"])
     assert all({"what", "bytes", "why_safe"} <= set(c) for c in st["prune_candidates"])
     assert st["prune_candidates"] and st["env"]
+
+
+# -- issue #16, finding 10: input that gave a traceback or a hang ----------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["run", TARGET, "--run-id", "r2", "--input-file", "{deep}"], "nested too deeply"),
+        (["decide", "r1", "confirm_effect", "--reason", "x", "--result", DEEP[:20_000] + DEEP[-20_000:]], "deeply"),
+        (["run", TARGET, "--run-id", "r2", "--input", '{"a": "\\ud800"}'], "lone surrogate"),
+        (["run", TARGET, "--run-id", "r2", "--input", '{"a": "\udc80"}'], "not valid UTF-8"),
+        (["run", TARGET, "--run-id", "r\udcff2", "--input", "{}"], "not valid UTF-8"),
+        (["decide", "r1", "reset", "--reason", "why \udcff"], "--reason is not valid UTF-8"),
+        (["run", TARGET, "--run-id", "r2", "--input-file", "{latin1}"], "is not UTF-8 text"),
+        (["worker", "--poll", "inf"], "finite number of seconds > 0"),
+        (["worker", "--poll", "-1"], "finite number of seconds > 0"),
+        (["worker", "--poll", "nan"], "finite number of seconds > 0"),
+        (["worker", "--jobs", "0"], "at least 1"),
+        (["watch", "--exec", "true", "--backoff", "nan"], "finite number of seconds > 0"),
+        (["run", TARGET, "--run-id", "r2\u202e", "--input", "{}"], "run id"),
+    ],
+    ids=[
+        "deep-input-file",
+        "deep-result",
+        "json-surrogate",
+        "argv-surrogate-input",
+        "argv-bytes-run-id",
+        "argv-bytes-reason",
+        "latin1-input-file",
+        "poll-inf",
+        "poll-negative",
+        "poll-nan",
+        "jobs-zero",
+        "backoff-nan",
+        "bidi-run-id",
+    ],
+)
+def test_input_that_used_to_traceback_or_hang_is_one_line(h, tmp_path, args, words):
+    (tmp_path / "deep.json").write_text(DEEP)
+    (tmp_path / "latin1.json").write_bytes(b'{"a": "caf\xe9"}')
+    files = {"{deep}": str(tmp_path / "deep.json"), "{latin1}": str(tmp_path / "latin1.json")}
+    args = [files.get(a, a) for a in args]
+    before = _existing_store(h)
+    p = h.cli(*args)
+    assert words in one_line_error(p)
+    assert h.dump() == before
+
+
+@pytest.mark.parametrize(
+    "env,args",
+    [
+        ({"PHASEGATE_LEASE_SECONDS": "nan"}, ["run", TARGET, "--run-id", "r1", "--input", "{}"]),
+        ({"PHASEGATE_LEASE_SECONDS": "-5"}, ["run", TARGET, "--run-id", "r1", "--input", "{}"]),
+        ({"PHASEGATE_LEASE_SECONDS": "inf"}, ["worker", "--once"]),
+        ({"PHASEGATE_RETENTION_DAYS": "nan"}, ["prune"]),
+        ({}, ["run", TARGET, "--run-id", ""]),
+        ({}, ["run", TARGET, "--run-id", "a\x9bb", "--input", "{}"]),
+    ],
+    ids=["lease-nan", "lease-negative", "lease-inf", "retention-nan", "empty-run-id", "c1-run-id"],
+)
+def test_bad_settings_create_no_store(h, env, args):
+    p = h.cli(*args, env=env)
+    one_line_error(p)
+    if h.backend == "sqlite":
+        assert not h.db.exists()
+    else:
+        assert h.sql("SELECT to_regclass('phasegate_runs')") == [(None,)]
+
+
+@pytest.mark.sqlite_only
+def test_a_fifo_as_the_database_is_refused_not_waited_on(h):
+    os.mkfifo(h.db)
+    for args in (["status"], ["run", TARGET, "--run-id", "r1", "--input", h.inputs()], ["verify"]):
+        p = h.cli(*args)  # a hang here is the bug; the harness's timeout ends it
+        assert "not a regular file" in one_line_error(p)
+    assert stat.S_ISFIFO(os.stat(h.db).st_mode)
+
+
+@pytest.mark.parametrize("char", ["\udcff", "\x00"], ids=["surrogate", "nul"])
+def test_a_phase_error_no_backend_can_store_is_recorded_escaped(h, tmp_path, char):
+    flow = tmp_path / "odd_error.py"
+    flow.write_text(
+        "from phasegate import Workflow\n"
+        "wf = Workflow('odd-error')\n"
+        "@wf.phase()\n"
+        "def only(ctx):\n"
+        f"    raise ValueError('bad' + {char!r} + 'text')\n"
+    )
+    p = h.cli("run", f"{flow}:wf", "--run-id", "r1", "--input", "{}")
+    assert p.returncode == 1, p
+    assert "Traceback" not in p.stderr
+    st = h.status("r1")
+    assert st["status"] == "failed"
+    assert st["error"]["message"] == "bad" + ("<U+DCFF>" if char != "\x00" else "\\x00") + "text"

@@ -160,6 +160,28 @@ def test_engine_import_does_not_load_a_ui_toolkit():
     assert p.stdout.strip() == "[]"
 
 
+def test_status_and_verify_start_without_the_heavy_imports(tmp_path):
+    """`status`, `decide` and `verify` on a SQLite store run on SQLAlchemy Core
+    and the driver: no UI toolkit, no file watcher, no ORM, no pydantic, no
+    PostgreSQL driver (each was a measurable part of their start)."""
+    heavy = ("textual", "rich", "watchfiles", "sqlmodel", "sqlalchemy.orm", "pydantic", "psycopg")
+    db = tmp_path / "s.db"
+    code = (
+        "import sys\n"
+        "from phasegate.cli import main\n"
+        "for args in (['status', '--db', sys.argv[1]], ['status', '--json', '--db', sys.argv[1]],"
+        " ['verify', '--db', sys.argv[1]]):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({heavy!r})), file=sys.stderr)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == "[]", p.stderr
+
+
 def test_nothing_read_from_the_store_is_unpickled_or_evaluated():
     for path in (ROOT / "engine").rglob("*.py"):
         text = path.read_text()

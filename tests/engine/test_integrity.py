@@ -223,3 +223,32 @@ def test_a_damaged_effect_record_stops_the_run_without_charging_again(h):
     assert p.returncode == 3, p
     assert "integrity" in p.stdout and "charge:inv-0" in p.stdout
     assert len(h.charges()) == charges
+
+
+def test_verify_checks_hashes_by_default_and_parses_outputs_with_deep(h):
+    """A forged head whose output does not parse but whose hashes were all
+    recomputed: plain verify (hashes and links, at hashing speed) passes it;
+    --deep parses every output and names it."""
+    import hashlib
+
+    assert h.run("r1", kill="start:report").killed
+    row = h.checkpoint("r1", "charge")
+    forged = '{"charged":['
+    env = json.loads(row["envelope"])
+    env["output_hash"] = hashlib.sha256(forged.encode()).hexdigest()
+    envelope = json.dumps(env, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(envelope.encode()).hexdigest()
+    h.sql(
+        "UPDATE phasegate_checkpoints SET output_json=?, envelope=?, payload_hash=? WHERE run_id='r1' AND phase='charge'",
+        (forged, envelope, digest),
+    )
+    h.sql("UPDATE phasegate_runs SET head_hash=? WHERE run_id='r1'", (digest,))
+
+    plain = h.cli("verify", "--json")
+    assert plain.returncode == 0, plain
+    assert [r["ok"] for r in json.loads(plain.stdout)] == [True]
+    deep = h.cli("verify", "--deep")
+    assert deep.returncode == 3, deep
+    assert "DAMAGED   r1: checkpoint" in deep.stdout and "output does not parse" in deep.stdout
+    st = h.status("r1")
+    assert st["status"] == "blocked" and st["blocked"][0]["failure"]["what"] == "parse"

@@ -149,3 +149,17 @@ def test_canonical_json_is_one_string_per_value(value):
 def test_values_json_cannot_hold_are_refused(bad):
     with pytest.raises(UsageError):
         _json.dumps({"x": bad})
+
+
+def test_an_unparseable_output_with_matching_hashes_is_found_only_when_parsing():
+    rows = _chain(1)
+    forged = '{"rows":['
+    env = json.loads(rows[0].envelope)
+    env["output_hash"] = _json.sha256(forged)
+    rows[0].envelope = _json.dumps(env)
+    rows[0].payload_hash = _json.sha256(rows[0].envelope)
+    rows[0].output_json = forged
+    args = dict(run_id="r1", epoch=0, inputs_hash=INPUTS, head_seq=0, head_hash=rows[0].payload_hash)
+    fast = chain.verify(rows, **args, parse_outputs=False)
+    assert fast.failure is None and fast.entries[0].output_ok is False  # no output handed on unparsed
+    assert chain.verify(rows, **args).failure.what == "parse"

@@ -16,8 +16,6 @@ import ast
 from collections.abc import Iterable
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Folder -> the dotted name it is installed as (pyproject's package-dir).
@@ -188,7 +186,6 @@ def test_no_import_circle_in_the_engine() -> None:
     assert not cycles(edges), "import circles in engine/:\n" + report(edges)
 
 
-@pytest.mark.xfail(strict=True, reason="the console's circle (app <-> screens) is being removed in #10")
 def test_no_import_circle_in_the_console() -> None:
     edges = graph(ROOT / "console", "phasegate.console")
     assert not cycles(edges), "import circles in console/:\n" + report(edges)

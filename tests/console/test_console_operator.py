@@ -1,0 +1,214 @@
+"""#17: the console an on-call operator trusts at 3 a.m. Each test is one
+finding, driven with keys through Pilot on a real store."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from phasegate import Engine
+from phasegate.console.app import ConsoleApp
+from phasegate.console.screens.action_modal import ActionModal
+from phasegate.console.screens.detail import DetailScreen
+from phasegate.console.widgets import RunsTable
+from phasegate.console.widgets.runs_table import frontier
+from tests.console import fixtures as fx
+from tests.console import wf as fixture_wf
+from tests.console.pilot_helpers import settle
+
+pytestmark = pytest.mark.anyio
+
+#: Run ids that differ only at their end, as dated runs do.
+LOOKALIKES = ("pipeline-orders-2026-11-27", "pipeline-orders-2026-11-28", "pipeline-orders-2026-11-29")
+
+
+def add_lookalikes(db: Path) -> None:
+    with fx.quiet_engine(), Engine(db, clock=fx.frozen(fx.NOW - 600), lease_seconds=fx.LEASE) as eng:
+        for run_id in LOOKALIKES:
+            eng.run(fixture_wf.wf, run_id, {"invoices": 1})
+
+
+def column(table: RunsTable, key: str) -> dict[str, str]:
+    """What the table shows in one column, by run id (a cell wider than its
+    column would be cut at its end: the test fails on that too)."""
+    width = table.columns[key].width  # type: ignore[index]
+    cells = {str(row.key.value): table.get_cell(row.key, key).plain for row in table.ordered_rows}
+    assert all(len(c) <= width for c in cells.values()), (width, cells)
+    return cells
+
+
+async def test_the_list_shows_the_frontier_the_detail_shows(store: Path, make_app: Any) -> None:
+    """Finding 1: the integrity-blocked run's frontier is the trusted one in both views."""
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        listed = column(table, "frontier")
+        for run_id in fx.STOPPED.values():
+            detail = DetailScreen(app, run_id)
+            await app.push_screen(detail)
+            await settle(pilot)
+            assert detail.run_view is not None
+            fr = detail.run_view.frontier
+            expected = f"{fr.index}/{fr.of}"
+            assert listed[run_id].startswith(expected), (run_id, listed[run_id], fr)
+            if fr.index < fr.of:
+                assert str(fr.phase) in listed[run_id], (run_id, listed[run_id], fr)
+            await pilot.press("escape")
+            await settle(pilot)
+        summary = next(r for r in app.engine.runs() if r.run_id == fx.INTEGRITY)
+        assert listed[fx.INTEGRITY] == frontier(summary)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_run_ids_can_be_told_apart_at_80_and_100_columns(
+    store: Path, make_app: Any, size: tuple[int, int]
+) -> None:
+    """Finding 2: ids that differ at their end keep their end; none is cut to the same text."""
+    add_lookalikes(store)
+    app = make_app(store)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        ids = column(app.screen.query_one(RunsTable), "run_id")
+        assert len(set(ids.values())) == len(ids), ids
+        for run_id in LOOKALIKES:
+            assert ids[run_id].endswith("2026-11-" + run_id[-2:]), ids[run_id]
+            assert ids[run_id].startswith("pipeline"), ids[run_id]
+
+
+def order(table: RunsTable) -> list[str]:
+    return [str(row.key.value) for row in table.ordered_rows]
+
+
+async def refresh(pilot: Any) -> None:
+    """What the live feed does when another process commits."""
+    pilot.app.post_message(ConsoleApp.DataChanged("poll"))
+    await settle(pilot)
+
+
+async def test_a_live_refresh_never_moves_the_row_under_the_cursor(store: Path, make_app: Any) -> None:
+    """Finding 3: decisions made elsewhere reorder the store's sort, not the
+    rows in front of the operator; `o` re-sorts, decided runs below those
+    still needing a person, marked as decided."""
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        before = order(table)
+        target = before[4]
+        await pilot.press("g", *["j"] * 4)
+        await settle(pilot)
+        assert table.run_id_at(table.cursor_row) == target
+        # Another operator answers two runs above the cursor.
+        above = [r for r in before[:4] if r in (fx.ENV_MISMATCH, fx.INTEGRITY, fx.BELOW_FLOOR, fx.IN_DOUBT)]
+        with Engine(store, clock=fx.frozen()) as eng:
+            for run_id in above[:2]:
+                action = {fx.ENV_MISMATCH: "approve", fx.IN_DOUBT: "confirm_effect"}.get(run_id, "degrade")
+                eng.decide(run_id, action, reason="from the shell", effect=_in_doubt_key(eng, run_id))
+        await refresh(pilot)
+        assert order(table) == before
+        assert table.run_id_at(table.cursor_row) == target
+        assert table.cursor_row == 4
+        for run_id in above[:2]:
+            assert table.get_cell(run_id, "status").plain == "=> decided"
+        assert "out of order: o re-sorts" in _header(app)
+
+        await pilot.press("o")
+        await settle(pilot)
+        now = order(table)
+        assert table.run_id_at(table.cursor_row) == target  # the same run, wherever it went
+        assert "out of order" not in _header(app)
+        needing = [
+            r for r in now if table.get_cell(r, "status").plain.split()[-1] in ("blocked", "failed", "interrupted")
+        ]
+        decided = [r for r in now if table.get_cell(r, "status").plain == "=> decided"]
+        assert set(decided) == set(above[:2])
+        assert max(now.index(r) for r in needing) < min(now.index(r) for r in decided), now
+        assert now.index(fx.RUNNING) > max(now.index(r) for r in decided)
+        assert now[-1] == fx.COMPLETED
+
+
+def _in_doubt_key(eng: Engine, run_id: str) -> str | None:
+    keys = [e.key for e in eng.status(run_id).effects if e.state == "in_doubt"]
+    return keys[0] if keys else None
+
+
+def _header(app: Any) -> str:
+    return str(app.screen.query_one("#counts").render())
+
+
+async def test_a_dead_holder_on_this_host_is_interrupted_from_the_first_frame(store: Path, make_app: Any) -> None:
+    """Finding 3: a run whose process died on this host is placed with the
+    runs that need a person at once, not when its lease lapses."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # a pid that was a process of this host and is no more
+    con = sqlite3.connect(store)
+    with con:
+        con.execute("UPDATE phasegate_runs SET lease_pid = ? WHERE run_id = ?", (child.pid, fx.RUNNING))
+    con.close()
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        rows = order(table)
+        assert table.get_cell(fx.RUNNING, "status").plain == "~~ interrupted"
+        needing = [r for r in rows if table.get_cell(r, "status").plain.split()[-1] in ("blocked", "failed")]
+        # Among them (the newest change first), not after them as a live run would be.
+        assert rows.index(fx.RUNNING) < max(rows.index(r) for r in needing), rows
+
+
+async def test_a_retry_against_a_target_that_does_not_deduplicate_is_typed_out(store: Path, make_app: Any) -> None:
+    """Finding 4: the one action that can charge a card twice asks what reset
+    asks, and says how to check the outside system first."""
+    key = f"{fx.IN_DOUBT}/charge/charge:inv-1"
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.IN_DOUBT))
+        await settle(pilot)
+        await pilot.press("t")
+        await settle(pilot)
+        modal = app.screen
+        assert isinstance(modal, ActionModal)
+        preview = str(modal.query_one("#preview").render())
+        assert f"check first: look key {key} up in the target system" in preview
+        assert "does not deduplicate" in preview
+        await pilot.press(*"not in the gateway", "enter")
+        await settle(pilot)
+        assert app.screen is modal  # Enter alone did not confirm
+        assert app.focused.id == "typed"
+        assert "type the run id exactly" in str(modal.query_one("#problem").render())
+        with Engine(store) as eng:
+            assert not eng.status(fx.IN_DOUBT).pending_decisions
+        await pilot.press(*fx.IN_DOUBT, "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+    with Engine(store) as eng:
+        (d,) = eng.status(fx.IN_DOUBT).pending_decisions
+    assert (d.action, d.effect, d.reason) == ("retry_effect", key, "not in the gateway")
+
+
+async def test_a_decision_on_top_of_a_pending_one_names_it_and_is_typed_out(store: Path, make_app: Any) -> None:
+    """Finding 4: a rewind offered after a pending confirm_effect names it, and
+    does not list the confirmed charge as one that may be called again."""
+    key = f"{fx.IN_DOUBT}/charge/charge:inv-1"
+    with Engine(store, clock=fx.frozen()) as eng:
+        eng.decide(fx.IN_DOUBT, "confirm_effect", reason="seen in the gateway", effect=key)
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.IN_DOUBT))
+        await settle(pilot)
+        await pilot.press("w")
+        await settle(pilot)
+        modal = app.screen
+        assert isinstance(modal, ActionModal), "rewind is not offered on top of a pending confirmation"
+        preview = str(modal.query_one("#preview").render())
+        assert "already decided, pending: confirm_effect" in preview and "seen in the gateway" in preview
+        assert preview.count(key) == 1, preview  # named as pending, not under "may call again"
+        assert modal.request.type_run_id
