@@ -163,6 +163,6 @@ class DeadEnds(RuleBasedStateMachine):
 
 
 DeadEnds.TestCase.settings = settings(
-    max_examples=25, stateful_step_count=10, deadline=None, suppress_health_check=list(HealthCheck)
+    max_examples=15, stateful_step_count=10, deadline=None, suppress_health_check=list(HealthCheck)
 )
 test_no_dead_ends = DeadEnds.TestCase
