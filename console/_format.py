@@ -14,6 +14,7 @@ RUN_MARKS: dict[str, tuple[str, str]] = {
     "blocked": ("!!", "bold yellow"),
     "failed": ("XX", "bold red"),
     "interrupted": ("~~", "bold yellow"),
+    "stalled": ("||", "bold yellow"),
     "running": (">>", "cyan"),
     "completed": ("ok", "green"),
     "reset": ("<<", "magenta"),

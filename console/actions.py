@@ -73,6 +73,7 @@ ACTIONS: tuple[ActionSpec, ...] = (
 )
 
 BY_NAME: dict[str, ActionSpec] = {a.name: a for a in ACTIONS}
+BY_KEY: dict[str, ActionSpec] = {a.key: a for a in ACTIONS}
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,10 @@ class Choice:
     label: str
     summary: str
     sections: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    """(heading, items) pairs: "re-runs", "may call again", "sets aside", "keeps"."""
+    """(heading, items) pairs: "accepts", "re-runs", "may call again", "sets aside", "keeps"."""
+    expect_env: str | None = None
+    """For an approval: the hash of the values shown, so the engine refuses
+    it if the run was blocked on other values since the modal was read."""
 
 
 @dataclass(frozen=True)
@@ -120,3 +124,5 @@ class ActionResult:
     """The phase (rewind) or effect key (confirm/retry) chosen, if any."""
     result_json: str | None = None
     """A confirmation's result, as the JSON text the operator typed."""
+    expect_env: str | None = None
+    """For an approval: the env hash of the preview the operator confirmed."""

@@ -4,7 +4,11 @@ API, run from worker threads. Nothing here imports Textual."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from phasegate import (
     DecisionView,
@@ -102,6 +106,7 @@ def _sections(pv: Preview, view: RunView, effect: str | None = None) -> tuple[tu
     confirmed = {d.effect for d in view.pending_decisions if d.action == "confirm_effect" and d.effect}
     again = [k for k in pv.effects_again if k not in confirmed]
     for label, items in (
+        ("accepts", pv.accepts),
         ("re-runs", pv.rerun),
         ("may call again", again),
         ("sets aside", pv.discarded),
@@ -109,6 +114,8 @@ def _sections(pv: Preview, view: RunView, effect: str | None = None) -> tuple[tu
     ):
         if items:
             out.append((label, tuple(items)))
+    if pv.env_hash:
+        out.append(("env hash", (pv.env_hash,)))
     return tuple(out)
 
 
@@ -195,7 +202,7 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
 
 
 def _choice(view: RunView, pv: Preview, value: str | None, label: str, *, effect: str | None = None) -> Choice:
-    return Choice(value, label, pv.summary, _sections(pv, view, effect))
+    return Choice(value, label, pv.summary, _sections(pv, view, effect), expect_env=pv.env_hash)
 
 
 def apply(engine: Engine, result: ActionResult) -> str:
@@ -210,7 +217,54 @@ def apply(engine: Engine, result: ActionResult) -> str:
         reason=result.reason,
         phase=result.choice if name == "rewind" else None,
         effect=result.choice if name in ("confirm_effect", "retry_effect") else None,
+        expect_env=result.expect_env if name == "approve" else None,
         **({"result": json.loads(result.result_json)} if result.result_json is not None else {}),
     )
-    when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
+    when = (
+        "applied"
+        if d.state == "applied"
+        else "recorded; it applies at the run's next start (a worker's, or e resumes it now)"
+    )
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"
+
+
+def can_resume(view: RunView) -> str:
+    """Empty when `phasegate resume` would move this run on now; else why not."""
+    if view.status is RunStatus.RUNNING:
+        return "it is running (its process is alive)"
+    if view.status is RunStatus.COMPLETED:
+        return "it is completed"
+    if not view.target:
+        return "it has no stored target (it was run from code); resume it there"
+    if view.status in (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.RESET) or view.pending_decisions:
+        return ""
+    return "it is blocked with nothing decided: decide first"
+
+
+@dataclass(frozen=True)
+class Resumed:
+    run_id: str
+    pid: int
+    log: Path
+
+
+def resume_now(engine: Engine, run_id: str) -> Resumed:
+    """Start `phasegate resume RUN` detached from the console (it goes on if
+    the console quits), its output appended to a log beside the store."""
+    db = engine.db_file
+    if db is None:
+        raise UsageError(f"resume from the console needs an SQLite store; run: phasegate resume {run_id}")
+    logs = db.parent / f"{db.name}.logs"
+    logs.mkdir(exist_ok=True)
+    log = logs / f"resume-{run_id}.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "phasegate", "resume", run_id, "--db", str(db)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # not stopped by the console's Ctrl-C or its exit
+        )
+    # Reaped when it ends, so a long console session leaves no zombie behind.
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+    return Resumed(run_id, proc.pid, log)

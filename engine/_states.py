@@ -17,9 +17,12 @@ class RunStatus(StrEnum):
     INTERRUPTED = "interrupted"
     BLOCKED = "blocked"
     RESET = "reset"
+    #: Stored `running`, its holder alive on this host but past its lease
+    #: (frozen, starved or stuck on a lock): not dead, not to be taken over lightly.
+    STALLED = "stalled"
 
 
-RunStatusName = Literal["running", "completed", "failed", "interrupted", "blocked", "reset"]
+RunStatusName = Literal["running", "completed", "failed", "interrupted", "blocked", "reset", "stalled"]
 
 
 class OutcomeStatus(StrEnum):

@@ -7,8 +7,10 @@ its bytes still hash to what the run's chain says.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -23,36 +25,72 @@ MISSING = Missing()
 
 
 def archive_dir(db_path: Path | None, configured: str | None) -> Path:
+    """Where archives go, as an absolute path: it is stored with each archived
+    output, and a relative one would mean another folder to a process started
+    elsewhere (its output then missing, and its phase silently re-run)."""
     if configured:
-        return Path(configured)
+        return Path(configured).expanduser().absolute()
     base = db_path if db_path is not None else Path("phasegate")
-    return base.with_name(base.name + ".archive")
+    return base.with_name(base.name + ".archive").absolute()
+
+
+def own_folder(folder: Path) -> None:
+    """Make `folder` private (0700), or check that the one already there is
+    this user's own and writable by nobody else: in a folder someone else can
+    write, a planted link would turn an archive write into an overwrite of
+    any file this user can write, reported hash-matched."""
+    try:
+        os.mkdir(folder, 0o700)
+        return
+    except FileExistsError:
+        pass
+    st = os.lstat(folder)
+    if stat.S_ISLNK(st.st_mode):
+        raise OSError(f"{folder} is a symbolic link, not a folder of phasegate's own")
+    if not stat.S_ISDIR(st.st_mode):
+        raise OSError(f"{folder} is not a folder")
+    if st.st_uid != os.geteuid():
+        raise OSError(f"{folder} belongs to user id {st.st_uid}, not to this user ({os.geteuid()})")
+    if st.st_mode & 0o022:
+        raise OSError(f"{folder} can be written by others (mode {stat.S_IMODE(st.st_mode):o})")
+
+
+#: Never through a link, never onto a file that is already there.
+_CREATE = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def write_archive(folder: Path, name: str, payload: dict[str, Any]) -> tuple[Path, str]:
     """Write, fsync, then read back and compare: the archive counts only once
-    its bytes are known to be on disk as written."""
-    # mkdir(parents=True) gives the parents the default mode (0777 less the
-    # umask): the archive root is made first, explicitly private.
-    folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    folder.mkdir(mode=0o700, exist_ok=True)
+    its bytes are known to be on disk as written. `folder` (a run's folder in
+    the archive root) and the root are phasegate's own (`own_folder`)."""
+    # The root's parents get the default mode; the root and the run's folder
+    # are made private here, or checked to be.
+    folder.parent.parent.mkdir(parents=True, exist_ok=True)
+    own_folder(folder.parent)
+    own_folder(folder)
     text = _json.dumps(payload).encode("utf-8")
     digest = hashlib.sha256(text).hexdigest()
     path = folder / name
     tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+    # A leftover of a crashed write (or anything at that name) is removed,
+    # not followed: unlink acts on a link itself.
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    fd = os.open(tmp, _CREATE, 0o600)
     try:
         os.write(fd, text)
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+    os.replace(tmp, path)  # a rename: replaces a link at `path`, never writes through it
     dfd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dfd)
     finally:
         os.close(dfd)
-    back = hashlib.sha256(path.read_bytes()).hexdigest()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        back = hashlib.sha256(fh.read()).hexdigest()
     if back != digest:
         raise OSError(f"archive {path} read back with hash {back}, wrote {digest}")
     return path, digest

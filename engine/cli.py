@@ -5,7 +5,9 @@ Exit codes (the contract scripts rely on):
   1  the run failed (a phase raised)
   2  bad usage or an unusable database (one line, nothing changed)
   3  blocked for an operator (reasons printed one a line), or `verify` found damage
-  4  the run is held by another live process
+  4  the run is held by another live process, or its holder is stalled (alive
+     on this host past its lease: `resume --force` / `decide --force`), or this
+     process lost its lease
 """
 
 from __future__ import annotations
@@ -164,7 +166,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if not view.target:
             raise UsageError(f"run {args.run_id!r} has no stored target; run it from code with Engine.run")
         wf = load(view.target)
-        return _print_outcome(eng.run(wf, args.run_id, target=view.target))
+        return _print_outcome(eng.run(wf, args.run_id, target=view.target, force=args.force))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -248,12 +250,20 @@ def cmd_decide(args: argparse.Namespace) -> int:
     with _engine(args) as eng:
         if args.dry_run:
             pv = eng.preview(
-                args.run_id, args.action, phase=args.phase, effect=args.effect, result=result, reason=args.reason
+                args.run_id,
+                args.action,
+                phase=args.phase,
+                effect=args.effect,
+                result=result,
+                reason=args.reason,
+                force=args.force,
+                expect_env=args.expect_env,
             )
             if pv.action is Action.CONFIRM_EFFECT and result is NO_RESULT:
                 raise UsageError(CONFIRM_NEEDS_RESULT)  # refused as the decision itself would be
             print(safe(pv.summary))
             for label, items in (
+                ("accepts", pv.accepts),
                 ("re-runs", pv.rerun),
                 ("may call again", pv.effects_again),
                 ("sets aside", pv.discarded),
@@ -261,6 +271,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
             ):
                 if items:
                     print(f"  {label}: {safe(', '.join(items))}")
+            if pv.env_hash:
+                print(f"  env hash: {pv.env_hash} (decide ... --expect-env {pv.env_hash} refuses if the world moved)")
             return EXIT_OK
         d = eng.decide(
             args.run_id,
@@ -270,6 +282,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
             phase=args.phase,
             effect=args.effect,
             result=result,
+            force=args.force,
+            expect_env=args.expect_env,
         )
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
     print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} {when} (decision {d.id})")
@@ -360,6 +374,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
         return run_watch(eng, hooks, stop, poll=args.poll, use_events=not args.no_events, once=args.once)
 
 
+_FORCE_HELP = (
+    "act even though the run's holder is stalled (alive on this host, past its lease); "
+    "it may wake inside an effect's call and finish it, so an effect could happen twice"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="phasegate", description="Resumable long-running jobs, and their operators' tools.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -376,6 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("resume", help="run again with the stored target and inputs")
     s.add_argument("run_id")
+    s.add_argument("--force", action="store_true", help=_FORCE_HELP)
     _db_arg(s)
     s.set_defaults(fn=cmd_resume)
 
@@ -391,7 +412,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("action", help="approve, degrade, rewind, reset, confirm_effect or retry_effect")
     s.add_argument("--reason", required=True)
     s.add_argument("--phase", default=None, help="for rewind: the phase to re-run from")
-    s.add_argument("--effect", default=None, help="for confirm_effect/retry_effect: the effect's key or name")
+    s.add_argument(
+        "--effect",
+        default=None,
+        help="for confirm_effect/retry_effect: the effect's key, phase/name or name (exactly one)",
+    )
+    s.add_argument(
+        "--expect-env",
+        default=None,
+        metavar="HASH",
+        help="for approve: the env hash --dry-run showed; refused if the run's changed values differ now",
+    )
     s.add_argument(
         "--result",
         default=None,
@@ -399,6 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--operator", default=None, help="who decides (default: $PHASEGATE_OPERATOR or the login name)")
     s.add_argument("--dry-run", action="store_true", help="say what the decision would do; record nothing")
+    s.add_argument("--force", action="store_true", help=_FORCE_HELP)
     _db_arg(s)
     s.set_defaults(fn=cmd_decide)
 

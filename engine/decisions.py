@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import _json
+from . import _json, effectref
 from ._states import ANSWERS, Action, BlockKind, EffectState, RunStatus
-from .errors import AlreadyDecided, DecisionError, PhasegateError, UsageError
+from .errors import AlreadyDecided, DecisionError, HolderStalled, PhasegateError, UsageError
+from .lease import FORCE_RISK
 from .seals import UNNAMED, split_key
 from .views import RunView
 
@@ -32,6 +33,10 @@ class Preview:
     """Outputs or checkpoints set aside (discarded, superseded or archived)."""
     kept: list[str] = field(default_factory=list)
     """What is explicitly kept (completed effects are never repeated)."""
+    accepts: list[str] = field(default_factory=list)
+    """For an approval: each changed value it accepts, `probe: saved -> current`."""
+    env_hash: str | None = None
+    """For an approval: the hash of those values; `decide --expect-env` takes it back."""
 
 
 @dataclass(frozen=True)
@@ -109,13 +114,30 @@ def _reasons(view: RunView) -> list[Mapping[str, Any]]:
     """Why the run waits for a decision: its block reasons, or for an
     interrupted run the effects its dead process left in doubt (the operator
     can answer them before the next run has to ask)."""
-    if view.status is RunStatus.INTERRUPTED:
+    if view.status in (RunStatus.INTERRUPTED, RunStatus.STALLED):
         return [
             {"kind": BlockKind.IN_DOUBT_EFFECT.value, "effect": e.key, "detail": f"effect {e.name} in doubt"}
             for e in view.effects
             if e.state is EffectState.IN_DOUBT
         ]
     return list(view.blocked) if view.status is RunStatus.BLOCKED else []
+
+
+def env_changes(view: RunView) -> list[Mapping[str, Any]]:
+    """The changed values an approval of this run would accept."""
+    return [c for b in _reasons(view) if b["kind"] == BlockKind.ENV_MISMATCH.value for c in b.get("changes", [])]
+
+
+def env_hash(view: RunView) -> str | None:
+    """The world an approval accepts, as one short hash of every change the
+    run is blocked on (probe, saved, current). The operator's preview shows
+    it; `decide --expect-env` (and the console) hand it back, so an approval
+    is refused if the run was blocked again on other values in between."""
+    rows = sorted(
+        ({"probe": c["probe"], "saved": c.get("saved"), "current": c.get("current")} for c in env_changes(view)),
+        key=lambda r: str(r["probe"]),
+    )
+    return _json.sha256(_json.dumps(rows))[:16] if rows else None
 
 
 def fit(
@@ -125,6 +147,8 @@ def fit(
     phase: str | None = None,
     effect: str | None = None,
     result: Any = NO_RESULT,
+    force: bool = False,
+    expect_env: str | None = None,
 ) -> Fit:
     """The one rule for "does this decision fit this run now". `decide`
     records only what fits, `--dry-run` and `preview` refuse what it would
@@ -132,6 +156,8 @@ def fit(
     operator sees: UsageError, DecisionError or AlreadyDecided."""
     act = parse_action(action)
     run_id = view.run_id
+    if expect_env is not None and act is not Action.APPROVE:
+        raise UsageError("--expect-env is for approve: it names the environment the approval accepts")
     if view.lease is not None and view.lease.alive:
         raise DecisionError(f"run {run_id!r} is running (held by {view.lease.holder}); decide once it stops")
     # An option the action does not take is refused, not silently recorded.
@@ -141,6 +167,10 @@ def fit(
         raise UsageError(f"--effect is for confirm_effect and retry_effect, not {act.value}")
     if result is not NO_RESULT and act is not Action.CONFIRM_EFFECT:
         raise UsageError(f"--result is for confirm_effect, not {act.value}")
+    if view.status is RunStatus.STALLED and act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT) and not force:
+        # Its process may wake inside the very call this decision answers.
+        holder = view.lease.holder if view.lease else "?"
+        raise HolderStalled(run_id, holder, f"decide {act.value}", FORCE_RISK)
     reasons = _reasons(view)
     kinds = list(dict.fromkeys(BlockKind(b["kind"]) for b in reasons))
     shape = [p.name for p in view.phases]
@@ -164,7 +194,7 @@ def fit(
         return Fit(act, answered)
 
     if act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT) and effect is not None:
-        corr = _match(correctable_effects(view), effect)
+        corr = _match(view.run_id, correctable_effects(view), effect)
         if corr is not None:
             return _correction(view, act, corr, result)
 
@@ -190,14 +220,19 @@ def fit(
             if len(doubts) != 1:
                 raise UsageError(f"name the effect (--effect KEY); in doubt: {', '.join(doubts)}")
             effect = doubts[0]
-        key = _match(doubts, effect)
-        if key is None:
-            raise DecisionError(f"effect {effect!r} is not in doubt in run {run_id!r}")
+        key = effectref.resolve(run_id, doubts, effect)
         if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
             detail["result"] = _json.loads(_json.dumps(result))
     if act is Action.APPROVE:
         changes = next(b for b in reasons if b["kind"] == BlockKind.ENV_MISMATCH.value).get("changes", [])
         detail["accepted"] = [{"probe": c["probe"], "current": c.get("current")} for c in changes]
+        now_hash = env_hash(view)
+        if expect_env is not None and expect_env != now_hash:
+            raise DecisionError(
+                f"the environment of run {run_id!r} moved since the preview (expected {expect_env}, now {now_hash}):"
+                " preview again (--dry-run) and approve what it shows"
+            )
+        detail["env_hash"] = now_hash
     for d in pending:
         if d.answers == answers.value and (key is None or d.effect == key):
             raise AlreadyDecided(
@@ -222,7 +257,7 @@ def _repair(view: RunView, act: Action, damaged: list[str], effect: str | None, 
             shown = ", ".join(named + (["and records nothing names"] if UNNAMED in damaged else []))
             raise UsageError(f"name the effect (--effect KEY); damaged: {shown}")
         effect = named[0]
-    key = _match(named, effect)
+    key = _match(view.run_id, named, effect)
     if key is None and UNNAMED in damaged:
         # A deleted record nothing names: the operator names it from the
         # outside system's records. It must be a key of this run, and not
@@ -246,12 +281,16 @@ def _repair(view: RunView, act: Action, damaged: list[str], effect: str | None, 
     return Fit(act, BlockKind.INTEGRITY, key, detail)
 
 
-def _match(keys: list[str], effect: str) -> str | None:
-    """The key among `keys` that `effect` names: the key itself, or its last parts."""
-    for k in keys:
-        if k == effect or k.endswith("/" + effect):
-            return k
-    return None
+def _match(run_id: str, keys: list[str], effect: str) -> str | None:
+    """The one key among `keys` that `effect` names (effectref's rule: the
+    key, or the only one whose `phase/name` or name it is); None when none
+    does. Naming several is refused, as everywhere."""
+    if not keys:
+        return None
+    try:
+        return effectref.resolve(run_id, keys, effect)
+    except DecisionError:
+        return None
 
 
 def _correction(view: RunView, act: Action, key: str, result: Any) -> Fit:
@@ -316,11 +355,18 @@ def check_reason(reason: Any) -> str:
 
 
 def preview(
-    view: RunView, action: Action | str, *, phase: str | None = None, effect: str | None = None, result: Any = NO_RESULT
+    view: RunView,
+    action: Action | str,
+    *,
+    phase: str | None = None,
+    effect: str | None = None,
+    result: Any = NO_RESULT,
+    force: bool = False,
+    expect_env: str | None = None,
 ) -> Preview:
     """What the decision would do. Refuses, with `decide`'s own error, what
     `decide` would refuse."""
-    chosen = fit(view, action, phase=phase, effect=effect, result=result)
+    chosen = fit(view, action, phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
     pv = _preview(view, chosen, phase, effect)
     # What this decision leaves unanswered still stops the next run: say so.
     if chosen.action in (Action.APPROVE, Action.DEGRADE, Action.REWIND):
@@ -359,12 +405,15 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
         [f"{len(done_effects)} completed effect(s) keep their results and are not called again"] if done_effects else []
     )
     if act is Action.APPROVE:
-        changed = [r["probe"] for b in view.blocked if b["kind"] == "env_mismatch" for r in b.get("changes", [])]
+        changes = env_changes(view)
+        changed = [str(c["probe"]) for c in changes]
         return Preview(
             act,
             f"Accept the changed environment ({', '.join(changed) or 'as shown'}) and continue from {view.frontier.phase}.",
             rerun=open_phases,
             kept=kept,
+            accepts=[f"{c['probe']}: {_shown(c.get('saved'))} -> {_shown(c.get('current'))}" for c in changes],
+            env_hash=env_hash(view),
         )
     if act is Action.DEGRADE:
         integ = [b for b in view.blocked if b["kind"] == "integrity"]
@@ -462,6 +511,11 @@ def _redone(view: RunView, phases: list[str]) -> list[str]:
         for e in view.effects
         if e.phase in phases and e.redo_on_rewind and e.state is EffectState.DONE
     ]
+
+
+def _shown(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else _json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _trusted_done(view: RunView, seq: int | None) -> set[str]:

@@ -19,7 +19,7 @@ from . import sources as _sources
 from ._states import Action, RunStatus
 from .applying import apply_reset
 from .errors import PhasegateError, RunNotFound, StoreError, UsageError
-from .lease import holder_alive
+from .lease import HolderState, holder_alive, holder_state
 from .outcome import Outcome
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
@@ -86,7 +86,9 @@ class Engine:
         self.retention_days = _checked_retention(
             retention_days if retention_days is not None else _env_float("PHASEGATE_RETENTION_DAYS", 30.0)
         )
-        self.store = Store(db if db is not None else default_db(), create=create, readonly=readonly)
+        self.store = Store(
+            db if db is not None else default_db(), create=create, readonly=readonly, lease_seconds=self.lease_seconds
+        )
         self.clock = clock
         #: Checked between phases; when it returns True the run stops cleanly,
         #: resumable, with its lease released (a worker's graceful shutdown).
@@ -104,9 +106,12 @@ class Engine:
 
     # -- running --------------------------------------------------------------
 
-    def run(self, wf: Workflow, run_id: str, inputs: Any = None, *, target: str | None = None) -> Outcome:
+    def run(
+        self, wf: Workflow, run_id: str, inputs: Any = None, *, target: str | None = None, force: bool = False
+    ) -> Outcome:
         """Start or continue a run. Always the same start sequence: look for a
-        checkpoint, verify it, compare the world, then run what is open."""
+        checkpoint, verify it, compare the world, then run what is open.
+        `force` takes the run over from a stalled holder (see `HolderStalled`)."""
         if not isinstance(wf, Workflow):
             raise UsageError(f"{wf!r} is not a phasegate Workflow")
         runner = Runner(
@@ -119,6 +124,7 @@ class Engine:
             clock=self.clock,
             lease_seconds=self.lease_seconds,
             should_stop=self.should_stop,
+            force=force,
         )
         return runner.execute()
 
@@ -134,11 +140,18 @@ class Engine:
         phase: str | None = None,
         effect: str | None = None,
         result: Any = _decisions.NO_RESULT,
+        force: bool = False,
+        expect_env: str | None = None,
     ) -> _decisions.Decision:
         """Record an operator's decision on a stopped run. It is checked against
         the run as it is inside the recording transaction (`decisions.fit`),
         kept forever, and applied at the next `run` of that id; a reset is
-        applied at once (applying.py), since it archives the state."""
+        applied at once (applying.py), since it archives the state.
+        `expect_env` (approve): the `env_hash` of the preview the operator
+        saw; the approval is refused if the run's changes differ now.
+        Recording it revokes the run's lease (a stalled holder's, the only one
+        a decision can meet): whatever that process does when it wakes is
+        fenced off. An effect decision against a stalled holder needs `force`."""
         validate_run_id(run_id)
         act = _decisions.parse_action(action)
         _decisions.check_reason(reason)
@@ -149,7 +162,9 @@ class Engine:
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             view = self._view(conn, run, now, with_candidates=False)
-            chosen = _decisions.fit(view, act, phase=phase, effect=effect, result=result)
+            chosen = _decisions.fit(
+                view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
+            )
             if act is Action.CONFIRM_EFFECT and result is _decisions.NO_RESULT:
                 # A confirmation without the result would hand the next phase
                 # nothing where it expects a receipt: a run that cannot complete.
@@ -171,6 +186,9 @@ class Engine:
                     **({"applied_at": now} if state == "applied" else {}),
                 },
             )
+            # A decision changes what the run may do: the old holder's lease
+            # ends here, so nothing it does after this can be recorded.
+            self.store.revoke_lease(conn, run_id)
             if act is Action.RESET:
                 pending = [d.id for d in view.pending_decisions]
                 apply_reset(self.store, conn, run, pending=pending, who=who, now=now)
@@ -250,12 +268,12 @@ class Engine:
             running = self.store.list_runs(conn, statuses=["running"]) if counts.get("running") else []
         for r in running:
             try:
-                interrupted = effective_status(_rowcheck.check(r), now) is RunStatus.INTERRUPTED
+                seen = effective_status(_rowcheck.check(r), now)
             except StoreError:
                 continue  # a damaged row is counted as stored; the list shows the damage
-            if interrupted:
+            if seen is not RunStatus.RUNNING:  # interrupted or stalled
                 counts["running"] -= 1
-                counts["interrupted"] = counts.get("interrupted", 0) + 1
+                counts[seen.value] = counts.get(seen.value, 0) + 1
         return {k: v for k, v in counts.items() if v}
 
     def allowed_actions(self, run: RunView | str) -> list[Action]:
@@ -272,6 +290,8 @@ class Engine:
         effect: str | None = None,
         result: Any = _decisions.NO_RESULT,
         reason: str | None = None,
+        force: bool = False,
+        expect_env: str | None = None,
     ) -> _decisions.Preview:
         """What a decision would do, without recording it; refused exactly
         as `decide` would refuse it, in the same order (a `reason`, when
@@ -282,7 +302,9 @@ class Engine:
         if reason is not None:
             _decisions.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
-        return _decisions.preview(view, action, phase=phase, effect=effect, result=result)
+        return _decisions.preview(
+            view, action, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
+        )
 
     def run_ids(self) -> Iterator[str]:
         after = ""
@@ -379,7 +401,7 @@ class Engine:
         now = self.clock()
         with self.store.write() as conn:
             run = self.store.get_run(conn, run_id)
-            if run is None or holder_alive(run, now):
+            if run is None or holder_state(run, now) in (HolderState.LIVE, HolderState.STALLED):
                 return
             # The list shows the run row's frontier: move it back to what is
             # trusted, as the detail and `status --json` already show it.

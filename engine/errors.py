@@ -66,6 +66,23 @@ class RunHeld(PhasegateError):
         self.holder = holder
 
 
+class HolderStalled(PhasegateError):
+    """The run's holder is alive on this host but past its lease: frozen,
+    starved or stuck on a lock. Taking the run over, or deciding on it while
+    it might wake, needs an explicit `force`."""
+
+    title = "holder stalled"
+    exit_code = 4
+
+    def __init__(self, run_id: str, holder: str, what: str, risk: str) -> None:
+        super().__init__(
+            f"run {run_id!r} is held by {holder}, alive on this host but past its lease (stalled); "
+            f"wait for it, or {what} with --force, which risks this: {risk}"
+        )
+        self.run_id = run_id
+        self.holder = holder
+
+
 class LeaseLost(PhasegateError):
     """This process's lease was taken over; it must stop writing at once."""
 

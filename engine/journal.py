@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _json, chain, environment
+from ._pause import pause_point
 from .errors import LeaseLost
 from .lease import Fence
 from .store.store import Store
@@ -155,6 +156,7 @@ class RunJournal:
             )
             if n == 0:
                 raise LeaseLost(f"run {self.run_id!r}: lease lost before checkpoint of {p.name}; nothing recorded")
+            pause_point("in-commit", p.name)
         self.next_seq = seq + 1
         self.head = env_hash
         self.shape = shape

@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import _json, seals
+from ._pause import pause_point
 from ._states import Action, BlockKind
 from ._stop import Stop, damaged, read_saved
 from .errors import StoreError, UsageError
-from .lease import Fence
+from .lease import Fence, FenceToken
 from .outcome import BlockReason
 from .reconcile import Reconciled, ask
 from .store.store import Store
@@ -194,7 +195,12 @@ class EffectLedger:
         if row is None:
             self.head = key
             self.count += 1
-        result = _call(fn, key)
+        pause_point("after-intent", name)
+        # A process frozen since its intent committed must not call fn now:
+        # its lease may have lapsed, been revoked, or been taken over.
+        self._fence.ensure()
+        token = FenceToken(self._fence.run_id, self._fence.epoch, int(rec["attempt"]), key)
+        result = _call(fn, key, token=token)
         text = _json.dumps(result)
         done = EffectRecord(rec, state="done", done_at=self._clock(), result_json=text, result_hash=_json.sha256(text))
         seals.sealed(done)
@@ -216,7 +222,8 @@ class EffectLedger:
         now = self._clock()
         with self._store.hot() as conn:
             with Session(bind=conn) as session:
-                result = _call(fn, key, session)
+                attempt = 1 if row is None else int(row.attempt)
+                result = _call(fn, key, session, token=FenceToken(self._fence.run_id, self._fence.epoch, attempt, key))
                 session.flush()
             text = _json.dumps(result)
             rec = EffectRecord(
@@ -410,22 +417,26 @@ _REINTENT = ("key", "attempt", "intent_at", "idempotent", "reconcilable", "seal"
 _DONE = ("key", "done_at", "result_json", "result_hash", "seal")
 
 
-def _call(fn: Callable[..., Any], key: str, session: Any = None) -> Any:
+def _call(fn: Callable[..., Any], key: str, session: Any = None, *, token: FenceToken | None = None) -> Any:
     """Call an effect's function with what it asks for: the idempotency key
     (`fn(key)`), and for an atomic effect the session too (`fn(key, session)`,
-    or `fn(session)` when it takes one argument); `fn()` when it takes none."""
+    or `fn(session)` when it takes one argument); `fn()` when it takes none.
+    A function with a parameter named `fence` gets the fencing token there."""
     try:
+        sig = inspect.signature(fn).parameters
         params = [
             p
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+            for n, p in sig.items()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty and n != "fence"
         ]
-        varargs = any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values())
+        varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.values())
+        wants_fence = "fence" in sig and sig["fence"].kind is not inspect.Parameter.POSITIONAL_ONLY
     except (TypeError, ValueError):  # a builtin without a signature: give it everything
-        params, varargs = [], True
+        params, varargs, wants_fence = [], True, False
+    kw = {"fence": token} if wants_fence else {}
     args: tuple[Any, ...] = (key,) if session is None else (key, session)
     if varargs or len(params) >= len(args):
-        return fn(*args)
+        return fn(*args, **kw)
     if session is not None and len(params) == 1:
-        return fn(session)
-    return fn(*args[: len(params)])
+        return fn(session, **kw)
+    return fn(*args[: len(params)], **kw)

@@ -26,13 +26,14 @@ from sqlalchemy.exc import IntegrityError
 
 from . import _json, environment, sources
 from ._host import new_owner
+from ._pause import pause_point
 from ._states import BlockKind, OutcomeStatus, RunStatus
 from ._stop import Stop
 from .applying import DecisionApplier
 from .context import PhaseContext
-from .errors import LeaseLost, RunHeld, StoreError, UsageError
+from .errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
 from .journal import RunJournal
-from .lease import Fence, Heartbeat, holder_alive, holder_name
+from .lease import FORCE_RISK, Fence, Heartbeat, HolderState, holder_name, holder_state
 from .ledger import EffectLedger
 from .outcome import BlockReason, Outcome
 from .outputs import PhaseOutputs
@@ -73,6 +74,7 @@ class Runner:
         clock: Callable[[], float],
         lease_seconds: float,
         should_stop: Callable[[], bool] | None = None,
+        force: bool = False,
     ) -> None:
         self.store = store
         self.wf = wf
@@ -83,7 +85,9 @@ class Runner:
         self.inputs_given = inputs_given
         self.inputs_text = _json.dumps(inputs if inputs is not None else {})
         self.target = target
-        self.fence = Fence(store, self.run_id, new_owner())
+        self.force = force
+        """Take the run over even from a stalled holder (`HolderStalled`)."""
+        self.fence = Fence(store, self.run_id, new_owner(), clock)
         self.steps = StepLog(store, self.fence, clock)
         self.effects = EffectLedger(store, self.fence, clock)
         self.outputs = PhaseOutputs(wf)
@@ -112,9 +116,17 @@ class Runner:
         beat = Heartbeat(self.store, self.run_id, self.fence.owner, self.lease_seconds, self.clock)
         beat.start()
         try:
-            return self._start(row)
-        except Stop as stop:
-            return self._block([stop.reason])
+            try:
+                return self._start(row)
+            except Stop as stop:
+                return self._block([stop.reason])
+        except BaseException:
+            # Stopped by an error (the store, a lost lease, a signal): give
+            # the lease up now, so the run reads as interrupted and can be
+            # resumed at once, even while this process (a worker) lives on.
+            beat.stop()
+            self.fence.release()
+            raise
         finally:
             beat.stop()
 
@@ -160,8 +172,12 @@ class Runner:
                 raise UsageError(
                     f"run {self.run_id!r} already exists with other inputs; resume it without inputs or use a new run id"
                 )
-            if holder_alive(row, now):
+            held = holder_state(row, now)
+            if held is HolderState.LIVE:
                 raise RunHeld(self.run_id, holder_name(row), (row.lease_expires_at or now) - now)
+            if held is HolderState.STALLED and not self.force:
+                raise HolderStalled(self.run_id, holder_name(row), "resume", FORCE_RISK)
+            self.fence.epoch = int(row.epoch)
             # The shape as this process declares it, but each phase's code as
             # recorded: it changes only once phases run with the new code
             # (`_start`), so a start that blocks leaves no trace in it.
@@ -221,7 +237,10 @@ class Runner:
             # Before any durable step is saved: the next start must know which
             # code wrote them, even if this process dies mid-phase.
             with self.store.write() as conn:
-                if self.store.update_run(conn, self.run_id, {"shape_json": shape}, owner=self.fence.owner) == 0:
+                written = self.store.update_run(
+                    conn, self.run_id, {"shape_json": shape}, owner=self.fence.owner, held_at=self.clock()
+                )
+                if written == 0:
                     raise LeaseLost(f"run {self.run_id!r}: lease lost before its phases could start")
         self.state = plan.state
         journal.follow(plan.state)
@@ -319,6 +338,10 @@ class Runner:
                 effects=self.effects,
             )
             self.phases_run.append(p.name)
+            pause_point("in-phase", p.name)
+            # A process frozen between phases must not start one it no longer
+            # holds: its code may do things no fence can see.
+            self.fence.ensure()
             log.info(
                 "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
             )
@@ -381,7 +404,7 @@ class Runner:
                         self.wf.describe(),
                     )
                     base.update(frontier_columns(fr))
-            if self.store.update_run(conn, self.run_id, {**base, **values}, owner=self.fence.owner) == 0:
+            if self.store.update_run(conn, self.run_id, {**base, **values}, owner=self.fence.owner, held_at=now) == 0:
                 raise LeaseLost(f"run {self.run_id!r}: lease lost before the run could record its end")
 
     def _block(self, reasons: list[BlockReason]) -> Outcome:

@@ -11,7 +11,7 @@ from typing import Any
 from . import _json, chain
 from . import runbooks as _runbooks
 from ._states import ActionName, EffectState, PhaseState, RunStatus
-from .lease import holder_alive, holder_name
+from .lease import HolderState, holder_name, holder_state
 from .ledger import needs_answer
 from .prune import PruneCandidate
 from .sources import CodeDiff
@@ -24,14 +24,32 @@ def iso(ts: float | None) -> str | None:
 
 
 def effective_status(row: Any, now: float) -> RunStatus:
-    """Stored `running` with no live holder is what an operator calls interrupted."""
+    """Stored `running` with no live holder is what an operator calls
+    interrupted; with a holder alive on this host past its lease, stalled."""
     status = RunStatus(row.status)
-    if status is RunStatus.RUNNING and not holder_alive(row, now):
-        return RunStatus.INTERRUPTED
+    if status is RunStatus.RUNNING:
+        held = holder_state(row, now)
+        if held is HolderState.STALLED:
+            return RunStatus.STALLED
+        if held is not HolderState.LIVE:
+            return RunStatus.INTERRUPTED
     return status
 
 
-NEEDS_ATTENTION = frozenset({RunStatus.BLOCKED, RunStatus.FAILED, RunStatus.INTERRUPTED})
+NEEDS_ATTENTION = frozenset({RunStatus.BLOCKED, RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.STALLED})
+
+STALLED_TEXT = (
+    "stalled: its process is alive on this host but past its lease (frozen or starved); wait for it, or resume --force"
+)
+
+
+def status_text(status: RunStatus, attention: str) -> str:
+    """The one line that says why a run needs a person, by its effective status."""
+    if status is RunStatus.INTERRUPTED:
+        return "interrupted: its process died; resume it"
+    if status is RunStatus.STALLED:
+        return STALLED_TEXT
+    return attention
 
 
 @dataclass(frozen=True)
@@ -58,9 +76,7 @@ class RunSummary:
 
     @property
     def reason(self) -> str:
-        if self.status is RunStatus.INTERRUPTED:
-            return "interrupted: its process died; resume it"
-        return self.attention
+        return status_text(self.status, self.attention)
 
     @classmethod
     def damaged(cls, row: Any, why: str) -> RunSummary:
@@ -182,6 +198,8 @@ class LeaseView:
     expires_at: str | None
     alive: bool
     heartbeat_at: str | None
+    state: str = HolderState.LIVE.value
+    """live, stalled (alive on this host, past its lease) or gone."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +260,8 @@ class RunView:
                 del eff["reconcile"]
             if not eff["redo_on_rewind"]:
                 del eff["redo_on_rewind"]
+        if d["lease"] is not None and d["lease"]["state"] != HolderState.STALLED.value:
+            del d["lease"]["state"]  # said only when it says more than `alive`
         for k in ("created_at", "updated_at", "last_checkpoint_at"):
             d[k] = iso(d[k])
         return d
@@ -269,7 +289,8 @@ def build(
     verified: chain.Verified | None = None,
 ) -> RunView:
     status = effective_status(run, now)
-    alive = holder_alive(run, now)
+    held = holder_state(run, now)
+    alive = held is HolderState.LIVE
     verified = verified if verified is not None else chain.verify_run(run, rows)
     state = chain.fold(verified.entries)
     integrity = [verified.failure.as_dict()] if verified.failure else []
@@ -363,8 +384,9 @@ def build(
             expires_at=iso(run.lease_expires_at),
             alive=alive,
             heartbeat_at=iso(run.heartbeat_at),
+            state=held.value,
         )
-    attention = "interrupted: its process died; resume it" if status is RunStatus.INTERRUPTED else (run.attention or "")
+    attention = status_text(status, run.attention or "")
     return RunView(
         run_id=run.run_id,
         workflow=run.workflow,

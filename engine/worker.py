@@ -29,7 +29,7 @@ from typing import Any
 from ._states import OutcomeStatus, RunStatus
 from .engine import Engine
 from .errors import PhasegateError, RunHeld
-from .lease import holder_alive, holder_name
+from .lease import HolderState, holder_name, holder_state
 from .loader import load
 from .outcome import Outcome
 
@@ -54,7 +54,7 @@ class Worker:
         #: decision, a reset, another process), so a run that stays blocked is
         #: not re-run in a tight loop.
         self._handled: dict[str, float] = {}
-        self._warned: set[str] = set()
+        self._warned: set[str | tuple[str, str]] = set()
         self.handled = 0
         """Runs resumed since the worker started (for tests and the final log line)."""
 
@@ -109,8 +109,16 @@ class Worker:
             rows = self.engine.store.runs_waiting(conn, now)
         out = []
         for r in rows:
-            if r.status == RunStatus.RUNNING.value and holder_alive(r, now):
+            held = holder_state(r, now) if r.status == RunStatus.RUNNING.value else HolderState.NONE
+            if held is HolderState.LIVE:
                 continue  # someone is working on it
+            if held is HolderState.STALLED:
+                # Alive on this host past its lease: only an operator takes it
+                # over (resume --force); a worker never forces.
+                if ("stalled", r.run_id) not in self._warned:
+                    self._warned.add(("stalled", r.run_id))
+                    log.warning("run %s: its holder %s is stalled; leaving it", r.run_id, holder_name(r))
+                continue
             if self._handled.get(r.run_id) == r.updated_at:
                 continue  # nothing changed since this worker last ran it
             if not r.target:
@@ -145,7 +153,8 @@ class Worker:
         log.info("run %s: resuming (%s)", row.run_id, self._why(eng, row))
         outcome: Outcome | None = None
         try:
-            wf = load(row.target)
+            # Loaded afresh and in isolation: this run's own modules, as its files are now.
+            wf = load(row.target, isolated=True)
             eng.should_stop = self._stop.is_set
             outcome = eng.run(wf, row.run_id, target=row.target)
         except RunHeld as exc:

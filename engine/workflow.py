@@ -200,6 +200,9 @@ class Workflow:
             known = {p.name for p in self.phases}
             if pname in known:
                 raise WorkflowError(f"phase {pname!r} is declared twice in {self.name!r}")
+            if "/" in pname:
+                # An effect's key is run/phase/name: a "/" in a phase would let two effects share one.
+                raise WorkflowError(f"phase {pname!r}: a phase name cannot hold '/'")
             for n in need_t:
                 if n not in known:
                     raise WorkflowError(f"phase {pname!r} needs {n!r}, which is not an earlier phase")

@@ -128,8 +128,10 @@ class ActionModal(ModalScreen[ActionResult | None]):
             except ValueError as exc:
                 self._problem(f"! the result is not JSON: {exc}", "#result")
                 return
-        choice = req.choices[self.index].value if req.choices else None
-        self.dismiss(ActionResult(req.spec, req.run_id, reason, choice, result_json))
+        chosen = req.choices[self.index] if req.choices else None
+        choice = chosen.value if chosen else None
+        expect_env = chosen.expect_env if chosen else None
+        self.dismiss(ActionResult(req.spec, req.run_id, reason, choice, result_json=result_json, expect_env=expect_env))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -74,7 +74,7 @@ class DetailScreen(RunActions):
             yield PhaseStrip(id="strip")
             for key, title in PANELS:
                 yield InfoPanel(title, id=f"panel-{key}")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # ? Help names it; the footer keeps to 80 columns
 
     def on_mount(self) -> None:
         self.query_one("#detail").focus()
@@ -130,6 +130,8 @@ class DetailScreen(RunActions):
 
     def action_scroll(self, where: str) -> None:
         box = self.query_one("#detail", VerticalScroll)
+        # immediate: keys typed ahead (over SSH they arrive together) each move
+        # from where the last one left, not from the last painted position.
         {"down": box.scroll_down, "up": box.scroll_up, "home": box.scroll_home, "end": box.scroll_end}[where](
-            animate=False
+            animate=False, immediate=True
         )

@@ -90,7 +90,7 @@ class RunsScreen(RunActions):
         yield Input(placeholder="filter: run id, workflow or reason (Enter keeps it, Esc clears)", id="filter")
         yield RunsTable(id="runs")
         yield Static(id="why")
-        yield Footer()
+        yield Footer(show_command_palette=False)  # ? Help names it; the footer keeps to 80 columns
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)

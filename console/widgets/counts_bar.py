@@ -9,11 +9,13 @@ from phasegate import safe
 
 from .._format import RUN_MARKS, tone
 
-ORDER = ("blocked", "interrupted", "failed", "running", "reset", "completed")
+ORDER = ("blocked", "interrupted", "stalled", "failed", "running", "reset", "completed")
 
 
 class CountsBar(Static):
     """Counts by status, each with its word and mark (never colour alone)."""
+
+    _last: Text | None = None
 
     def show(self, counts: dict[str, int], *, filter_label: str, sort_label: str, text: str, shown: str) -> None:
         total = sum(counts.values())
@@ -31,4 +33,8 @@ class CountsBar(Static):
             second.append(safe(text), style="bold")  # literal: appended as text, never parsed
             second.append("  ")
         second.append(shown, style="dim")
-        self.update(Text("\n").join([line, second]))
+        shown = Text("\n").join([line, second])
+        if shown == self._last:
+            return  # a refresh that changed nothing here sends nothing
+        self._last = shown
+        self.update(shown)

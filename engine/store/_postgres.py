@@ -153,6 +153,11 @@ def hot_rollback(raw: Any, cur: Any) -> None:
     raw.rollback()
 
 
+def hot_read_done(raw: Any, cur: Any) -> None:
+    """End the transaction psycopg opened for a lone SELECT."""
+    raw.rollback()
+
+
 _TRIGGER = [
     f"""CREATE OR REPLACE FUNCTION phasegate_notify() RETURNS trigger AS $$
     BEGIN

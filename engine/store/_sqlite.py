@@ -45,9 +45,18 @@ def hot_rollback(raw: Any, cur: Any) -> None:
     cur.execute("ROLLBACK")
 
 
-#: How long a writer waits for another writer's lock before giving up. Long on
-#: purpose: a user should see a slow write, never "database is locked".
-BUSY_TIMEOUT_MS = 60_000
+def hot_read_done(raw: Any, cur: Any) -> None:
+    """A lone SELECT on the hot connection ran in autocommit: nothing to end."""
+
+
+def busy_timeout_ms(lease_seconds: float) -> int:
+    """How long a writer waits for another writer's lock before giving up: a
+    third of the lease, at most 60 s. Shorter than the lease on purpose: a
+    heartbeat stuck behind one frozen writer must give up and try again
+    within the lease, and no write waits so long that its own lease lapses
+    while it waits."""
+    ms = lease_seconds * 1000 / 3 if lease_seconds > 0 else 60_000
+    return int(min(max(ms, 50), 60_000))
 
 
 def check_path(path: Path, *, create: bool) -> bool:
@@ -99,7 +108,7 @@ def check_path(path: Path, *, create: bool) -> bool:
 _checked: set[tuple[int, int]] = set()
 
 
-def make_engine(path: Path, *, readonly: bool) -> SAEngine:
+def make_engine(path: Path, *, readonly: bool, busy_ms: int = 60_000) -> SAEngine:
     url = f"sqlite:///{path}"
     engine = create_engine(url, poolclass=QueuePool, pool_size=4, max_overflow=8)
 
@@ -110,7 +119,7 @@ def make_engine(path: Path, *, readonly: bool) -> SAEngine:
         # fail half-way on a lock upgrade.
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
         cur.execute("PRAGMA synchronous=FULL")
         if readonly:
             cur.execute("PRAGMA query_only=1")

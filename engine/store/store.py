@@ -31,6 +31,9 @@ from .schema import (
     steps,
 )
 
+#: The lease a store is opened for when its opener does not say (the engine does).
+DEFAULT_LEASE_SECONDS = 30.0
+
 
 def _looks_like_url(target: str) -> bool:
     return "://" in target
@@ -40,7 +43,14 @@ class Store:
     """A phasegate database: SQLite by path (the default) or a URL
     (sqlite:///PATH, postgresql://...)."""
 
-    def __init__(self, target: str | Path, *, create: bool = True, readonly: bool = False) -> None:
+    def __init__(
+        self,
+        target: str | Path,
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    ) -> None:
         self.target = str(target)
         self.readonly = readonly
         self.path: Path | None = None
@@ -71,7 +81,7 @@ class Store:
             self.path = Path(raw).expanduser().absolute()
             self.where = str(self.path)
             fresh = _sqlite.check_path(self.path, create=create)
-            self.sa = _sqlite.make_engine(self.path, readonly=readonly)
+            self.sa = _sqlite.make_engine(self.path, readonly=readonly, busy_ms=_sqlite.busy_timeout_ms(lease_seconds))
         self._hot_sql = {k: self.dialect.hot_sql(v) for k, v in self._HOT_SQL.items()}
         self._hot_sql["fence"] += self.dialect.FENCE_LOCK
         self._hot_lock = threading.Lock()
@@ -252,11 +262,72 @@ class Store:
     def insert_run(self, conn: Connection, values: dict[str, Any]) -> None:
         conn.execute(insert(runs).values(**values))
 
-    def update_run(self, conn: Connection, run_id: str, values: dict[str, Any], *, owner: str | None = None) -> int:
+    def update_run(
+        self,
+        conn: Connection,
+        run_id: str,
+        values: dict[str, Any],
+        *,
+        owner: str | None = None,
+        held_at: float | None = None,
+    ) -> int:
+        """With `owner`, only while that owner holds the lease; with `held_at`
+        too, only while the lease is unexpired at that time (a fenced write)."""
         cond = runs.c.run_id == run_id
         if owner is not None:
             cond = and_(cond, runs.c.lease_owner == owner)
+        if held_at is not None:
+            cond = and_(cond, runs.c.lease_expires_at > held_at)
         return conn.execute(update(runs).where(cond).values(**values)).rowcount
+
+    # -- the lease ------------------------------------------------------------
+
+    def touch_fenced(self, conn: Connection, run_id: str, owner: str, now: float) -> int:
+        """Mark the run changed, only while `owner` holds an unexpired lease."""
+        return self.update_run(conn, run_id, {"updated_at": now}, owner=owner, held_at=now)
+
+    def extend_lease(self, run_id: str, owner: str, now: float, ttl: float) -> int:
+        """A heartbeat: push the expiry on, only while the lease is still
+        `owner`'s and unexpired. 0 means it is lost (expired or revoked)."""
+        with self.write() as conn:
+            return self.update_run(
+                conn,
+                run_id,
+                {"lease_expires_at": now + ttl, "heartbeat_at": now},
+                owner=owner,
+                held_at=now,
+            )
+
+    def release_lease(self, run_id: str, owner: str) -> None:
+        """Give up `owner`'s lease (expired or not); nothing if it is another's."""
+        with self.write() as conn:
+            self.update_run(conn, run_id, dict(LEASE_CLEARED), owner=owner)
+
+    def revoke_lease(self, conn: Connection, run_id: str) -> None:
+        """Clear whoever's lease it is, in the caller's transaction (a
+        decision): every fenced write of the old holder then fails."""
+        self.update_run(conn, run_id, dict(LEASE_CLEARED))
+
+    def lease_held(self, run_id: str, owner: str, now: float) -> bool:
+        """Whether `owner` holds an unexpired lease now: one read on the
+        reused connection (the check right before an effect's call)."""
+        with self._hot_lock:
+            raw = self._hot_connection().connection.dbapi_connection
+            assert raw is not None
+            cur = raw.cursor()
+            try:
+                cur.execute(self._hot_sql["held"], {"run_id": run_id, "owner": owner, "now": now})
+                held = cur.fetchone() is not None
+                self.dialect.hot_read_done(raw, cur)
+                return held
+            except self.dialect.DriverError as exc:
+                try:
+                    self.dialect.hot_rollback(raw, cur)
+                except Exception:  # noqa: BLE001 - no transaction left to roll back
+                    pass
+                raise self.explain(exc) from None
+            finally:
+                cur.close()
 
     def list_runs(
         self,
@@ -559,11 +630,17 @@ class Store:
             "UPDATE phasegate_runs SET head_seq = :head_seq, head_hash = :head_hash,"
             " frontier_phase = :frontier_phase, frontier_index = :frontier_index, steps_done = :steps_done,"
             " last_checkpoint_at = :now WHERE run_id = :run_id AND lease_owner = :owner"
+            " AND lease_expires_at > :now"
         ),
         # Reads, not writes: a write to the run row would dirty its pages and
         # indexes in every effect and step commit. The dialect makes the read
         # hold until commit (SQLite: the BEGIN IMMEDIATE lock; PostgreSQL: FOR UPDATE).
-        "fence": "SELECT 1 FROM phasegate_runs WHERE run_id = :run_id AND lease_owner = :owner",
+        "fence": (
+            "SELECT 1 FROM phasegate_runs WHERE run_id = :run_id AND lease_owner = :owner AND lease_expires_at > :now"
+        ),
+        "held": (
+            "SELECT 1 FROM phasegate_runs WHERE run_id = :run_id AND lease_owner = :owner AND lease_expires_at > :now"
+        ),
         "step": (
             "INSERT INTO phasegate_steps (run_id, phase, step_key, result_json, result_hash, created_at, discarded)"
             " VALUES (:run_id, :phase, :step_key, :result_json, :result_hash, :created_at, FALSE)"
@@ -622,6 +699,15 @@ class Store:
         return _postgres.ChangeFeed(self.target)
 
 
+#: The lease columns of a run nobody holds.
+LEASE_CLEARED: dict[str, Any] = {
+    "lease_owner": None,
+    "lease_host": None,
+    "lease_pid": None,
+    "lease_expires_at": None,
+}
+
+
 class ChangeProbe(Protocol):
     """Answers whether another connection committed since the last call."""
 
@@ -644,9 +730,9 @@ class HotTx:
         self._cur.execute(self._sql[name], params)
         return int(self._cur.rowcount)
 
-    def fenced(self, run_id: str, owner: str) -> bool:
-        """Whether `owner` still holds the run's lease, held so until commit."""
-        self._cur.execute(self._sql["fence"], {"run_id": run_id, "owner": owner})
+    def fenced(self, run_id: str, owner: str, now: float) -> bool:
+        """Whether `owner` still holds the run's unexpired lease, held so until commit."""
+        self._cur.execute(self._sql["fence"], {"run_id": run_id, "owner": owner, "now": now})
         return self._cur.fetchone() is not None
 
 

@@ -5,7 +5,9 @@ deploys damage them. Deterministic: fixed run ids, inputs and times."""
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import socket
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +16,7 @@ from pathlib import Path
 from phasegate import Engine
 from tests.console import wf as fixture_wf
 
+HOST = socket.gethostname()
 T0 = 1_780_000_000.0  # 2026-05-28T20:26:40Z
 LEASE = 30.0
 #: The console's "now": every interrupted lease has lapsed, the live one has not.
@@ -133,10 +136,21 @@ def _build(db: Path) -> None:
         # interrupted: the process died at the start of charge, lease long lapsed
         _run(engine, clock, INTERRUPTED, interrupt="charge")
 
-        # running: interrupted moments before NOW, so its lease (held by this
-        # live process) has not lapsed yet
+        # running: interrupted moments before NOW. An interrupted run gives
+        # its lease up on the way out, so the lease of a live holder (this
+        # process) that has not lapsed yet is put back as it was held.
         clock.t = NOW - 5
         _run(engine, clock, RUNNING, interrupt="report")
+        _sql(
+            db,
+            "UPDATE phasegate_runs SET lease_owner = ?, lease_host = ?, lease_pid = ?, lease_expires_at = ?"
+            " WHERE run_id = ?",
+            f"{HOST}:{os.getpid()}:fixture",
+            HOST,
+            os.getpid(),
+            NOW - 5 + LEASE,
+            RUNNING,
+        )
     finally:
         engine.close()
         fixture_wf.HOOKS["tax"] = "tax-2026-01"

@@ -349,3 +349,32 @@ async def test_engine_refusal_is_a_notification(store: Path, make_app: Any) -> N
         assert [n.title for n in notes] == ["already decided"]
         assert "ops-bob" in notes[0].message
     assert [d.operator for d in pending(store, fx.ENV_MISMATCH)] == ["ops-bob"]
+
+
+async def test_approve_shows_the_values_and_is_refused_if_they_moved(store: Path, make_app: Any) -> None:
+    """The approve modal shows the values it accepts; if the run is blocked on
+    other values while it is open, confirming is refused (#16, finding 13)."""
+    from phasegate.console.screens.action_modal import describe
+    from tests.console import wf as fixture_wf
+
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_detail(pilot, fx.ENV_MISMATCH)
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionModal)
+        shown = describe(app.screen.request.choices[0]).plain
+        assert "accepts: tax_table: tax-2026-01 -> tax-2026-02" in shown
+        assert "env hash: " in shown
+        fixture_wf.HOOKS["tax"] = "tax-2026-03"
+        try:
+            with fx.quiet_engine(), Engine(store, clock=fx.frozen(), lease_seconds=fx.LEASE) as other:
+                assert other.run(fixture_wf.wf, fx.ENV_MISMATCH).status == "blocked"
+        finally:
+            fixture_wf.HOOKS["tax"] = "tax-2026-01"
+        await pilot.press(*"looks fine", "enter")
+        await settle(pilot)
+        notes = list(app._notifications)
+        assert [n.title for n in notes] == ["decision refused"]
+        assert "moved since the preview" in notes[0].message
+    assert pending(store, fx.ENV_MISMATCH) == ()

@@ -3,6 +3,7 @@ finding, driven with keys through Pilot on a real store."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import subprocess
 import sys
@@ -86,8 +87,9 @@ def order(table: RunsTable) -> list[str]:
 
 
 async def refresh(pilot: Any) -> None:
-    """What the live feed does when another process commits."""
-    pilot.app.post_message(ConsoleApp.DataChanged("poll"))
+    """What the live feed does when another process commits ("decision":
+    at once, not folded into the next second's refresh)."""
+    pilot.app.post_message(ConsoleApp.DataChanged("decision"))
     await settle(pilot)
 
 
@@ -214,3 +216,149 @@ async def test_a_decision_on_top_of_a_pending_one_names_it_and_is_typed_out(stor
         assert "already decided, pending: confirm_effect" in preview and "seen in the gateway" in preview
         assert preview.count(key) == 1, preview  # named as pending, not under "may call again"
         assert modal.request.type_run_id
+
+
+def notices(app: Any) -> list[str]:
+    return [str(n.message) for n in app._notifications]  # noqa: SLF001 - what the operator saw, by text
+
+
+@pytest.mark.parametrize(
+    ("run_id", "key", "said"),
+    [
+        (fx.FAILED, "a", "approve resume does not fit: this run is failed"),
+        (fx.ENV_MISMATCH, "t", "retry effect does not fit: this run is blocked"),
+        (fx.COMPLETED, "e", "resume does not fit: it is completed"),
+    ],
+)
+async def test_a_key_that_does_not_apply_says_why(store: Path, make_app: Any, run_id: str, key: str, said: str) -> None:
+    """Finding 5: an unfit key answers in one line, and nothing lands."""
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, run_id))
+        await settle(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)  # no modal opened
+        assert any(n.startswith(said) for n in notices(app)), notices(app)
+    with Engine(store) as eng:
+        assert not eng.status(run_id).pending_decisions
+
+
+async def test_read_only_says_so_for_an_action_key(store: Path, make_app: Any) -> None:
+    app = make_app(store, read_only=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.INTERRUPTED))
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        assert any(n.startswith("reset: read-only") for n in notices(app)), notices(app)
+
+
+async def test_resume_now_starts_the_run_and_it_completes_in_the_store(store: Path, make_app: Any) -> None:
+    """Finding 5: `e` starts `phasegate resume RUN` detached, says where it
+    logs, and the run is carried on (checked in the store afterwards)."""
+    run_id = "inv-0009-resumable"
+    clock = fx.Clock(fx.T0 + 100)
+    target = "tests.console.wf:wf"  # as imported here: the same code, so no drift on resume
+    fixture_wf.HOOKS.update(interrupt="charge")
+    try:
+        with fx.quiet_engine(), Engine(store, clock=clock, lease_seconds=fx.LEASE) as eng:
+            with pytest.raises(KeyboardInterrupt):
+                eng.run(fixture_wf.wf, run_id, {"invoices": 2}, target=target)
+    finally:
+        fixture_wf.HOOKS.update(interrupt=None)
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, run_id))
+        await settle(pilot)
+        assert app.screen.run_view.status == "interrupted"
+        await pilot.press("e")
+        await settle(pilot)
+        said = [n for n in notices(app) if n.startswith(f"phasegate resume {run_id} started")]
+        assert said, notices(app)
+        log = Path(said[0].split("its log: ")[1])
+        assert log.parent == store.parent / f"{store.name}.logs"
+    for _ in range(600):
+        with Engine(store, create=False, readonly=True) as eng:
+            status = eng.status(run_id).status
+        if status == "completed":
+            break
+        await asyncio.sleep(0.1)
+    assert status == "completed", log.read_text()
+    assert f"{run_id}: completed" in log.read_text()
+
+
+@pytest.mark.parametrize("key", ["ctrl+p", "colon"])
+async def test_the_palette_opens_with_ctrl_p_and_lists_the_operations_first(
+    store: Path, make_app: Any, key: str
+) -> None:
+    """Finding 5: ctrl+p opens the palette; its first entries act on the run."""
+    from textual.command import CommandList, CommandPalette
+
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.ENV_MISMATCH))
+        await settle(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.pause(0.3)
+        options = app.screen.query_one(CommandList)
+        titles = [str(options.get_option_at_index(i).prompt).split("\n")[0] for i in range(options.option_count)]
+        assert titles and titles[0].startswith("run: "), titles
+        assert not {"Theme", "Screenshot", "Maximize"} & {t.split()[0] for t in titles}, titles
+
+
+def burst(app: Any, key: str, n: int) -> None:
+    """Keys typed ahead: over SSH they arrive in one read and are queued
+    together, with no repaint between them."""
+    from textual import events
+
+    for _ in range(n):
+        app.post_message(events.Key(key, key))
+
+
+async def test_a_burst_of_keys_is_all_applied(store: Path, make_app: Any) -> None:
+    """Finding 6: five `j` at once scroll the detail five lines; twenty move the list twenty rows."""
+    with fx.quiet_engine(), Engine(store, clock=fx.frozen(fx.NOW - 600), lease_seconds=fx.LEASE) as eng:
+        for i in range(24):
+            eng.run(fixture_wf.wf, f"extra-{i:02d}", {"invoices": 1})
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        burst(app, "j", 20)
+        await settle(pilot)
+        assert table.cursor_row == 20
+        await app.push_screen(DetailScreen(app, fx.IN_DOUBT))
+        await settle(pilot)
+        box = app.screen.query_one("#detail")
+        assert box.max_scroll_y >= 5
+        burst(app, "j", 5)
+        await settle(pilot)
+        assert box.scroll_y == 5
+        burst(app, "k", 2)
+        await settle(pilot)
+        assert box.scroll_y == 3
+
+
+async def test_a_refresh_repaints_only_what_changed(store: Path, make_app: Any) -> None:
+    """Finding 6: a live refresh with nothing new keeps every row as it is
+    (no table rebuilt, nothing resent); a change updates that run's cells."""
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        rows = list(table.ordered_rows)
+        await refresh(pilot)
+        assert all(a is b for a, b in zip(table.ordered_rows, rows, strict=True))
+        with Engine(store, clock=fx.frozen()) as eng:
+            eng.decide(fx.ENV_MISMATCH, "approve", reason="from the shell")
+        await refresh(pilot)
+        assert all(a is b for a, b in zip(table.ordered_rows, rows, strict=True))
+        assert table.get_cell(fx.ENV_MISMATCH, "status").plain == "=> decided"

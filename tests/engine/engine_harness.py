@@ -133,8 +133,15 @@ class Harness:
     ) -> Proc:
         return self.cli("resume", run_id, env={"PHASEGATE_TEST_KILL_AT": kill, **(env or {})}, real=real)
 
-    def decide(self, run_id: str, action: str, *extra: str, reason: str = "checked by a test") -> Proc:
-        return self.cli("decide", run_id, action, "--reason", reason, *extra)
+    def decide(
+        self,
+        run_id: str,
+        action: str,
+        *extra: str,
+        reason: str = "checked by a test",
+        env: dict[str, str] | None = None,
+    ) -> Proc:
+        return self.cli("decide", run_id, action, "--reason", reason, *extra, env=env)
 
     def status(self, run_id: str = "r1") -> dict[str, Any]:
         p = self.cli("status", run_id, "--json")

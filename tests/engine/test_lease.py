@@ -150,8 +150,13 @@ def test_a_holder_that_lost_its_lease_cannot_record_anything(h):
     _wait_for(lambda: h.db.exists() and h.sql("SELECT count(*) FROM phasegate_effects") == [(1,)])
     _freeze_outside_a_write(child.pid, h.db)
     try:
-        _wait_for(lambda: h.status("r1")["status"] == "interrupted")
-        p = h.resume("r1")  # takes the run over, re-calls the same keys
+        # Alive on this host past its lease: stalled, not dead. Taking it over
+        # needs --force, which says what it risks.
+        _wait_for(lambda: h.status("r1")["status"] == "stalled")
+        assert h.status("r1")["lease"]["state"] == "stalled"
+        line = h.one_line_error(h.resume("r1"), 4)
+        assert "stalled" in line and "--force" in line and "twice" in line
+        p = h.cli("resume", "r1", "--force")  # takes the run over, re-calls the same keys
         assert p.returncode == 0, p
         after = h.dump()
     finally:

@@ -25,6 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kills", type=int, default=200, help="SIGKILLs to land in total (default 200)")
     p.add_argument("--corruptions", type=int, default=100, help="corruption cases (default 100)")
     p.add_argument(
+        "--pauses",
+        type=int,
+        default=0,
+        help="SIGSTOP/SIGCONT pauses at pause points with a 1 s lease, beside the kills (default 0)",
+    )
+    p.add_argument(
         "--seed",
         type=int,
         default=None,
@@ -45,24 +51,28 @@ def main(argv: list[str] | None = None) -> int:
     print(f"phasegate torture: seed {seed}; work folder {work}", flush=True)
     t0 = time.monotonic()
     failed = 0
-    if args.kills > 0 or args.run_seed is not None:
+    if args.kills > 0 or args.pauses > 0 or args.run_seed is not None:
         reps = crash.torture(
-            max(args.kills, 1),
+            args.kills if (args.kills > 0 or args.pauses > 0) else 1,
             seed,
             work / "crash",
             mode="exec" if args.exec else "fork",
             items=args.items,
             run_seed=args.run_seed,
+            pauses=args.pauses,
             log=lambda s: print(s, flush=True),
         )
         kills = sum(r.kills for r in reps)
         bad = [r for r in reps if not r.ok]
         failed += len(bad)
         dec: Counter[str] = Counter()
+        paused: Counter[str] = Counter()
         for r in reps:
             dec.update(r.decisions)
+            paused.update(r.pauses)
         print(
             f"torture: {len(reps)} runs, {kills} kills ({sum(r.point_kills for r in reps)} at kill points), "
+            f"{sum(paused.values())} pauses {dict(paused) or ''}, "
             f"{sum(r.attempts for r in reps)} attempts, decisions {dict(dec) or '-'}; "
             f"{len(reps) - len(bad)} completed with every invariant, {len(bad)} failed",
             flush=True,

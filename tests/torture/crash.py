@@ -1,6 +1,8 @@
 """Crash torture: run the torture workflow in child processes, SIGKILL them
-at random instants and at kill points, resume each time, answer in-doubt
-effects the way an operator would, and check what must hold afterwards."""
+at random instants and at kill points, freeze them (SIGSTOP at a pause point,
+then SIGCONT) with a short lease while an operator acts or does not, resume
+each time, answer in-doubt effects the way an operator would, and check what
+must hold afterwards."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.support.pause import thaw, wait_stopped
 
 from . import proc
 
@@ -46,6 +50,8 @@ class RunReport:
     seed: int
     kills: int = 0
     point_kills: int = 0
+    pauses: Counter[str] = field(default_factory=Counter)
+    """Pauses that landed, by what the operator did while the holder was frozen."""
     attempts: int = 0
     decisions: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
@@ -68,6 +74,7 @@ class Torture:
         pace: float = 0.002,
         mode: str = "fork",
         point_share: float = 0.3,
+        pause_share: float = 0.0,
         log: Any = print,
     ) -> None:
         self.dir = workdir
@@ -77,6 +84,8 @@ class Torture:
         self.pace = pace
         self.mode = mode
         self.point_share = point_share
+        self.pause_share = pause_share
+        """Of the attempts that would be killed, the share frozen instead."""
         self.log = log
         self.mod = _wfmod()
         self.corrections: dict[str, list[tuple[str, str]]] = {}
@@ -121,7 +130,7 @@ class Torture:
 
     # -- one tortured run ---------------------------------------------------------
 
-    def torture_run(self, run_id: str, seed: int, kills: int) -> RunReport:
+    def torture_run(self, run_id: str, seed: int, kills: int, pauses: int = 0) -> RunReport:
         rng = random.Random(seed)
         rep = RunReport(run_id, seed)
         trace = self.dir / f"{run_id}.trace"
@@ -131,40 +140,47 @@ class Torture:
         points = self.mod.kill_points(self.items)
         reported: list[tuple[frozenset[str], int]] = []  # (phases status said were done, trace length after)
         started = False
-        limit = kills * 6 + 40
+        limit = (kills + pauses) * 6 + 40
         while rep.attempts < limit:
             rep.attempts += 1
             args = resume if started else first
-            want_kill = rep.kills < kills
-            kill_env = dict(env)
-            point = None
-            if want_kill and rng.random() < self.point_share:
-                point = rng.choice(points)
-                kill_env["PHASEGATE_TEST_KILL_AT"] = point
-            child = proc.start(args, env=kill_env, mode=self.mode)
-            how = f"kill point {point}" if point else "no kill"
-            if want_kill and point is None:
-                delay = rng.uniform(0, self.duration * 0.75)
-                how = f"kill after {delay * 1000:.0f} ms"
-                if rng.random() < 0.4:
-                    # read status while the child checkpoints, then kill it
-                    time.sleep(delay / 2)
+            want_pause = sum(rep.pauses.values()) < pauses and (rep.kills >= kills or rng.random() < self.pause_share)
+            if want_pause:
+                paused = self._paused(args, run_id, rng, rep, env)
+                if paused is None:
+                    break  # a violation was recorded
+                res, how, point = paused
+                if res.rc == 4 and "lease lost" in res.stderr:
+                    # The frozen holder stopped at its next write: resumable.
                     started = self._observe(run_id, trace, reported, rep) or started
-                    time.sleep(delay / 2)
-                else:
-                    time.sleep(delay)
-                child.kill()
-            try:
-                res = child.wait(120)
-            except TimeoutError as exc:
-                rep.violations.append(str(exc))
-                break
-            charged = Counter(r["key"].rsplit(":", 1)[-1] for r in self.mod.read_lines(self.inputs(run_id)["ledger"]))
-            rep.history.append(
-                f"attempt {rep.attempts} ({args[0]}, {how}): "
-                + ("killed" if res.killed else f"exit {res.rc} {res.stdout.strip()[:200]}")
-                + f"; gateway has charged items {dict(sorted(charged.items()))}"
-            )
+                    self._history(rep, args, how, res, run_id)
+                    continue
+            else:
+                want_kill = rep.kills < kills
+                kill_env = dict(env)
+                point = None
+                if want_kill and rng.random() < self.point_share:
+                    point = rng.choice(points)
+                    kill_env["PHASEGATE_TEST_KILL_AT"] = point
+                child = proc.start(args, env=kill_env, mode=self.mode)
+                how = f"kill point {point}" if point else "no kill"
+                if want_kill and point is None:
+                    delay = rng.uniform(0, self.duration * 0.75)
+                    how = f"kill after {delay * 1000:.0f} ms"
+                    if rng.random() < 0.4:
+                        # read status while the child checkpoints, then kill it
+                        time.sleep(delay / 2)
+                        started = self._observe(run_id, trace, reported, rep) or started
+                        time.sleep(delay / 2)
+                    else:
+                        time.sleep(delay)
+                    child.kill()
+                try:
+                    res = child.wait(120)
+                except TimeoutError as exc:
+                    rep.violations.append(str(exc))
+                    break
+            self._history(rep, args, how, res, run_id)
             if res.killed:
                 rep.kills += 1
                 rep.point_kills += point is not None
@@ -190,6 +206,83 @@ class Torture:
         self._check(run_id, trace, reported, rep)
         return rep
 
+    def _history(self, rep: RunReport, args: list[str], how: str, res: proc.Result, run_id: str) -> None:
+        charged = Counter(r["key"].rsplit(":", 1)[-1] for r in self.mod.read_lines(self.inputs(run_id)["ledger"]))
+        rep.history.append(
+            f"attempt {rep.attempts} ({args[0]}, {how}): "
+            + ("killed" if res.killed else f"exit {res.rc} {(res.stdout.strip() + ' ' + res.stderr.strip())[:200]}")
+            + f"; gateway has charged items {dict(sorted(charged.items()))}"
+        )
+
+    # -- pauses -------------------------------------------------------------------
+
+    def _paused(
+        self, args: list[str], run_id: str, rng: random.Random, rep: RunReport, env: dict[str, str]
+    ) -> tuple[proc.Result, str, str | None] | None:
+        """One attempt frozen at a pause point with a 1 s lease. While the
+        holder is frozen the operator does one of: nothing (it is continued
+        before its lease lapses, or after), a forced takeover, or (frozen
+        after a charge's intent) a forced answer to that charge from the
+        gateway's ledger. Returns the attempt's result to handle as any other
+        (a frozen holder that lost its lease exits 4), or None on a violation."""
+        point = rng.choice(pause_points(self.mod, self.items))
+        choices = ["thaw-early", "thaw-late", "takeover"] + (
+            ["decide"] if point.startswith("after-intent:charge") else []
+        )
+        scenario = rng.choice(choices)
+        how = f"paused at {point}, {scenario}"
+        child = proc.start(args, env={**env, **SHORT_LEASE, "PHASEGATE_PAUSE_AT": point}, mode=self.mode)
+        try:
+            froze = wait_stopped(child.pid, child.alive, timeout=60)
+        except AssertionError as exc:
+            thaw(child.pid)
+            child.kill()
+            rep.violations.append(f"attempt {rep.attempts} ({how}): {exc}")
+            return None
+        if not froze:  # the point was not on this attempt's path
+            return child.wait(120), f"{how} (not reached)", None
+        rep.pauses[scenario] += 1
+        answer: proc.Result | None = None
+        try:
+            if scenario != "thaw-early":
+                deadline = time.monotonic() + 60
+                while self.status(run_id)["status"] != "stalled":
+                    if time.monotonic() > deadline:
+                        rep.violations.append(f"attempt {rep.attempts} ({how}): never shown as stalled")
+                        return None
+                    time.sleep(0.05)
+            if scenario == "takeover":
+                taker = proc.start(
+                    ["resume", run_id, "--force", "--db", str(self.db)], env={**env, **SHORT_LEASE}, mode=self.mode
+                )
+                answer = taker.wait(120)
+                if answer.rc not in (0, 2, 3, 4) or answer.traceback:
+                    rep.violations.append(
+                        f"attempt {rep.attempts} ({how}): the takeover exited {answer.rc}: {answer.stderr.strip()}"
+                    )
+                    return None
+                if answer.rc in (2, 4):
+                    answer = None  # the frozen commit holds the lock: nothing was taken over
+            elif scenario == "decide":
+                if not self._answer(run_id, rep, force=True):
+                    return None
+        finally:
+            thaw(child.pid)
+        res = child.wait(120)
+        if res.traceback or res.rc not in (0, 3, 4):
+            rep.violations.append(
+                f"attempt {rep.attempts} ({how}): the thawed holder exited {res.rc}: {res.stderr.strip()}"
+            )
+            return None
+        if scenario != "thaw-early" and res.rc != 4:
+            # Past its lease, it must stop at its next write: "lease lost".
+            rep.violations.append(f"attempt {rep.attempts} ({how}): thawed past its lease, it exited {res.rc}, not 4")
+            return None
+        if answer is not None:
+            self._history(rep, args, how + " (the frozen holder)", res, run_id)
+            return answer, how + " (the takeover)", point
+        return res, how, point
+
     def _observe(self, run_id: str, trace: Path, reported: list[tuple[frozenset[str], int]], rep: RunReport) -> bool:
         """Read status as an operator would; False when the run does not exist yet."""
         try:
@@ -207,11 +300,17 @@ class Torture:
         reported.append((done, len(_trace(trace))))
         return True
 
-    def _answer(self, run_id: str, rep: RunReport) -> bool:
+    def _answer(self, run_id: str, rep: RunReport, *, force: bool = False) -> bool:
         """Answer every in-doubt effect from the gateway's own ledger. False
-        when the run is blocked for any other reason (that is a finding)."""
+        when the run is blocked for any other reason (that is a finding).
+        With `force`, the run's holder is stalled: its in-doubt charges are
+        answered with --force (the holder then must call nothing)."""
         st = self.status(run_id)
-        blocked = st["blocked"]
+        blocked = (
+            st["blocked"]
+            if not force
+            else [{"kind": "in_doubt_effect", "effect": e["key"]} for e in st["effects"] if e["state"] == "in_doubt"]
+        )
         if not blocked or any(b["kind"] != "in_doubt_effect" for b in blocked):
             rep.violations.append(f"blocked for something other than an in-doubt effect: {blocked}")
             return False
@@ -253,7 +352,7 @@ class Torture:
                     "torture",
                 ]
                 action = "retry_effect"
-            r = self.cli(*args, "--db", str(self.db))
+            r = self.cli(*args, *(["--force"] if force else []), "--db", str(self.db))
             if r.rc != 0:
                 rep.violations.append(f"decide {action} {key} exited {r.rc}: {r.stderr.strip()}")
                 return False
@@ -308,6 +407,19 @@ class Torture:
             v.append(f"verify exited {r.rc}: {r.stdout.strip()[-500:]}")
 
 
+#: The lease of a paused attempt: short, so a freeze outlives it quickly.
+SHORT_LEASE = {"PHASEGATE_LEASE_SECONDS": "1"}
+
+
+def pause_points(mod: Any, items: int) -> list[str]:
+    """Where a holder can be frozen: after an effect's intent (non-idempotent
+    charges, idempotent mails), at a phase's start, inside its checkpoint's commit."""
+    pts = [f"in-phase:{p.name}" for p in mod.wf.phases] + [f"in-commit:{p.name}" for p in mod.wf.phases]
+    for i in range(items):
+        pts += [f"after-intent:charge:{i}", f"after-intent:mail:{i}"]
+    return pts
+
+
 def _trace(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
@@ -326,21 +438,29 @@ def torture(
     items: int = 4,
     log: Any = print,
     run_seed: int | None = None,
+    pauses: int = 0,
+    pauses_per_run: int = 3,
 ) -> list[RunReport]:
-    """Torture runs until `kills` kills have landed. Prints each run's seed."""
-    t = Torture(workdir, items=items, mode=mode, log=log)
-    log(f"torture: seed {seed}, {kills} kills, mode {mode}, reference run {t.duration * 1000:.0f} ms")
+    """Torture runs until `kills` kills and `pauses` pauses have landed.
+    Prints each run's seed."""
+    t = Torture(workdir, items=items, mode=mode, log=log, pause_share=0.35 if pauses else 0.0)
+    log(f"torture: seed {seed}, {kills} kills, {pauses} pauses, mode {mode}, reference run {t.duration * 1000:.0f} ms")
     reports: list[RunReport] = []
     total = 0
+    paused = 0
     i = 0
-    while total < kills:
+    while total < kills or paused < pauses:
         rs = run_seed if run_seed is not None else seed * 100_003 + i
-        rep = t.torture_run(f"t{seed}-{i}", rs, min(kills_per_run, kills - total))
+        rep = t.torture_run(
+            f"t{seed}-{i}", rs, min(kills_per_run, max(kills - total, 0)), min(pauses_per_run, max(pauses - paused, 0))
+        )
         reports.append(rep)
         total += rep.kills
+        paused += sum(rep.pauses.values())
         mark = "ok  " if rep.ok else "FAIL"
         log(
             f"  {mark} run {rep.run_id} run-seed {rs}: {rep.kills} kills ({rep.point_kills} at kill points), "
+            f"{sum(rep.pauses.values())} pauses {dict(rep.pauses) or ''}, "
             f"{rep.attempts} attempts, decisions {dict(rep.decisions) or '-'}"
         )
         for line in rep.violations:
@@ -351,7 +471,7 @@ def torture(
         i += 1
         if run_seed is not None:
             break
-        if rep.kills == 0 and rep.ok and i > kills * 3:
+        if rep.kills == 0 and not rep.pauses and rep.ok and i > (kills + pauses) * 3:
             log("  no kill landed in many runs; stopping")
             break
     return reports

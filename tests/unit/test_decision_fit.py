@@ -23,7 +23,7 @@ from phasegate import (
     RunView,
     UsageError,
 )
-from phasegate.decisions import allowed_actions, fit, preview
+from phasegate.decisions import allowed_actions, env_hash, fit, preview
 
 
 def phase(name: str, state: PhaseState = PhaseState.DONE) -> PhaseView:
@@ -70,8 +70,18 @@ def test_approve_fits_an_env_mismatch_and_records_the_values_seen() -> None:
     v = view(RunStatus.BLOCKED, blocked=(ENV,))
     chosen = fit(v, "approve")
     assert chosen.answers == "env_mismatch"
-    assert chosen.detail == {"accepted": [{"probe": "rates", "current": "v2"}]}
+    assert chosen.detail == {"accepted": [{"probe": "rates", "current": "v2"}], "env_hash": env_hash(v)}
     assert allowed_actions(v) == [Action.APPROVE, Action.REWIND, Action.RESET]
+
+
+def test_approve_is_refused_when_the_values_differ_from_the_preview() -> None:
+    v = view(RunStatus.BLOCKED, blocked=(ENV,))
+    seen = env_hash(v)
+    assert seen is not None and fit(v, "approve", expect_env=seen).detail["env_hash"] == seen
+    with pytest.raises(DecisionError, match="moved since the preview"):
+        fit(v, "approve", expect_env="0123456789abcdef")
+    with pytest.raises(UsageError, match="for approve"):
+        fit(v, "reset", expect_env=seen)
 
 
 def test_what_does_not_fit_is_refused_with_the_reason() -> None:
