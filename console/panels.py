@@ -182,10 +182,25 @@ def decisions(v: RunView) -> tuple[RenderableType, bool]:
 
 
 def error(v: RunView) -> tuple[RenderableType, bool]:
+    """The error a failed run stopped on, each failed attempt before it
+    (retries), and the run's notes (a retry that then succeeded, a probe the
+    run went on past): stored text, shown as plain, escaped text."""
     e: Mapping[str, Any] | None = v.error
-    if not e:
+    if not e and not v.notes:
         return NONE, True
     line = Text()
-    line.append(f"in phase {safe(e.get('phase'))}: ", style="bold")
-    line.append(f"{safe(e.get('type'))}: {safe(e.get('message'))}")
+    if e:
+        line.append(f"in phase {safe(e.get('phase'))}: ", style="bold")
+        line.append(f"{safe(e.get('type'))}: {safe(e.get('message'))}")
+        tried = e.get("attempts")
+        for a in tried if isinstance(tried, list) else []:
+            if isinstance(a, Mapping):
+                what = f"step {safe(a.get('step'))}" if a.get("step") is not None else "the phase"
+                line.append(f"\n  {what}: attempt {safe(a.get('attempt'))} of {safe(a.get('of'))}: ", style="italic")
+                line.append(safe(a.get("error")))
+    for n in v.notes:
+        if line:
+            line.append("\n")
+        line.append("note: ", style="bold")
+        line.append(safe(n))
     return line, False

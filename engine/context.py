@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import _json
 from .errors import UsageError
+from .retry import NO_RETRY, Attempt, RetryPolicy, describe, wait
 
 if TYPE_CHECKING:
     from .ledger import EffectLedger
@@ -64,9 +65,12 @@ class PhaseContext:
         *,
         steps: StepLog,
         effects: EffectLedger,
+        attempts: list[Attempt] | None = None,
     ) -> None:
         self._steps = steps
         self._effects = effects
+        self._attempts: list[Attempt] = attempts if attempts is not None else []
+        """Where failed attempts of retried steps are recorded (the runner's list)."""
         self.phase = phase
         """The name of the phase being run."""
         self.run_id = run_id
@@ -84,24 +88,57 @@ class PhaseContext:
     def degraded(self) -> bool:
         return bool(self.missing)
 
-    def step(self, name: str, fn: Callable[..., T], /, *args: Any, durable: bool = False, **kwargs: Any) -> T:
+    def step(
+        self,
+        name: str,
+        fn: Callable[..., T],
+        /,
+        *args: Any,
+        durable: bool = False,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+        **kwargs: Any,
+    ) -> T:
         """Run one step. With `durable=True` its result is saved when it
-        completes and returned from the store on a replay of this phase."""
+        completes and returned from the store on a replay of this phase.
+
+        `retries=N` calls `fn` again, up to N more times, when it raises one
+        of `retry_on`, waiting `backoff` seconds before the first retry and
+        twice as long before each next one (with jitter). Each failed attempt
+        is recorded with the run; the last one's error is the step's."""
+        policy = NO_RETRY if not retries else RetryPolicy.of(f"step {name!r}", retries, backoff, retry_on)
         if not durable:
             self.steps_done += 1
-            return fn(*args, **kwargs)
+            return self._call(name, policy, fn, args, kwargs)
         n = self._occurrence.get(name, 0)
         self._occurrence[name] = n + 1
         key = name if n == 0 else f"{name}#{n + 1}"
         annotation = _returns(fn)
         found, value = self._steps.read(self.phase, key)
         if not found:
-            result = fn(*args, **kwargs)
+            result = self._call(name, policy, fn, args, kwargs)
             text = _json.dumps(result)
             self._steps.save(self.phase, key, text)
             value = _json.loads(text)
         self.steps_done += 1
         return cast(T, rehydrate(annotation, value))
+
+    def _call(
+        self, name: str, policy: RetryPolicy, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> T:
+        attempt = 1
+        while True:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                again = policy.retryable(exc, attempt)
+                if again or attempt > 1:
+                    self._attempts.append(Attempt(self.phase, name, attempt, policy.attempts, describe(exc), again))
+                if not again:
+                    raise
+            wait(policy.delay(attempt))
+            attempt += 1
 
     def effect(
         self,

@@ -350,7 +350,7 @@ class Engine:
                 # Verified as they stream: one run's outputs in memory at a time.
                 found = {
                     rid: self._verify_one(run_rows[rid], rows, deep)
-                    for rid, rows in self.store.live_chains(conn, sorted(run_rows))
+                    for rid, rows in self.store.live_chains(conn, {r: int(row.epoch) for r, row in run_rows.items()})
                 }
                 damage = {rid: seals.check(self.store.effects_for(conn, rid), run_rows[rid].effects_last,
                                            run_rows[rid].effects_count) for rid in run_rows}  # fmt: skip

@@ -26,7 +26,7 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("environment", "environment"),
     ("code", "code changes"),
     ("effects", "effects"),
-    ("error", "error"),
+    ("error", "error and notes"),
     ("outputs", "carried outputs"),
     ("prune", "prune candidates"),
     ("decisions", "decision log"),

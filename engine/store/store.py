@@ -7,7 +7,7 @@ so a resume costs the same with ten other runs or a hundred thousand.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -447,21 +447,26 @@ class Store:
         rows = conn.execute(select(runs).where(runs.c.run_id.in_(list(run_ids))))
         return {r.run_id: _rowcheck.check(r) for r in rows}
 
-    def live_chains(self, conn: Connection, run_ids: Sequence[str]) -> Iterator[tuple[str, list[Row[Any]]]]:
-        """The live chain of each run's current epoch, run after run in run-id
-        order, from one streamed query: what `chain` gives for each, without a
-        statement per run. Only one run's rows are held at a time."""
+    def live_chains(self, conn: Connection, epochs: Mapping[str, int]) -> Iterator[tuple[str, list[Row[Any]]]]:
+        """The live chain of each run's current epoch (`epochs`: run id to
+        epoch), run after run in run-id order, from one streamed query: what
+        `chain` gives for each, without a statement per run. Only one run's
+        rows are held at a time."""
+        # Ordered as the (run_id, epoch, seq) index is, so the rows stream out
+        # of it: a join on the runs table, or any other order, made SQLite copy
+        # every selected output into a temporary sorter first.
         q = (
             select(checkpoints)
-            .join(runs, and_(runs.c.run_id == checkpoints.c.run_id, runs.c.epoch == checkpoints.c.epoch))
-            .where(checkpoints.c.run_id.in_(list(run_ids)), checkpoints.c.status == "live")
-            .order_by(checkpoints.c.run_id, checkpoints.c.seq)
+            .where(checkpoints.c.run_id.in_(sorted(epochs)), checkpoints.c.status == "live")
+            .order_by(checkpoints.c.run_id, checkpoints.c.epoch, checkpoints.c.seq)
         )
         # Streamed: PostgreSQL's client-side cursor would otherwise hold every
         # output of the page in memory at once.
         result = conn.execution_options(yield_per=16).execute(q)
         held: list[Row[Any]] = []
         for row in result:
+            if row.epoch != epochs.get(row.run_id):
+                continue  # an earlier epoch's entry, kept live by nothing that reads it here
             if held and row.run_id != held[0].run_id:
                 yield held[0].run_id, _rowcheck.check_all(checkpoints, held)
                 held = []
