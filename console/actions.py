@@ -20,6 +20,11 @@ class ActionSpec:
     """The command-line twin, so nothing can only be done in the console."""
 
     @property
+    def word(self) -> str:
+        """The footer's one word for it ("Confirm"), so the footer fits 80 columns."""
+        return self.label.split()[0].capitalize()
+
+    @property
     def binding_id(self) -> str:
         return f"run.{self.name}"
 

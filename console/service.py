@@ -28,6 +28,7 @@ from .actions import BY_NAME, ActionRequest, ActionResult, Choice
 STATUS_FILTERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("all", None),
     ("needs attention", ("blocked", "failed", "running")),
+    ("blocked", ("blocked",)),
     ("running", ("running",)),
     ("failed", ("failed",)),
     ("completed", ("completed",)),

@@ -282,7 +282,7 @@ async def test_runs_screen_navigation_and_palette(store: Path, make_app: Any) ->
         await settle(pilot)
         ids = {table.run_id_at(i) for i in range(table.row_count)}
         assert fx.COMPLETED not in ids and fx.RUNNING not in ids and fx.INTERRUPTED in ids
-        await pilot.press("f", "f", "f")  # running, failed, completed
+        await pilot.press("f", "f", "f", "f")  # blocked, running, failed, completed
         await settle(pilot)
         assert [table.run_id_at(i) for i in range(table.row_count)] == [fx.COMPLETED]
         await pilot.press("f")
