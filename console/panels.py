@@ -159,6 +159,7 @@ def effects(v: RunView) -> tuple[RenderableType, bool]:
     if not v.effects:
         return NONE, True
     t = _table("state", "effect", "key", "attempt")
+    asked: list[Text] = []
     for e in v.effects:
         label = {"in_doubt": "IN DOUBT", "intent": "intent", "done": "done"}[e.state]
         t.add_row(
@@ -167,7 +168,10 @@ def effects(v: RunView) -> tuple[RenderableType, bool]:
             plain(effect_key(e.key, v.run_id)),
             Text(str(e.attempt)),
         )
-    return t, False
+        if e.reconcile is not None and e.state != "done":
+            # What the outside system said when asked: why a person is needed.
+            asked.append(plain(f"reconcile {e.name}: {e.reconcile.get('answer')}: {e.reconcile.get('why', '')}"))
+    return (Group(t, *asked) if asked else t), False
 
 
 def prune(v: RunView) -> tuple[RenderableType, bool]:

@@ -203,7 +203,9 @@ async def test_a_decision_on_top_of_a_pending_one_names_it_and_is_typed_out(stor
     does not list the confirmed charge as one that may be called again."""
     key = f"{fx.IN_DOUBT}/charge/charge:inv-1"
     with Engine(store, clock=fx.frozen()) as eng:
-        eng.decide(fx.IN_DOUBT, "confirm_effect", reason="seen in the gateway", effect=key)
+        eng.decide(
+            fx.IN_DOUBT, "confirm_effect", reason="seen in the gateway", effect=key, result={"charge_id": "ch-1"}
+        )
     app = make_app(store)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
