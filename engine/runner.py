@@ -88,7 +88,7 @@ class Runner:
         self.force = force
         """Take the run over even from a stalled holder (`HolderStalled`)."""
         self.fence = Fence(store, self.run_id, new_owner(), clock)
-        self.steps = StepLog(store, self.fence, clock)
+        self.steps = StepLog(store, self.fence, clock, {p.name: p.code_hash for p in wf.phases})
         self.effects = EffectLedger(store, self.fence, clock)
         self.outputs = PhaseOutputs(wf)
         self.phases_run: list[str] = []
@@ -131,9 +131,9 @@ class Runner:
             beat.stop()
 
     def _acquire(self) -> Any:
-        now = self.clock()
         owner = self.fence.owner
         with self.store.write() as conn:
+            now = self.store.lease_clock(conn, self.clock())
             # Row lock where the backend has them; SKIP LOCKED so a process
             # racing another for the same run is answered at once, not queued.
             row = self.store.get_run(conn, self.run_id, lock=True, skip_locked=True)
@@ -338,9 +338,11 @@ class Runner:
             )
             try:
                 out = p.fn(ctx, **kwargs)
-            except (Stop, LeaseLost, StoreError):  # the store failing is not the phase failing: exit 2, resumable
+            except (Stop, LeaseLost, StoreError, KeyboardInterrupt):
+                # The store failing is not the phase failing (exit 2,
+                # resumable); Ctrl-C is the operator's, not the phase's.
                 raise
-            except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
+            except BaseException as exc:  # noqa: BLE001 - SystemExit, CancelledError too: the run's outcome, not ours
                 return self._fail(p.name, exc)
             try:
                 text, by_orjson = _json.encode(out)
