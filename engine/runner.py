@@ -88,7 +88,7 @@ class Runner:
         self.force = force
         """Take the run over even from a stalled holder (`HolderStalled`)."""
         self.fence = Fence(store, self.run_id, new_owner(), clock)
-        self.steps = StepLog(store, self.fence, clock, {p.name: p.code_hash for p in wf.phases})
+        self.steps = StepLog(store, self.fence, clock)
         self.effects = EffectLedger(store, self.fence, clock)
         self.outputs = PhaseOutputs(wf)
         self.phases_run: list[str] = []

@@ -17,26 +17,13 @@ from .lease import Fence
 from .store.store import Store
 
 
-def stored_key(key: str, code: str | None) -> str:
-    """A durable step is stored under its key and the fingerprint of the
-    phase code that computed it, so only that code is ever handed it back:
-    whatever a start does first (block, apply a decision), newer code finds
-    nothing saved and computes the step itself. A step saved without a
-    fingerprint (before it was recorded) is recomputed once."""
-    return f"{key}|code:{code}"
-
-
 class StepLog:
     """A run's saved durable steps: read once per start, written as they finish."""
 
-    def __init__(
-        self, store: Store, fence: Fence, clock: Callable[[], float], codes: Mapping[str, str | None] | None = None
-    ) -> None:
+    def __init__(self, store: Store, fence: Fence, clock: Callable[[], float]) -> None:
         self._store = store
         self._fence = fence
         self._clock = clock
-        self._codes = dict(codes or {})
-        """Each phase's code fingerprint, as this process runs it."""
         self._saved: dict[str, dict[str, tuple[str, str]]] = {}
 
     def load(self) -> None:
@@ -67,7 +54,7 @@ class StepLog:
 
     def read(self, phase: str, key: str) -> tuple[bool, Any]:
         """(True, value) when the step was saved (and still verifies); (False, None) otherwise."""
-        saved = self._saved.get(phase, {}).get(stored_key(key, self._codes.get(phase)))
+        saved = self._saved.get(phase, {}).get(key)
         if saved is None:
             return False, None
         return True, read_saved(saved[0], saved[1], f"durable step {key!r}")
@@ -80,7 +67,7 @@ class StepLog:
                 {
                     "run_id": self._fence.run_id,
                     "phase": phase,
-                    "step_key": stored_key(key, self._codes.get(phase)),
+                    "step_key": key,
                     "result_json": text,
                     "result_hash": _json.sha256(text),
                     "created_at": now,
