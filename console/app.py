@@ -22,6 +22,7 @@ from phasegate import Engine, safe
 from . import live, service
 from ._format import set_monochrome
 from .actions import ACTIONS
+from .palette import ConsoleCommands
 from .screens._run_actions import RunActions
 from .screens.detail import DetailScreen
 from .screens.help import HelpScreen
@@ -35,11 +36,14 @@ class ConsoleApp(App[int]):
     CSS_PATH: ClassVar[str] = "console.tcss"
     TITLE = "phasegate console"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = {ConsoleCommands}
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
-        Binding("colon", "command_palette", "Commands", show=False, id="app.palette"),
+        # Declaring a palette binding stops Textual adding its ctrl+p one: both are declared.
+        Binding("ctrl+p", "command_palette", "Commands", show=False, priority=True, id="app.palette"),
+        Binding("colon", "command_palette", "Commands", show=False, id="app.palette_colon"),
     ]
 
     @dataclass
@@ -60,7 +64,10 @@ class ConsoleApp(App[int]):
         page_size: int = 200,
         start: service.StartAt | None = None,
     ) -> None:
-        super().__init__()
+        # NO_COLOR means no colour codes at all: with ANSI colours Textual
+        # strips them (NoColor) instead of sending 256-colour greys
+        # (Monochrome); the cursor is then reverse video (console.tcss).
+        super().__init__(ansi_color=True if os.environ.get("NO_COLOR") is not None else None)
         self.start = start or service.StartAt()
         """Where the console opens (a deep link: one run, or the list filtered)."""
         self.engine = engine
@@ -143,6 +150,14 @@ class ConsoleApp(App[int]):
         self.notify(safe(message.text), title="decision recorded", markup=False)
         self.post_message(self.DataChanged("decision"))
 
+    def on_run_actions_resumed(self, message: RunActions.Resumed) -> None:
+        self.notify(
+            f"phasegate resume {message.run_id} started (pid {message.pid}); its log: {message.log}",
+            title="resuming",
+            markup=False,
+            timeout=10,
+        )
+
     def on_run_actions_action_failed(self, message: RunActions.ActionFailed) -> None:
         self.notify(safe(message.text), title=message.title, severity="error", markup=False, timeout=10)
 
@@ -152,8 +167,11 @@ class ConsoleApp(App[int]):
 
     # -- command palette --------------------------------------------------------
 
+    #: Textual's own entries that are not operations (looks, not triage).
+    PALETTE_HIDDEN: ClassVar[frozenset[str]] = frozenset({"Theme", "Screenshot", "Maximize", "Minimize"})
+
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # The operations first: ctrl+p (or :) then Enter acts on the run.
         if isinstance(screen, RunActions):
             actor: RunActions = screen
             for spec in ACTIONS:
@@ -163,6 +181,11 @@ class ConsoleApp(App[int]):
                         f"{spec.help} ({spec.key}; or {spec.cli})",
                         partial(actor.action_decide, spec.name),
                     )
+            if actor.resume_fits():
+                yield SystemCommand("run: resume now", "start phasegate resume for this run (e)", actor.action_resume)
         for title, help_text, action in getattr(screen, "PALETTE", ()):
             yield SystemCommand(title, help_text, partial(screen.run_action, action))
         yield SystemCommand("console: help", "every key binding (?)", self.action_help)
+        for command in super().get_system_commands(screen):
+            if command.title not in self.PALETTE_HIDDEN:
+                yield command

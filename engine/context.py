@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import _json
 from .errors import UsageError
+from .retry import NO_RETRY, Attempt, RetryPolicy, describe, wait
 
 if TYPE_CHECKING:
     from .ledger import EffectLedger
+    from .reconcile import Reconciled
     from .steplog import StepLog
 
 T = TypeVar("T")
@@ -63,9 +65,12 @@ class PhaseContext:
         *,
         steps: StepLog,
         effects: EffectLedger,
+        attempts: list[Attempt] | None = None,
     ) -> None:
         self._steps = steps
         self._effects = effects
+        self._attempts: list[Attempt] = attempts if attempts is not None else []
+        """Where failed attempts of retried steps are recorded (the runner's list)."""
         self.phase = phase
         """The name of the phase being run."""
         self.run_id = run_id
@@ -83,24 +88,57 @@ class PhaseContext:
     def degraded(self) -> bool:
         return bool(self.missing)
 
-    def step(self, name: str, fn: Callable[..., T], /, *args: Any, durable: bool = False, **kwargs: Any) -> T:
+    def step(
+        self,
+        name: str,
+        fn: Callable[..., T],
+        /,
+        *args: Any,
+        durable: bool = False,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+        **kwargs: Any,
+    ) -> T:
         """Run one step. With `durable=True` its result is saved when it
-        completes and returned from the store on a replay of this phase."""
+        completes and returned from the store on a replay of this phase.
+
+        `retries=N` calls `fn` again, up to N more times, when it raises one
+        of `retry_on`, waiting `backoff` seconds before the first retry and
+        twice as long before each next one (with jitter). Each failed attempt
+        is recorded with the run; the last one's error is the step's."""
+        policy = NO_RETRY if not retries else RetryPolicy.of(f"step {name!r}", retries, backoff, retry_on)
         if not durable:
             self.steps_done += 1
-            return fn(*args, **kwargs)
+            return self._call(name, policy, fn, args, kwargs)
         n = self._occurrence.get(name, 0)
         self._occurrence[name] = n + 1
         key = name if n == 0 else f"{name}#{n + 1}"
         annotation = _returns(fn)
         found, value = self._steps.read(self.phase, key)
         if not found:
-            result = fn(*args, **kwargs)
+            result = self._call(name, policy, fn, args, kwargs)
             text = _json.dumps(result)
             self._steps.save(self.phase, key, text)
             value = _json.loads(text)
         self.steps_done += 1
         return cast(T, rehydrate(annotation, value))
+
+    def _call(
+        self, name: str, policy: RetryPolicy, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> T:
+        attempt = 1
+        while True:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                again = policy.retryable(exc, attempt)
+                if again or attempt > 1:
+                    self._attempts.append(Attempt(self.phase, name, attempt, policy.attempts, describe(exc), again))
+                if not again:
+                    raise
+            wait(policy.delay(attempt))
+            attempt += 1
 
     def effect(
         self,
@@ -110,6 +148,9 @@ class PhaseContext:
         *,
         idempotent: bool = False,
         atomic: bool = False,
+        reconcile: Callable[[str], Reconciled] | None = None,
+        reconcile_timeout: float = 30.0,
+        redo_on_rewind: bool = False,
     ) -> T:
         """Do something outside the run that must not happen twice.
 
@@ -117,11 +158,32 @@ class PhaseContext:
         called, and its completion after. `idempotent=True` says the target
         deduplicates by key, so an interrupted call may simply be repeated.
         `atomic=True` calls `fn(key, session)` with a database session inside
-        the transaction that records completion: both commit or neither."""
+        the transaction that records completion: both commit or neither.
+
+        `reconcile(key)` asks the outside system whether the action with that
+        key happened, when a resume finds the effect in doubt; it answers with
+        `Reconciled.done(result)`, `Reconciled.not_done()` or
+        `Reconciled.unknown(why)` (reconcile.py), within `reconcile_timeout`
+        seconds. `redo_on_rewind=True` (idempotent effects only) gives the
+        effect a new key when a rewind or reset re-opens its phase, so the
+        target acts again; by default a completed effect is never repeated."""
+        if redo_on_rewind and not idempotent:
+            raise UsageError(f"effect {name!r}: redo_on_rewind needs idempotent=True (a new key must be safe to send)")
+        if not reconcile_timeout > 0:
+            raise UsageError(f"effect {name!r}: reconcile_timeout must be a positive number of seconds")
         if name in self._effects_seen:
             raise UsageError(f"effect {name!r} is called twice in phase {self.phase!r}; effect names must be unique")
         self._effects_seen.add(name)
-        value = self._effects.perform(self.phase, name, fn, idempotent=idempotent, atomic=atomic)
+        value = self._effects.perform(
+            self.phase,
+            name,
+            fn,
+            idempotent=idempotent,
+            atomic=atomic,
+            reconcile=reconcile,
+            reconcile_timeout=reconcile_timeout,
+            redo_on_rewind=redo_on_rewind,
+        )
         self.steps_done += 1
         return cast(T, rehydrate(_returns(fn), value))
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from . import _json, environment, sources
+from . import _json, environment, retry, sources
 from ._host import new_owner
 from ._pause import pause_point
 from ._states import BlockKind, OutcomeStatus, RunStatus
@@ -38,6 +38,7 @@ from .ledger import EffectLedger
 from .outcome import BlockReason, Outcome
 from .outputs import PhaseOutputs
 from .planner import Pending, StartFacts, StartPlan, plan_start
+from .retry import Attempt
 from .safetext import is_safe, safe, sanitised
 from .steplog import StepLog
 from .store.store import Store
@@ -96,6 +97,8 @@ class Runner:
         """The trusted state the phases run from (a `chain.Folded`), once planned."""
         self.env_rows: list[Any] = []
         self.notes: list[str] = []
+        self.attempts: list[Attempt] = []
+        """Failed attempts of steps and phases in this start (retries)."""
         self._codes: dict[str, Any] | None = None
         """Each phase's code fingerprint as the run's records know it: the code
         its saved durable steps were written by. None once this start runs
@@ -244,6 +247,14 @@ class Runner:
                     raise LeaseLost(f"run {self.run_id!r}: lease lost before its phases could start")
         self.state = plan.state
         journal.follow(plan.state)
+        # A redo_on_rewind effect of a phase re-opened by a rewind or reset
+        # gets a new key epoch, so its (idempotent) target acts again.
+        epoch = int(row.epoch)
+        self.effects.generations = {
+            p.name: f"{epoch}.{plan.state.reopened.get(p.name, 0)}"
+            for p in self.wf.phases
+            if epoch or plan.state.reopened.get(p.name)
+        }
         if plan.recode:
             # Durable steps saved by older code of an open phase are not trusted
             # to mean what the new code would compute: they are recomputed.
@@ -268,6 +279,7 @@ class Runner:
                 rows=loaded.rows,
                 pending=pending,
                 effects=list(self.effects.effects.values()),
+                effect_damage=self.effects.damage(),
                 probes=probes,
                 now=self.clock(),
                 last_codes=last_codes,
@@ -305,29 +317,7 @@ class Runner:
                     return self._block(
                         [BlockReason(BlockKind.ENV_MISMATCH, environment.describe(moved), {"changes": moved})]
                     )
-            kwargs: dict[str, Any] = {}
-            missing: set[str] = set()
-            for n in p.needs:
-                if n in self.outputs:
-                    kwargs[n] = self.outputs.handed(n)
-                else:
-                    missing.add(n)
-            # Only a degraded phase needs its signature: ~10 us saved per boundary.
-            params = inspect.signature(p.fn).parameters if missing else {}
-            for n in missing:
-                prm = params.get(n)
-                if prm is not None and prm.default is inspect.Parameter.empty:
-                    kwargs[n] = None
-            # Each phase gets its own copy of the inputs: a phase that mutates
-            # them must not change what a later phase (or a resume) sees.
-            ctx = PhaseContext(
-                self.run_id,
-                p.name,
-                _json.loads(self.inputs_text),
-                frozenset(missing),
-                steps=self.steps,
-                effects=self.effects,
-            )
+            missing = {n for n in p.needs if n not in self.outputs}
             self.phases_run.append(p.name)
             pause_point("in-phase", p.name)
             # A process frozen between phases must not start one it no longer
@@ -336,14 +326,10 @@ class Runner:
             log.info(
                 "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
             )
-            try:
-                out = p.fn(ctx, **kwargs)
-            except (Stop, LeaseLost, StoreError, KeyboardInterrupt):
-                # The store failing is not the phase failing (exit 2,
-                # resumable); Ctrl-C is the operator's, not the phase's.
-                raise
-            except BaseException as exc:  # noqa: BLE001 - SystemExit, CancelledError too: the run's outcome, not ours
-                return self._fail(p.name, exc)
+            called = self._attempt_phase(p, missing)
+            if isinstance(called, Outcome):
+                return called
+            out, ctx = called
             try:
                 text, by_orjson = _json.encode(out)
             except UsageError as exc:
@@ -362,9 +348,61 @@ class Runner:
                 nxt=nxt,
                 next_needs=next_needs,
                 probes=probes,
+                out_hash=out_hash,
             )
             self.outputs.put(p.name, text, out_hash, by_orjson)
         return self._complete()
+
+    def _attempt_phase(self, p: Phase, missing: set[str]) -> tuple[Any, PhaseContext] | Outcome:
+        """Call the phase; while its retry policy allows, call it again from
+        its start after a failure. What a failed attempt saved is read back
+        first, so its durable steps return from the store and its completed
+        effects are not repeated (an effect it left unfinished against a
+        target that does not deduplicate stops the run as in doubt)."""
+        attempt = 1
+        while True:
+            # Each attempt gets its own copy of the inputs and the outputs it
+            # needs: a phase that mutates them must not change what a later
+            # attempt, phase or resume sees.
+            ctx = PhaseContext(
+                self.run_id,
+                p.name,
+                _json.loads(self.inputs_text),
+                frozenset(missing),
+                steps=self.steps,
+                effects=self.effects,
+                attempts=self.attempts,
+            )
+            try:
+                return p.fn(ctx, **self._handed(p, missing)), ctx
+            except (Stop, LeaseLost, StoreError, KeyboardInterrupt):
+                # The store failing is not the phase failing (exit 2,
+                # resumable); Ctrl-C is the operator's, not the phase's.
+                raise
+            except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
+                again = p.retry.retryable(exc, attempt)
+                if again or attempt > 1:
+                    self.attempts.append(Attempt(p.name, None, attempt, p.retry.attempts, retry.describe(exc), again))
+                if not again:
+                    return self._fail(p.name, exc)
+                log.warning("run %s: phase %s attempt %d failed: %s", self.run_id, p.name, attempt, exc)
+            except BaseException as exc:  # noqa: BLE001 - SystemExit, CancelledError: recorded, never retried
+                return self._fail(p.name, exc)
+            retry.wait(p.retry.delay(attempt))
+            self.steps.load()
+            self.effects.load()
+            attempt += 1
+
+    def _handed(self, p: Phase, missing: set[str]) -> dict[str, Any]:
+        """The outputs a phase is called with; None for a missing one it has no default for."""
+        kwargs = {n: self.outputs.handed(n) for n in p.needs if n not in missing}
+        # Only a degraded phase needs its signature: ~10 us saved per boundary.
+        params = inspect.signature(p.fn).parameters if missing else {}
+        for n in missing:
+            prm = params.get(n)
+            if prm is not None and prm.default is inspect.Parameter.empty:
+                kwargs[n] = None
+        return kwargs
 
     # -- endings --------------------------------------------------------------
 
@@ -378,7 +416,7 @@ class Runner:
             "status": status.value,
             "updated_at": now,
             "env_json": _json.dumps(self.env_rows),
-            "notes_json": _json.dumps(self.notes),
+            "notes_json": _json.dumps(self.notes + [a.note() for a in self.attempts]),
             "lease_owner": None,
             "lease_host": None,
             "lease_pid": None,
@@ -419,7 +457,15 @@ class Runner:
         # A message neither backend can store (a lone surrogate, a NUL) is
         # kept with those characters escaped: lost, it would leave the run "running".
         message = sanitised(str(exc))
-        err = {"phase": phase, "type": type(exc).__name__, "message": message, "traceback": sanitised("".join(tb[-6:]))}
+        err: dict[str, Any] = {
+            "phase": phase,
+            "type": type(exc).__name__,
+            "message": message,
+            "traceback": sanitised("".join(tb[-6:])),
+        }
+        tried = [a.as_dict() for a in self.attempts if a.phase == phase]
+        if tried:
+            err["attempts"] = tried
         self._finish(
             RunStatus.FAILED,
             {

@@ -24,6 +24,7 @@ from . import runbooks as _runbooks
 from ._host import new_owner
 from .engine import Engine
 from .errors import StoreError
+from .safetext import safe
 from .sources import printable
 from .store import _rowcheck
 from .views import iso
@@ -70,7 +71,8 @@ def event(row: Any, where: str) -> dict[str, Any]:
         # Causes (issue #13) are not recorded yet; the field is kept so
         # receivers need not change when they are.
         "cause": None,
-        "runbook": "; ".join(texts) if texts else None,
+        # Stored text read by a person at the far end (a mail, a pager): made safe.
+        "runbook": safe("; ".join(texts)) if texts else None,
         "console": f"phasegate console --db {shlex.quote(where)} --run {shlex.quote(row.run_id)}",
     }
 

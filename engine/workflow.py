@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from . import _json
 from . import runbooks as _runbooks
 from .errors import WorkflowError
+from .retry import NO_RETRY, RetryPolicy
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -129,6 +130,9 @@ class Phase:
     module's name in it): a run checkpointed by them is not told its code
     changed when only the fingerprint's recipe did."""
 
+    retry: RetryPolicy = field(default=NO_RETRY, compare=False, repr=False)
+    """How a failure of the phase is retried (`@wf.phase(retries=...)`)."""
+
     def runs(self, code: str | None) -> bool:
         """Whether a recorded fingerprint names this phase's current code."""
         return code == self.code_hash or code in self.former_hashes
@@ -185,13 +189,22 @@ class Workflow:
         floor: Iterable[str] | None = None,
         probes: Iterable[str] = (),
         rederivable: bool = True,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
     ) -> Callable[[F], F]:
         """Register a phase. Phases run in declaration order. `needs` names the
         earlier phases whose outputs it reads; `floor` the subset it cannot start
         without (all of `needs` unless given). `rederivable=False` says a lost
         output of this phase cannot be recomputed by running it again (it
         captured a moment of the outside world), so a later phase whose floor
-        needs it stops below its floor instead of silently re-running it."""
+        needs it stops below its floor instead of silently re-running it.
+
+        `retries=N` re-runs the phase from its start, up to N more times, when
+        it raises one of `retry_on`, after `backoff` seconds (doubled each
+        time, with jitter). A re-run keeps what the failed attempt saved: its
+        durable steps come back from the store and its completed effects are
+        not called again."""
 
         def deco(fn: F) -> F:
             pname = name or fn.__name__
@@ -212,6 +225,7 @@ class Workflow:
             for p in probes:
                 if p not in self.probes and p != AGE_PROBE:
                     raise WorkflowError(f"phase {pname!r} declares unknown probe {p!r}")
+            policy = RetryPolicy.of(f"phase {pname!r}", retries, backoff, retry_on) if retries else NO_RETRY
             self._cache.clear()
             covered = _covered(fn)
             module = str(getattr(fn, "__module__", ""))
@@ -228,6 +242,7 @@ class Workflow:
                     rederivable=rederivable,
                     source=_source_text(covered),
                     former_hashes=(_code_hash(covered, module),),
+                    retry=policy,
                 )
             )
             return fn

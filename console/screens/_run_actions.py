@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
-from textual import work
+from textual import events, work
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
@@ -16,7 +16,7 @@ from textual.screen import Screen
 from phasegate import PhasegateError, RunView
 
 from .. import service
-from ..actions import ACTIONS, ActionRequest, ActionResult
+from ..actions import ACTIONS, BY_KEY, BY_NAME, ActionRequest, ActionResult
 from ..context import ConsoleContext
 from .action_modal import ActionModal
 
@@ -25,7 +25,10 @@ class RunActions(Screen[None]):
     """A screen with a current run that the action keys act on."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(spec.key, f"decide('{spec.name}')", spec.label.capitalize(), id=spec.binding_id) for spec in ACTIONS
+        # First, so the footer shows it whatever else is offered at 80 columns.
+        Binding("question_mark", "app.help", "Help", id="app.help"),
+        *(Binding(spec.key, f"decide('{spec.name}')", spec.word, id=spec.binding_id) for spec in ACTIONS),
+        Binding("e", "resume", "Resume", id="run.resume"),
     ]
 
     @dataclass
@@ -42,6 +45,15 @@ class RunActions(Screen[None]):
         run_id: str
         text: str
         """One line saying what landed."""
+
+    @dataclass
+    class Resumed(Message):
+        """`phasegate resume` was started for a run, detached (posted to the app)."""
+
+        run_id: str
+        pid: int
+        log: str
+        """Where its output goes."""
 
     @dataclass
     class ActionFailed(Message):
@@ -61,22 +73,85 @@ class RunActions(Screen[None]):
         """The actions that fit it (read with it, so they always agree)."""
 
     def set_target(self, view: RunView | None, allowed: list[str]) -> None:
+        before = (self._target_id(), list(self.allowed), self.resume_fits())
         self.run_view, self.allowed = view, allowed
-        self.refresh_bindings()
+        # A refresh that offers the same keys leaves the footer alone: over a
+        # slow link a redrawn footer is most of what a refresh sends.
+        if (self._target_id(), list(allowed), self.resume_fits()) != before:
+            self.refresh_bindings()
+
+    def _target_id(self) -> str | None:
+        return None if self.run_view is None else self.run_view.run_id
 
     def action_fits(self, name: str) -> bool:
         return not self.ctx.read_only and self.run_view is not None and name in self.allowed
 
+    def resume_fits(self) -> bool:
+        return not self.ctx.read_only and self.run_view is not None and not service.can_resume(self.run_view)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # False hides the binding; its key then reaches `on_key`, which says why.
         if action == "decide":
-            # False hides the binding and makes its key do nothing.
             return bool(parameters) and self.action_fits(str(parameters[0]))
+        if action == "resume":
+            return self.resume_fits()
         return True
+
+    def action_resume(self) -> None:
+        if self.run_view is not None and self.resume_fits():
+            self._resume(self.run_view.run_id)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="resume")
+    def _resume(self, run_id: str) -> None:
+        try:
+            started = service.resume_now(self.ctx.engine, run_id)
+        except (PhasegateError, OSError) as exc:
+            title, text = ("resume", str(exc)) if isinstance(exc, OSError) else (exc.title, exc.message)
+            self.app.post_message(self.ActionFailed(title, text))
+            return
+        self.app.post_message(self.Resumed(started.run_id, started.pid, str(started.log)))
 
     def action_decide(self, name: str) -> None:
         if self.run_view is None or not self.action_fits(name):
             return
         self._prepare(self.run_view.run_id, name)
+
+    def on_key(self, event: events.Key) -> None:
+        """An action key that does not apply here says why, in one line,
+        instead of doing nothing (its binding is off, so the key lands here)."""
+        if event.key == "e" and not self.resume_fits():
+            event.stop()
+            self.notify(self.why_not_resume(), title="resume", severity="warning", markup=False, timeout=4)
+            return
+        spec = BY_KEY.get(event.key)
+        if spec is None or self.action_fits(spec.name):
+            return
+        event.stop()
+        self.notify(self.why_not(spec.name), title=spec.label, severity="warning", markup=False, timeout=4)
+
+    def why_not_resume(self) -> str:
+        if self.ctx.read_only:
+            return "resume: read-only (this console was opened with --read-only)"
+        if self.run_view is None:
+            return "resume: no run selected (or it is still being read)"
+        return f"resume does not fit: {service.can_resume(self.run_view)}"
+
+    def why_not(self, name: str) -> str:
+        """One line: why the action `name` is not offered on this screen now."""
+        spec = BY_NAME[name]
+        if self.ctx.read_only:
+            return f"{spec.label}: read-only (this console was opened with --read-only)"
+        view = self.run_view
+        if view is None:
+            return f"{spec.label}: no run selected (or it is still being read)"
+        state = "decided, waiting to be carried out" if view.pending_decisions else view.status.value
+        if name == "prune":
+            return f"prune does not fit: nothing of {view.run_id} is safe to prune"
+        try:
+            self.ctx.engine.preview(view, name)
+        except PhasegateError as exc:
+            return f"{spec.label} does not fit: this run is {state} ({exc.message})"
+        return f"{spec.label} does not fit: this run is {state}"
 
     def failed(self, exc: PhasegateError) -> None:
         """Report a refused read or write (from any thread) to the app."""

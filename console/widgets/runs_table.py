@@ -91,30 +91,57 @@ class RunsTable(DataTable[Text]):
         self.has_next = False
         """More runs after this page."""
         self.has_previous = False
+        self._shown_cells: dict[str, dict[str, Text]] = {}
+        """What each row shows, by run id then column (to repaint only what changed)."""
         self.widths: dict[str, int] = column_widths(80)
         """The columns shown and their widths (set for the terminal's width)."""
 
     def set_columns(self, width: int) -> None:
         self.widths = column_widths(width)
+        self._shown_cells = {}
         self.clear(columns=True)
         for key, label, _w, _order in COLUMNS:
             if key in self.widths:
                 self.add_column(label, width=self.widths[key], key=key)
 
+    #: Ages move on screen in steps of this many seconds: over a slow link a
+    #: ticking column would resend every row on every refresh.
+    AGE_STEP: ClassVar[float] = 10.0
+
     def show(self, rows: Sequence[RunSummary], now: float) -> None:
+        """Show `rows` in this order. The same runs in the same order (a live
+        refresh) update only the cells whose text changed, so only they repaint."""
+        now -= now % self.AGE_STEP
+        new = {r.run_id: self._cells(r, now) for r in rows}
+        keys = [str(row.key.value) for row in self.ordered_rows]
+        if keys == list(new) and len(new) == len(rows) and self._shown_cells.keys() == new.keys():
+            for run_id, cells in new.items():
+                old = self._shown_cells[run_id]
+                for key, cell in cells.items():
+                    if (cell.plain, cell.style) != (old[key].plain, old[key].style):
+                        self.update_cell(run_id, key, cell)
+            self._shown_cells = new
+            return
         self.clear()
-        id_width = self.widths.get("run_id", 22)
+        self._shown_cells = {}
         for r in rows:
-            cells = {
-                # Escaped before it is cut, so the cut never splits an escape.
-                "run_id": plain(middle(safe(r.run_id), id_width)),
-                "workflow": plain(r.workflow),
-                "status": run_status("decided" if shown_decided(r) else r.status.value),
-                "frontier": plain(frontier(r, self.widths.get("frontier", 14))),
-                "age": Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
-                "reason": plain(r.reason or "-"),
-            }
-            self.add_row(*(cells[k] for k, *_rest in COLUMNS if k in self.widths), key=r.run_id)
+            if r.run_id in self._shown_cells:
+                continue  # one row a run, whatever the page held
+            cells = self._shown_cells[r.run_id] = new[r.run_id]
+            self.add_row(*cells.values(), key=r.run_id)
+
+    def _cells(self, r: RunSummary, now: float) -> dict[str, Text]:
+        id_width = self.widths.get("run_id", 22)
+        cells = {
+            # Escaped before it is cut, so the cut never splits an escape.
+            "run_id": plain(middle(safe(r.run_id), id_width)),
+            "workflow": plain(r.workflow),
+            "status": run_status("decided" if shown_decided(r) else r.status.value),
+            "frontier": plain(frontier(r, self.widths.get("frontier", 14))),
+            "age": Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
+            "reason": plain(r.reason or "-"),
+        }
+        return {k: cells[k] for k, *_rest in COLUMNS if k in self.widths}
 
     def run_id_at(self, row: int) -> str | None:
         if 0 <= row < self.row_count:

@@ -92,3 +92,18 @@ async def test_no_screen_shows_stored_escapes_raw(hostile_store: Path, make_app:
                     await settle(pilot)
             app.pop_screen()
             await settle(pilot)
+        if not read_only:
+            # A refusal quoting stored text (another operator's name) is a notification: escaped too.
+            app.push_screen(DetailScreen(app, ENV))
+            await settle(pilot)
+            await pilot.press("a")
+            await settle(pilot)
+            with Engine(hostile_store, clock=fx.frozen()) as other:
+                other.decide(ENV, "approve", reason="first" + EVERY, operator="bob" + BIDI)
+            await pilot.press(*"second", "enter")
+            await settle(pilot)
+            notes = list(app._notifications)
+            assert all(raw_controls(n.message) == [] for n in notes), [n.message for n in notes]
+            (note,) = [n for n in notes if n.title == "already decided"]
+            assert "bob<U+061C>" in note.message
+            assert_inert(app, "refusal notification")

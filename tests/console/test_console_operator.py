@@ -3,6 +3,9 @@ finding, driven with keys through Pilot on a real store."""
 
 from __future__ import annotations
 
+import asyncio
+import html
+import re
 import sqlite3
 import subprocess
 import sys
@@ -10,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.style import Style
 
 from phasegate import Engine
 from phasegate.console.app import ConsoleApp
@@ -86,8 +90,9 @@ def order(table: RunsTable) -> list[str]:
 
 
 async def refresh(pilot: Any) -> None:
-    """What the live feed does when another process commits."""
-    pilot.app.post_message(ConsoleApp.DataChanged("poll"))
+    """What the live feed does when another process commits ("decision":
+    at once, not folded into the next second's refresh)."""
+    pilot.app.post_message(ConsoleApp.DataChanged("decision"))
     await settle(pilot)
 
 
@@ -198,7 +203,9 @@ async def test_a_decision_on_top_of_a_pending_one_names_it_and_is_typed_out(stor
     does not list the confirmed charge as one that may be called again."""
     key = f"{fx.IN_DOUBT}/charge/charge:inv-1"
     with Engine(store, clock=fx.frozen()) as eng:
-        eng.decide(fx.IN_DOUBT, "confirm_effect", reason="seen in the gateway", effect=key)
+        eng.decide(
+            fx.IN_DOUBT, "confirm_effect", reason="seen in the gateway", effect=key, result={"charge_id": "ch-1"}
+        )
     app = make_app(store)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -212,3 +219,265 @@ async def test_a_decision_on_top_of_a_pending_one_names_it_and_is_typed_out(stor
         assert "already decided, pending: confirm_effect" in preview and "seen in the gateway" in preview
         assert preview.count(key) == 1, preview  # named as pending, not under "may call again"
         assert modal.request.type_run_id
+
+
+def notices(app: Any) -> list[str]:
+    return [str(n.message) for n in app._notifications]  # noqa: SLF001 - what the operator saw, by text
+
+
+@pytest.mark.parametrize(
+    ("run_id", "key", "said"),
+    [
+        (fx.FAILED, "a", "approve resume does not fit: this run is failed"),
+        (fx.ENV_MISMATCH, "t", "retry effect does not fit: this run is blocked"),
+        (fx.COMPLETED, "e", "resume does not fit: it is completed"),
+    ],
+)
+async def test_a_key_that_does_not_apply_says_why(store: Path, make_app: Any, run_id: str, key: str, said: str) -> None:
+    """Finding 5: an unfit key answers in one line, and nothing lands."""
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, run_id))
+        await settle(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)  # no modal opened
+        assert any(n.startswith(said) for n in notices(app)), notices(app)
+    with Engine(store) as eng:
+        assert not eng.status(run_id).pending_decisions
+
+
+async def test_read_only_says_so_for_an_action_key(store: Path, make_app: Any) -> None:
+    app = make_app(store, read_only=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.INTERRUPTED))
+        await settle(pilot)
+        await pilot.press("r")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+        assert any(n.startswith("reset: read-only") for n in notices(app)), notices(app)
+
+
+async def test_resume_now_starts_the_run_and_it_completes_in_the_store(store: Path, make_app: Any) -> None:
+    """Finding 5: `e` starts `phasegate resume RUN` detached, says where it
+    logs, and the run is carried on (checked in the store afterwards)."""
+    run_id = "inv-0009-resumable"
+    clock = fx.Clock(fx.T0 + 100)
+    target = "tests.console.wf:wf"  # as imported here: the same code, so no drift on resume
+    fixture_wf.HOOKS.update(interrupt="charge")
+    try:
+        with fx.quiet_engine(), Engine(store, clock=clock, lease_seconds=fx.LEASE) as eng:
+            with pytest.raises(KeyboardInterrupt):
+                eng.run(fixture_wf.wf, run_id, {"invoices": 2}, target=target)
+    finally:
+        fixture_wf.HOOKS.update(interrupt=None)
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, run_id))
+        await settle(pilot)
+        assert app.screen.run_view.status == "interrupted"
+        await pilot.press("e")
+        await settle(pilot)
+        said = [n for n in notices(app) if n.startswith(f"phasegate resume {run_id} started")]
+        assert said, notices(app)
+        log = Path(said[0].split("its log: ")[1])
+        assert log.parent == store.parent / f"{store.name}.logs"
+    for _ in range(600):
+        with Engine(store, create=False, readonly=True) as eng:
+            status = eng.status(run_id).status
+        if status == "completed":
+            break
+        await asyncio.sleep(0.1)
+    assert status == "completed", log.read_text()
+    assert f"{run_id}: completed" in log.read_text()
+
+
+@pytest.mark.parametrize("key", ["ctrl+p", "colon"])
+async def test_the_palette_opens_with_ctrl_p_and_lists_the_operations_first(
+    store: Path, make_app: Any, key: str
+) -> None:
+    """Finding 5: ctrl+p opens the palette; its first entries act on the run."""
+    from textual.command import CommandList, CommandPalette
+
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.ENV_MISMATCH))
+        await settle(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.pause(0.3)
+        options = app.screen.query_one(CommandList)
+        titles = [str(options.get_option_at_index(i).prompt).split("\n")[0] for i in range(options.option_count)]
+        assert titles and titles[0].startswith("run: "), titles
+        assert not {"Theme", "Screenshot", "Maximize"} & {t.split()[0] for t in titles}, titles
+
+
+def burst(app: Any, key: str, n: int) -> None:
+    """Keys typed ahead: over SSH they arrive in one read and are queued
+    together, with no repaint between them."""
+    from textual import events
+
+    for _ in range(n):
+        app.post_message(events.Key(key, key))
+
+
+async def test_a_burst_of_keys_is_all_applied(store: Path, make_app: Any) -> None:
+    """Finding 6: five `j` at once scroll the detail five lines; twenty move the list twenty rows."""
+    with fx.quiet_engine(), Engine(store, clock=fx.frozen(fx.NOW - 600), lease_seconds=fx.LEASE) as eng:
+        for i in range(24):
+            eng.run(fixture_wf.wf, f"extra-{i:02d}", {"invoices": 1})
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        burst(app, "j", 20)
+        await settle(pilot)
+        assert table.cursor_row == 20
+        await app.push_screen(DetailScreen(app, fx.IN_DOUBT))
+        await settle(pilot)
+        box = app.screen.query_one("#detail")
+        assert box.max_scroll_y >= 5
+        burst(app, "j", 5)
+        await settle(pilot)
+        assert box.scroll_y == 5
+        burst(app, "k", 2)
+        await settle(pilot)
+        assert box.scroll_y == 3
+
+
+async def test_a_refresh_repaints_only_what_changed(store: Path, make_app: Any) -> None:
+    """Finding 6: a live refresh with nothing new keeps every row as it is
+    (no table rebuilt, nothing resent); a change updates that run's cells."""
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        rows = list(table.ordered_rows)
+        await refresh(pilot)
+        assert all(a is b for a, b in zip(table.ordered_rows, rows, strict=True))
+        with Engine(store, clock=fx.frozen()) as eng:
+            eng.decide(fx.ENV_MISMATCH, "approve", reason="from the shell")
+        await refresh(pilot)
+        assert all(a is b for a, b in zip(table.ordered_rows, rows, strict=True))
+        assert table.get_cell(fx.ENV_MISMATCH, "status").plain == "=> decided"
+
+
+def screen_text(app: Any) -> str:
+    """What the terminal shows, as text (from the screenshot Textual exports)."""
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+@pytest.mark.parametrize("kind", sorted(fx.STOPPED))
+async def test_at_80_columns_no_hash_wraps_and_help_stays_in_the_footer(store: Path, make_app: Any, kind: str) -> None:
+    """Finding 7: hashes are 12 hex characters on screen, effect keys keep
+    their end, and `? Help` is in the footer whatever else is offered."""
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.STOPPED[kind]))
+        await settle(pilot)
+        keys = {k.key: k for k in app.screen.query(FooterKey)}
+        assert "question_mark" in keys, list(keys)
+        assert keys["question_mark"].region.right <= 80
+        assert keys["question_mark"].region.width > 0
+        for _ in range(12):
+            text = screen_text(app)
+            assert not re.search(r"[0-9a-f]{16}", text), text
+            await pilot.press("pagedown")
+            await settle(pilot)
+
+
+async def test_help_scrolls_with_the_list_keys_and_lists_every_screens_keys(store: Path, make_app: Any) -> None:
+    """Finding 8: j/G scroll help; no binding-id column; the detail's keys
+    and paging are listed even when help is opened from the list."""
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        box = app.screen.query_one("#help")
+        text = screen_text(app)
+        assert "binding id" not in text and "runs.open" not in text
+        await pilot.press("j", "j")
+        await settle(pilot)
+        assert box.scroll_y == 2
+        await pilot.press("G")
+        await settle(pilot)
+        assert box.scroll_y == box.max_scroll_y > 2
+        await pilot.press("g")
+        await settle(pilot)
+        seen = []
+        for _ in range(15):
+            seen.append(screen_text(app))
+            await pilot.press("pagedown")
+            await settle(pilot)
+        listed = "\n".join(seen)
+        for needed in ("one run's detail", "Back", "pageup/pagedown", "Re-sort", "Resume", "in a confirmation"):
+            assert needed in listed, needed
+
+
+async def test_f_shows_blocked_runs_and_an_empty_filter_says_so(store: Path, make_app: Any) -> None:
+    """Finding 8."""
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        await pilot.press("f", "f")
+        await settle(pilot)
+        assert "show: blocked" in _header(app)
+        assert set(order(table)) == {fx.INTEGRITY, fx.ENV_MISMATCH, fx.BELOW_FLOOR, fx.IN_DOUBT}
+        await pilot.press("slash", *"no-such-run")
+        await settle(pilot)
+        assert table.row_count == 0
+        assert "no runs match: f or Esc changes the filter" in _header(app)
+
+
+async def test_the_read_only_notice_is_not_dim(store: Path, make_app: Any) -> None:
+    """Finding 9: read-only is said in reverse video, never dim."""
+    app = make_app(store, read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        shown = app.screen.query_one("#counts").render()
+        spans = [s for s in shown.spans if "READ-ONLY" in shown.plain[s.start : s.end]]
+        styles = [Style.parse(s.style) if isinstance(s.style, str) else s.style for s in spans]
+        assert styles and all(st.reverse and not st.dim for st in styles), spans
+
+
+async def test_the_detail_header_stays_fixed(store: Path, make_app: Any) -> None:
+    """Finding 9: deep in a long run, the operator still sees which run it is."""
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.IN_DOUBT))
+        await settle(pilot)
+        await pilot.press("G")
+        await settle(pilot)
+        assert app.screen.query_one("#detail").scroll_y > 0
+        header = app.screen.query_one("#header")
+        assert header.region.y == 0 and fx.IN_DOUBT in str(header.render())
+        assert screen_text(app).splitlines()[0].strip().startswith(fx.IN_DOUBT) or fx.IN_DOUBT in screen_text(app)
+
+
+async def test_a_failed_run_shows_its_last_frames(store: Path, make_app: Any) -> None:
+    """Finding 10: the exception and where it was raised, escaped."""
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.FAILED))
+        await settle(pilot)
+        from rich.console import Group
+
+        content = app.screen.query_one("#panel-error").content
+        assert isinstance(content, Group)
+        lines = [str(part) for part in content.renderables]
+        assert "last frames:" in lines
+        assert any("wf.py" in line for line in lines), lines  # the frame in the workflow that raised
+        assert any("payment required" in line for line in lines)

@@ -88,6 +88,9 @@ def test_every_command_shows_stored_escapes_visibly(h: Harness) -> None:
     hook = h.tmp / "events.jsonl"
     out = inert(h.cli("-v", "watch", "--once", "--no-events", "--exec", f"cat >> {hook}", real=True), code=0)
     assert "announced r1" in out
+    # The event a hook receives: its text fields are safe for whoever reads them.
+    event = json.loads(hook.read_text().splitlines()[0])
+    assert event["runbook"] and raw_controls(event["runbook"] + event["summary"]) == [], event
     inert(h.cli("status", "r1"), code=0)
 
 

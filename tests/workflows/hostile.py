@@ -8,7 +8,7 @@ from pathlib import Path
 
 from phasegate import Workflow
 
-wf = Workflow("test-hostile")
+wf = Workflow("test-hostile", runbooks={"failed": "page ops \x1b]52;c;ZXZpbA==\x07\u202e now"})
 
 
 @wf.probe("world")
