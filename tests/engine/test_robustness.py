@@ -57,16 +57,31 @@ def test_finding_8_a_reset_run_is_picked_up_past_a_hundred_runs_held_elsewhere(h
     # One real run to copy rows from, then 100 copies held live on another host.
     assert h.run("base").returncode == 0
     future = time.time() + 600
+    cols = (
+        [
+            r[0]
+            for r in h.sql(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'phasegate_runs'"
+                " AND table_schema = current_schema() ORDER BY ordinal_position"
+            )
+        ]
+        if h.backend == "postgres"
+        else [r[1] for r in h.sql("PRAGMA table_info(phasegate_runs)")]
+    )
     for i in range(100):
+        held = {
+            "run_id": f"'held-{i:03d}'",
+            "status": "'running'",
+            "updated_at": str(1.0 + i),
+            "lease_owner": f"'elsewhere:4242:{i}'",
+            "lease_host": "'elsewhere'",
+            "lease_pid": "4242",
+            "lease_expires_at": repr(future),
+            "heartbeat_at": repr(future - 10),
+        }
         h.sql(
-            "INSERT INTO phasegate_runs (run_id, workflow, target, inputs_json, inputs_hash, shape_json, status,"
-            " epoch, head_seq, head_hash, frontier_phase, frontier_index, phase_count, steps_done, created_at,"
-            " updated_at, blocked_json, env_json, notes_json, attention, lease_owner, lease_host, lease_pid,"
-            " lease_expires_at, heartbeat_at)"
-            " SELECT ?, workflow, target, inputs_json, inputs_hash, shape_json, 'running', 0, -1, '', frontier_phase,"
-            " 0, phase_count, 0, created_at, ?, '[]', '[]', '[]', '', ?, 'elsewhere', 4242, ?, ?"
-            " FROM phasegate_runs WHERE run_id = 'base'",
-            (f"held-{i:03d}", 1.0 + i, f"elsewhere:4242:{i}", future, future - 10),
+            f"INSERT INTO phasegate_runs ({', '.join(cols)})"
+            f" SELECT {', '.join(held.get(c, c) for c in cols)} FROM phasegate_runs WHERE run_id = 'base'"
         )
     assert h.run("r1", kill="start:report").killed
     assert h.decide("r1", "reset").returncode == 0
