@@ -22,7 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", type=Path, default=None, help="write the machine and the table as Markdown")
     ap.add_argument("--rounds", type=int, default=RUNS, help=f"runs behind each median (at least {RUNS})")
     ap.add_argument(
-        "--only", default="", help="comma-separated groups: checkpoint,effects,resume,verify,console,live,cli,postgres"
+        "--only",
+        default="",
+        help="comma-separated groups: checkpoint,effects,resume,verify,console,live,cli,postgres,wire",
     )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -83,6 +85,13 @@ def main(argv: list[str] | None = None) -> int:
             return console.run_live(a.quick, path)
 
         group("live", _live)
+
+        def _wire() -> list[Figure]:
+            from . import wire
+
+            return wire.run(d)
+
+        group("wire", _wire)
     meta["seconds"] = round(time.time() - started, 1)
     print(table(figs))
     print(

@@ -3,6 +3,7 @@ so nothing depends on colour (NO_COLOR, 16-colour terminals, screen readers)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.text import Text
@@ -89,6 +90,20 @@ def middle(value: str, width: int) -> str:
         return value[-width:]
     head = (width - 1) * 2 // 5
     return value[:head] + "…" + value[len(value) - (width - 1 - head) :]
+
+
+#: A hex digest (16 characters or more), with an optional `sha256:` prefix.
+_DIGEST = re.compile(r"(?<![0-9A-Za-z])((?:sha256:)?[0-9a-f]{12})[0-9a-f]{4,}(?![0-9A-Za-z])")
+
+HASH_CHARS = 12
+"""Hex characters a hash is shown with on screen (the full value is in `--json`)."""
+
+
+def hashes(text: str) -> str:
+    """Every long hex digest in `text` cut to its first 12 characters and
+    `…`: a 64-character hash takes three lines at 80 columns, and two wraps
+    of one value read as two values. Twelve still tell digests apart."""
+    return _DIGEST.sub(lambda m: m.group(1) + "…", text)
 
 
 def short(value: Any, n: int = 48) -> str:

@@ -20,6 +20,11 @@ class ActionSpec:
     """The command-line twin, so nothing can only be done in the console."""
 
     @property
+    def word(self) -> str:
+        """The footer's one word for it ("Confirm"), so the footer fits 80 columns."""
+        return self.label.split()[0].capitalize()
+
+    @property
     def binding_id(self) -> str:
         return f"run.{self.name}"
 
@@ -53,8 +58,8 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "confirm_effect",
         "c",
         "confirm effect",
-        "record an in-doubt effect as done (it happened)",
-        "phasegate decide RUN confirm_effect --effect KEY --reason ...",
+        "record an in-doubt effect as done (it happened), with its result",
+        "phasegate decide RUN confirm_effect --effect KEY --result JSON --reason ...",
     ),
     ActionSpec(
         "retry_effect",
@@ -107,6 +112,10 @@ class ActionRequest:
     top of a pending one. Enter alone does the rest."""
     typed_why: str = "this discards work"
     """Why typing is asked, said beside the field."""
+    ask_result: bool = False
+    """A confirmation records the effect's result: the operator gives it as JSON."""
+    result_hint: str = ""
+    """What the result field starts with (what the outside system reported, when known)."""
 
 
 @dataclass(frozen=True)
@@ -118,5 +127,7 @@ class ActionResult:
     reason: str
     choice: str | None = None
     """The phase (rewind) or effect key (confirm/retry) chosen, if any."""
+    result_json: str | None = None
+    """A confirmation's result, as the JSON text the operator typed."""
     expect_env: str | None = None
     """For an approval: the env hash of the preview the operator confirmed."""

@@ -64,7 +64,10 @@ class ConsoleApp(App[int]):
         page_size: int = 200,
         start: service.StartAt | None = None,
     ) -> None:
-        super().__init__()
+        # NO_COLOR means no colour codes at all: with ANSI colours Textual
+        # strips them (NoColor) instead of sending 256-colour greys
+        # (Monochrome); the cursor is then reverse video (console.tcss).
+        super().__init__(ansi_color=True if os.environ.get("NO_COLOR") is not None else None)
         self.start = start or service.StartAt()
         """Where the console opens (a deep link: one run, or the list filtered)."""
         self.engine = engine

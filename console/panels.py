@@ -15,7 +15,7 @@ from rich.text import Text
 
 from phasegate import RunView, printable, safe
 
-from ._format import EFFECT_MARKS, marked, plain, short, size, tone
+from ._format import EFFECT_MARKS, hashes, marked, middle, plain, short, size, tone
 
 NONE = Text("none", style="dim")
 
@@ -27,31 +27,38 @@ def _table(*columns: str) -> Table:
     return t
 
 
-def summary(v: RunView, now: float) -> Text:
-    line = Text()
-    line.append(safe(v.run_id), style="bold")
-    line.append(f"  ({safe(v.workflow)})  ")
+def header(v: RunView, now: float) -> Text:
+    """The detail's fixed first line: which run this is, however far down the
+    operator has scrolled."""
     from ._format import age, run_status
 
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append(safe(v.run_id), style="bold")
+    line.append(f"  ({safe(v.workflow)})  ")
     line.append_text(run_status(v.status.value))
     since = None if v.last_checkpoint_at is None else now - v.last_checkpoint_at
     line.append(f"  last checkpoint {age(since)} ago" if since is not None else "  no checkpoint yet")
+    return line
+
+
+def summary(v: RunView) -> Text:
+    """Why the run stopped, its runbooks and the decisions waiting (scrolls)."""
+    line = Text()
     if v.attention:
-        line.append("\n")
-        line.append(safe(v.attention))
+        line.append(hashes(safe(v.attention)))
     for b in v.blocked[1:]:
-        line.append("\n")
-        line.append(f"{safe(b.get('kind'))}: {safe(b.get('detail'))}")
+        line.append("\n" if line else "")
+        line.append(hashes(f"{safe(b.get('kind'))}: {safe(b.get('detail'))}"))
     for r in v.runbooks:
         # Beside the reasons and the action keys: what the workflow's owners
         # say to do. Stored text: shown literally, control characters escaped.
-        line.append("\n")
+        line.append("\n" if line else "")
         where = " in " + safe(r["phase"]) if r.get("phase") else ""
         line.append(f"runbook ({safe(r.get('kind'))}{where}): ", style="bold")
         line.append(printable(str(r.get("runbook"))))
     if v.pending_decisions:
         for d in v.pending_decisions:
-            line.append("\n")
+            line.append("\n" if line else "")
             line.append(
                 f"waiting: {d.action} by {safe(d.operator)} (decision {d.id}) applies at the next run",
                 style="italic",
@@ -91,7 +98,7 @@ def outputs(v: RunView) -> tuple[RenderableType, bool]:
     for o in v.outputs:
         ok = o.verified
         state = Text("verified" if ok else f"NOT verified ({safe(o.state)})", style="" if ok else tone("bold red"))
-        t.add_row(plain(o.phase), Text(size(o.bytes)), plain(str(o.hash or "-")[:16]), state)
+        t.add_row(plain(o.phase), Text(size(o.bytes)), plain(hashes(str(o.hash or "-"))), state)
     return t, False
 
 
@@ -107,10 +114,12 @@ def integrity(v: RunView) -> tuple[RenderableType, bool]:
             head.append(safe(f["phase"]))
             head.append(")")
         head.append(f": {safe(f.get('what'))} failure: ")
-        head.append(safe(f.get("message") or ""))
+        head.append(hashes(safe(f.get("message") or "")))
         parts.append(head)
         if f.get("expected") is not None or f.get("actual") is not None:
-            parts.append(Text(f"  expected {safe(f.get('expected'))}\n  actual   {safe(f.get('actual'))}"))
+            parts.append(
+                Text(hashes(f"  expected {safe(f.get('expected'))}\n  actual   {safe(f.get('actual'))}"), no_wrap=True)
+            )
         parts.append(Text(f"  {safe(f.get('meaning') or '')}", style="italic"))
     return Group(*parts), False
 
@@ -127,7 +136,7 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
         changed = bool(r.get("changed"))
         mark = Text("CHANGED" if changed else "same", style=tone("bold yellow") if changed else "dim")
         style = "bold" if changed else ""
-        current = Text(short(r.get("current"), 30), style=style)
+        current = Text(hashes(short(r.get("current"), 30)), style=style)
         if not changed and (str(name).startswith("code:") or name == "shape"):
             # The console does not load the workflow's code: what the code is
             # now is known only to the next start, which compares it.
@@ -136,26 +145,39 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
         t.add_row(
             mark,
             plain(name),
-            Text(short(r.get("saved"), 30), style=style),
+            Text(hashes(short(r.get("saved"), 30)), style=style),
             current,
             plain(", ".join(r.get("phases") or []) or "-"),
         )
     return t, False
 
 
+def effect_key(key: str, run_id: str, width: int = 40) -> str:
+    """An effect key as this run's detail shows it: without the run id it
+    starts with (the screen names the run), then cut from the middle like a
+    run id, so its distinctive end stays. The whole key is in `--json`."""
+    if key.startswith(run_id + "/"):
+        key = "…" + key[len(run_id) :]
+    return middle(safe(key), width)
+
+
 def effects(v: RunView) -> tuple[RenderableType, bool]:
     if not v.effects:
         return NONE, True
     t = _table("state", "effect", "key", "attempt")
+    asked: list[Text] = []
     for e in v.effects:
         label = {"in_doubt": "IN DOUBT", "intent": "intent", "done": "done"}[e.state]
         t.add_row(
             marked(EFFECT_MARKS, e.state, label),
             plain(f"{e.name} ({e.phase})"),
-            plain(e.key),
+            plain(effect_key(e.key, v.run_id)),
             Text(str(e.attempt)),
         )
-    return t, False
+        if e.reconcile is not None and e.state != "done":
+            # What the outside system said when asked: why a person is needed.
+            asked.append(plain(f"reconcile {e.name}: {e.reconcile.get('answer')}: {e.reconcile.get('why', '')}"))
+    return (Group(t, *asked) if asked else t), False
 
 
 def prune(v: RunView) -> tuple[RenderableType, bool]:
@@ -205,4 +227,13 @@ def error(v: RunView) -> tuple[RenderableType, bool]:
             line.append("\n")
         line.append("note: ", style="bold")
         line.append(safe(n))
-    return line, False
+    frames = str((e or {}).get("traceback") or "").rstrip("\n")
+    if not frames:
+        return line, False
+    # The last frames, as stored (escaped, never parsed): where it failed (#17).
+    lines = [Text(safe(f), style="dim", no_wrap=True, overflow="ellipsis") for f in frames.splitlines()[-LAST_FRAMES:]]
+    return Group(line, Text("last frames:", style="bold"), *lines), False
+
+
+LAST_FRAMES = 12
+"""Traceback lines the failed-run panel shows (all of them are in `--json`)."""

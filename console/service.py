@@ -3,13 +3,23 @@ API, run from worker threads. Nothing here imports Textual."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from phasegate import DecisionView, Engine, Preview, RunStatus, RunSummary, RunView, UsageError
+from phasegate import (
+    DecisionView,
+    Engine,
+    Preview,
+    RunStatus,
+    RunSummary,
+    RunView,
+    UsageError,
+    correctable_effects,
+)
 
 from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice
@@ -18,6 +28,7 @@ from .actions import BY_NAME, ActionRequest, ActionResult, Choice
 STATUS_FILTERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("all", None),
     ("needs attention", ("blocked", "failed", "running")),
+    ("blocked", ("blocked",)),
     ("running", ("running",)),
     ("failed", ("failed",)),
     ("completed", ("completed",)),
@@ -163,16 +174,28 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
         )
     if name in ("confirm_effect", "retry_effect"):
         keys = [e.key for e in view.effects if e.state == "in_doubt"]
+        # a damaged record the operator answers, and a person's confirmation
+        # to correct (confirm) or take back (retry)
+        keys += [str(b["effect"]) for b in view.blocked if b.get("what") == "effect" and b.get("effect") != "?"]
+        keys += [k for k in correctable_effects(view) if k not in keys]
+        ask = name == "confirm_effect"
         if len(keys) > 1:
             choices = tuple(_choice(view, engine.preview(view, name, effect=k), k, k, effect=k) for k in keys)
             # One typed confirmation covers every choice: ask it if any choice needs it.
             why = next((w for w in (_typed_why(view, name, k) for k in keys) if w), "")
-            return ActionRequest(spec, run_id, choices, choose="effect", type_run_id=bool(why), typed_why=why)
+            return ActionRequest(
+                spec, run_id, choices, choose="effect", type_run_id=bool(why), typed_why=why, ask_result=ask
+            )
         only = keys[0] if keys else None
         why = _typed_why(view, name, only)
         pv = engine.preview(view, name, effect=only)
         return ActionRequest(
-            spec, run_id, (_choice(view, pv, only, only or "", effect=only),), type_run_id=bool(why), typed_why=why
+            spec,
+            run_id,
+            (_choice(view, pv, only, only or "", effect=only),),
+            type_run_id=bool(why),
+            typed_why=why,
+            ask_result=ask,
         )
     pv = engine.preview(view, name)
     why = _typed_why(view, name, None)
@@ -196,6 +219,7 @@ def apply(engine: Engine, result: ActionResult) -> str:
         phase=result.choice if name == "rewind" else None,
         effect=result.choice if name in ("confirm_effect", "retry_effect") else None,
         expect_env=result.expect_env if name == "approve" else None,
+        **({"result": json.loads(result.result_json)} if result.result_json is not None else {}),
     )
     when = (
         "applied"

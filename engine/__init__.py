@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         RunStatusName,
     )
     from .context import PhaseContext
-    from .decisions import Decision, Preview
+    from .decisions import NO_RESULT, Decision, Preview, correctable_effects
     from .engine import Engine, default_db
     from .errors import (
         AlreadyDecided,
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .feed import store_files, watch_store
     from .outcome import BlockReason, Outcome
     from .prune import PruneCandidate
+    from .reconcile import Reconciled
     from .safetext import safe, safe_json
     from .sources import CodeDiff, printable
     from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
@@ -73,6 +74,8 @@ _WHERE: dict[str, str] = {
     "PhaseContext": ".context",
     "Preview": ".decisions",
     "Decision": ".decisions",
+    "NO_RESULT": ".decisions",
+    "correctable_effects": ".decisions",
     "store_files": ".feed",
     "watch_store": ".feed",
     "Engine": ".engine",
@@ -94,6 +97,7 @@ _WHERE: dict[str, str] = {
     "BlockReason": ".outcome",
     "Outcome": ".outcome",
     "PruneCandidate": ".prune",
+    "Reconciled": ".reconcile",
     **dict.fromkeys(
         ("RunSummary", "DecisionView", "EffectView", "Frontier", "LeaseView", "OutputView", "PhaseView"), ".views"
     ),
@@ -123,6 +127,7 @@ __all__ = [
     "Frontier",
     "LeaseLost",
     "LeaseView",
+    "NO_RESULT",
     "Outcome",
     "OutcomeStatus",
     "OutputView",
@@ -133,6 +138,7 @@ __all__ = [
     "PhasegateError",
     "Preview",
     "PruneCandidate",
+    "Reconciled",
     "RunHeld",
     "RunNotFound",
     "RunStatus",
@@ -143,6 +149,7 @@ __all__ = [
     "UsageError",
     "Workflow",
     "WorkflowError",
+    "correctable_effects",
     "default_db",
     "printable",
     "safe",

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import _json, environment
-from ._states import Action, RunStatus
+from ._states import RunStatus
 from .journal import RunJournal
 from .lease import Fence
 from .ledger import EffectLedger
@@ -53,10 +53,7 @@ class DecisionApplier:
             if isinstance(app, SetAside):
                 self._journal.set_aside(conn, list(app.untrusted), list(app.trusted))
             elif isinstance(app, Rewind):
-                self._journal.marker(
-                    conn, "rewind", {"reopen": list(app.reopen)}, probes=self._probes, phase=app.phase, index=app.index
-                )
-                self._store.discard_steps(conn, self._journal.run_id, list(app.reopen))
+                self._rewind(conn, app)
             elif isinstance(app, Approve):
                 self._journal.marker(
                     conn, "env", {"approved": list(app.probes), "approved_code": dict(app.codes)}, probes=self._probes
@@ -64,12 +61,10 @@ class DecisionApplier:
             elif isinstance(app, Degrade):
                 self._journal.marker(conn, "degrade", {"skip": list(app.skip)}, probes=self._probes)
             elif isinstance(app, AnswerEffect):
-                if app.action is Action.CONFIRM_EFFECT:
-                    self._ledger.confirm(conn, app.key, app.result, app.decision, now)
-                else:
-                    self._ledger.allow_retry(conn, app.key)
+                self._ledger.answer(conn, app.key, app.action, app.result, app.decision, now, repair=app.repair)
+                if app.reopen is not None:
+                    self._rewind(conn, app.reopen, correction=app.key)
                 self._fence.check(conn, now)
-                self._ledger.reload(app.key, conn)
             elif isinstance(app, Void):
                 self.notes.append(app.note)
             elif isinstance(app, Refresh):
@@ -81,6 +76,13 @@ class DecisionApplier:
                 self._store.update_run(conn, self._journal.run_id, {"notes_json": _json.dumps(self.notes)})
             if app.decision is not None:
                 self._store.settle_decision(conn, app.decision, "void" if isinstance(app, Void) else "applied", now)
+
+    def _rewind(self, conn: Any, app: Rewind, *, correction: str | None = None) -> None:
+        body: dict[str, Any] = {"reopen": list(app.reopen)}
+        if correction is not None:
+            body["correction"] = correction
+        self._journal.marker(conn, "rewind", body, probes=self._probes, phase=app.phase, index=app.index)
+        self._store.discard_steps(conn, self._journal.run_id, list(app.reopen))
 
     def void(self, decisions: Sequence[int]) -> None:
         """Settle decisions that nothing needed any more (the run goes on without them)."""

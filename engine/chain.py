@@ -258,6 +258,9 @@ class Folded:
     last_at: float | None = None
     last_hash: str = GENESIS
     last_seq: int = -1
+    reopened: dict[str, int] = field(default_factory=dict)
+    """Phase -> how many operator rewinds re-opened it in this epoch (a
+    correction's rewind is not counted: it re-reads, it does not redo)."""
 
 
 def fold(entries: Sequence[Entry]) -> Folded:
@@ -283,6 +286,9 @@ def fold(entries: Sequence[Entry]) -> Folded:
                 if int(d.entry.env["phase_index"]) >= index:
                     del st.done[name]
             st.skipped = {s for s in st.skipped if s not in set(env.get("reopen") or [])}
+            if not env.get("correction"):
+                for name in env.get("reopen") or []:
+                    st.reopened[name] = st.reopened.get(name, 0) + 1
         elif kind == "env":
             for name, code in (env.get("approved_code") or {}).items():
                 if name in st.done:

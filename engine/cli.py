@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import _json
+from ._states import Action
+from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
 from .engine import Engine, default_db
 from .errors import PhasegateError, UsageError
 from .outcome import Outcome
@@ -218,6 +220,8 @@ def _print_view(v: RunView) -> None:
     for ef in v.effects:
         if ef.state != "done":
             print(f"effect    {ef.state:<9} {safe(ef.key)}")
+            if ef.reconcile is not None:
+                print(f"reconcile {safe(ef.reconcile.get('answer'))}: {safe(ef.reconcile.get('why', ''))}")
     for c in v.prune_candidates:
         print(f"prunable  {safe(c.what)} ({c.bytes} B): {safe(c.why_safe)}")
     for d in v.decisions:
@@ -240,7 +244,7 @@ def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    result = None
+    result: Any = NO_RESULT
     if args.result is not None:
         result = _parse_json(args.result, "--result")
     with _engine(args) as eng:
@@ -255,6 +259,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
                 force=args.force,
                 expect_env=args.expect_env,
             )
+            if pv.action is Action.CONFIRM_EFFECT and result is NO_RESULT:
+                raise UsageError(CONFIRM_NEEDS_RESULT)  # refused as the decision itself would be
             print(safe(pv.summary))
             for label, items in (
                 ("accepts", pv.accepts),
@@ -294,8 +300,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         for r in reports:
             if not r["ok"]:
-                f = r["failure"] or {}
-                print(f"DAMAGED   {safe(r['run_id'])}: checkpoint {f.get('seq')}: {safe(f.get('message'))}")
+                f = r["failure"]
+                if f:
+                    print(f"DAMAGED   {safe(r['run_id'])}: checkpoint {f.get('seq')}: {safe(f.get('message'))}")
+                for d in r.get("effects", []):
+                    print(f"DAMAGED   {safe(r['run_id'])}: {safe(d['detail'])}")
             elif r.get("lost"):
                 for item in r["lost"]:
                     print(f"LOST      {safe(r['run_id'])}: checkpoint {item['seq']}: {safe(item['message'])}")
@@ -417,7 +426,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HASH",
         help="for approve: the env hash --dry-run showed; refused if the run's changed values differ now",
     )
-    s.add_argument("--result", default=None, help="for confirm_effect: the effect's result as JSON")
+    s.add_argument(
+        "--result",
+        default=None,
+        help="for confirm_effect (required): the effect's result as JSON; null when it returned nothing",
+    )
     s.add_argument("--operator", default=None, help="who decides (default: $PHASEGATE_OPERATOR or the login name)")
     s.add_argument("--dry-run", action="store_true", help="say what the decision would do; record nothing")
     s.add_argument("--force", action="store_true", help=_FORCE_HELP)

@@ -19,6 +19,7 @@ from .retry import NO_RETRY, Attempt, RetryPolicy, describe, wait
 
 if TYPE_CHECKING:
     from .ledger import EffectLedger
+    from .reconcile import Reconciled
     from .steplog import StepLog
 
 T = TypeVar("T")
@@ -147,6 +148,9 @@ class PhaseContext:
         *,
         idempotent: bool = False,
         atomic: bool = False,
+        reconcile: Callable[[str], Reconciled] | None = None,
+        reconcile_timeout: float = 30.0,
+        redo_on_rewind: bool = False,
     ) -> T:
         """Do something outside the run that must not happen twice.
 
@@ -154,11 +158,32 @@ class PhaseContext:
         called, and its completion after. `idempotent=True` says the target
         deduplicates by key, so an interrupted call may simply be repeated.
         `atomic=True` calls `fn(key, session)` with a database session inside
-        the transaction that records completion: both commit or neither."""
+        the transaction that records completion: both commit or neither.
+
+        `reconcile(key)` asks the outside system whether the action with that
+        key happened, when a resume finds the effect in doubt; it answers with
+        `Reconciled.done(result)`, `Reconciled.not_done()` or
+        `Reconciled.unknown(why)` (reconcile.py), within `reconcile_timeout`
+        seconds. `redo_on_rewind=True` (idempotent effects only) gives the
+        effect a new key when a rewind or reset re-opens its phase, so the
+        target acts again; by default a completed effect is never repeated."""
+        if redo_on_rewind and not idempotent:
+            raise UsageError(f"effect {name!r}: redo_on_rewind needs idempotent=True (a new key must be safe to send)")
+        if not reconcile_timeout > 0:
+            raise UsageError(f"effect {name!r}: reconcile_timeout must be a positive number of seconds")
         if name in self._effects_seen:
             raise UsageError(f"effect {name!r} is called twice in phase {self.phase!r}; effect names must be unique")
         self._effects_seen.add(name)
-        value = self._effects.perform(self.phase, name, fn, idempotent=idempotent, atomic=atomic)
+        value = self._effects.perform(
+            self.phase,
+            name,
+            fn,
+            idempotent=idempotent,
+            atomic=atomic,
+            reconcile=reconcile,
+            reconcile_timeout=reconcile_timeout,
+            redo_on_rewind=redo_on_rewind,
+        )
         self.steps_done += 1
         return cast(T, rehydrate(_returns(fn), value))
 

@@ -15,6 +15,7 @@ from . import _json, effectref
 from ._states import ANSWERS, Action, BlockKind, EffectState, RunStatus
 from .errors import AlreadyDecided, DecisionError, HolderStalled, PhasegateError, UsageError
 from .lease import FORCE_RISK
+from .seals import UNNAMED, split_key
 from .views import RunView
 
 
@@ -65,6 +66,43 @@ class Decision:
     """"pending" until the run's next start carries it out; "applied" for a reset."""
 
 
+class _NoResult:
+    """The absence of `--result`, told apart from an explicit JSON `null`."""
+
+    _instance: _NoResult | None = None
+
+    def __new__(cls) -> _NoResult:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NO_RESULT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NO_RESULT: Any = _NoResult()
+"""`decide(..., result=NO_RESULT)`: no result given (a confirmation needs one)."""
+
+CONFIRM_NEEDS_RESULT = (
+    "confirm_effect needs --result JSON: the effect's result as the outside system reports it"
+    " (--result null when it returned nothing)"
+)
+
+#: Statuses in which a person's confirmation may be corrected: the run is
+#: not moving, and a phase that read the confirmed result may have gone wrong.
+_CORRECTABLE = (RunStatus.BLOCKED, RunStatus.FAILED, RunStatus.COMPLETED, RunStatus.INTERRUPTED)
+
+
+def correctable_effects(view: RunView) -> list[str]:
+    """Keys of effects a person confirmed whose result may be corrected now."""
+    if view.status not in _CORRECTABLE:
+        return []
+    return [e.key for e in view.effects if e.state is EffectState.DONE and e.confirmed_by is not None]
+
+
 def parse_action(action: Action | str) -> Action:
     try:
         return Action(action)
@@ -108,7 +146,7 @@ def fit(
     *,
     phase: str | None = None,
     effect: str | None = None,
-    result: Any = None,
+    result: Any = NO_RESULT,
     force: bool = False,
     expect_env: str | None = None,
 ) -> Fit:
@@ -127,7 +165,7 @@ def fit(
         raise UsageError(f"--phase is for rewind, not {act.value}")
     if effect is not None and act not in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
         raise UsageError(f"--effect is for confirm_effect and retry_effect, not {act.value}")
-    if result is not None and act is not Action.CONFIRM_EFFECT:
+    if result is not NO_RESULT and act is not Action.CONFIRM_EFFECT:
         raise UsageError(f"--result is for confirm_effect, not {act.value}")
     if view.status is RunStatus.STALLED and act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT) and not force:
         # Its process may wake inside the very call this decision answers.
@@ -155,6 +193,20 @@ def fit(
             raise AlreadyDecided(f"run {run_id!r} already has a rewind waiting; it has already been decided")
         return Fit(act, answered)
 
+    if act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT) and effect is not None:
+        corr = _match(view.run_id, correctable_effects(view), effect)
+        if corr is not None:
+            return _correction(view, act, corr, result)
+
+    damaged = _damaged(reasons)
+    if damaged and act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
+        return _repair(view, act, damaged, effect, result)
+    if damaged and act is Action.DEGRADE and all(b.get("what") == "effect" for b in reasons):
+        raise DecisionError(
+            f"degrade does not fit run {run_id!r}: its effect records are damaged; answer each"
+            " with confirm_effect --result JSON (it happened) or retry_effect (it did not)"
+        )
+
     fits = [k for k in kinds if act in ANSWERS[k]]
     if not fits:
         why = ", ".join(sorted(k.value for k in kinds)) or f"it is {view.status.value}, not blocked"
@@ -169,7 +221,7 @@ def fit(
                 raise UsageError(f"name the effect (--effect KEY); in doubt: {', '.join(doubts)}")
             effect = doubts[0]
         key = effectref.resolve(run_id, doubts, effect)
-        if result is not None:
+        if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
             detail["result"] = _json.loads(_json.dumps(result))
     if act is Action.APPROVE:
         changes = next(b for b in reasons if b["kind"] == BlockKind.ENV_MISMATCH.value).get("changes", [])
@@ -189,6 +241,73 @@ def fit(
     return Fit(act, answers, key, detail)
 
 
+def _damaged(reasons: list[Mapping[str, Any]]) -> list[str]:
+    """Keys of effects whose records are damaged (an integrity block naming them)."""
+    return [
+        str(b["effect"]) for b in reasons if b.get("kind") == BlockKind.INTEGRITY.value and b.get("what") == "effect"
+    ]
+
+
+def _repair(view: RunView, act: Action, damaged: list[str], effect: str | None, result: Any) -> Fit:
+    """An answer to a damaged effect record: the operator checked the outside
+    system and says whether the action happened; the record is rewritten."""
+    named = [k for k in damaged if k != UNNAMED]
+    if effect is None:
+        if len(named) != 1 or UNNAMED in damaged:
+            shown = ", ".join(named + (["and records nothing names"] if UNNAMED in damaged else []))
+            raise UsageError(f"name the effect (--effect KEY); damaged: {shown}")
+        effect = named[0]
+    key = _match(view.run_id, named, effect)
+    if key is None and UNNAMED in damaged:
+        # A deleted record nothing names: the operator names it from the
+        # outside system's records. It must be a key of this run, and not
+        # one of its records that are still there.
+        key = effect if effect.startswith(view.run_id + "/") else f"{view.run_id}/{effect}"
+        where = split_key(view.run_id, key)
+        if where is None or where[0] not in {p.name for p in view.phases}:
+            raise UsageError(f"{effect!r} is not an effect key of run {view.run_id!r} (RUN/PHASE/NAME)")
+        if any(e.key == key for e in view.effects):
+            raise DecisionError(f"effect {key} has its record; it is not among the damaged records")
+    if key is None:
+        raise DecisionError(f"effect {effect!r} is not among the damaged records of run {view.run_id!r}")
+    for d in view.pending_decisions:
+        if d.effect == key:
+            raise AlreadyDecided(
+                f"run {view.run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
+            )
+    detail: dict[str, Any] = {"repair": True}
+    if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
+        detail["result"] = _json.loads(_json.dumps(result))
+    return Fit(act, BlockKind.INTEGRITY, key, detail)
+
+
+def _match(run_id: str, keys: list[str], effect: str) -> str | None:
+    """The one key among `keys` that `effect` names (effectref's rule: the
+    key, or the only one whose `phase/name` or name it is); None when none
+    does. Naming several is refused, as everywhere."""
+    if not keys:
+        return None
+    try:
+        return effectref.resolve(run_id, keys, effect)
+    except DecisionError:
+        return None
+
+
+def _correction(view: RunView, act: Action, key: str, result: Any) -> Fit:
+    """A second answer for an effect a person already confirmed: a confirmation
+    replaces the result; a retry says it did not happen after all (it is
+    called again with its key). The phases that read the old result run again."""
+    for d in view.pending_decisions:
+        if d.effect == key:
+            raise AlreadyDecided(
+                f"run {view.run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
+            )
+    detail: dict[str, Any] = {"correction": True}
+    if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
+        detail["result"] = _json.loads(_json.dumps(result))
+    return Fit(act, None, key, detail)
+
+
 def fits(view: RunView, action: Action, **kw: Any) -> bool:
     try:
         fit(view, action, **kw)
@@ -204,6 +323,7 @@ def allowed_actions(view: RunView) -> list[Action]:
         return []
     out: list[Action] = []
     doubts = [str(b["effect"]) for b in _reasons(view) if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
+    doubts += _damaged(_reasons(view))
     done = [p.name for p in view.phases if p.done]
     for act in (
         Action.APPROVE,
@@ -213,8 +333,12 @@ def allowed_actions(view: RunView) -> list[Action]:
         Action.REWIND,
         Action.RESET,
     ):
-        if act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
-            ok = any(fits(view, act, effect=k) for k in doubts)
+        if UNNAMED in doubts and act in (Action.CONFIRM_EFFECT, Action.RETRY_EFFECT):
+            ok = True  # a record nothing names: the operator names its key
+        elif act is Action.CONFIRM_EFFECT:
+            ok = any(fits(view, act, effect=k) for k in doubts + correctable_effects(view))
+        elif act is Action.RETRY_EFFECT:
+            ok = any(fits(view, act, effect=k) for k in doubts + correctable_effects(view))
         elif act is Action.REWIND:
             ok = bool(done) and fits(view, act, phase=done[0])
         else:
@@ -236,7 +360,7 @@ def preview(
     *,
     phase: str | None = None,
     effect: str | None = None,
-    result: Any = None,
+    result: Any = NO_RESULT,
     force: bool = False,
     expect_env: str | None = None,
 ) -> Preview:
@@ -263,6 +387,15 @@ def preview(
 
 def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) -> Preview:
     act = chosen.action
+    if chosen.detail.get("correction"):
+        return _preview_correction(view, act, str(chosen.effect_key))
+    if chosen.detail.get("repair"):
+        key = str(chosen.effect_key)
+        if act is Action.CONFIRM_EFFECT:
+            return Preview(act, f"Rewrite the damaged record of {key} as done (it happened), with the given result.")
+        return Preview(
+            act, f"Rewrite the damaged record of {key} as not done: it will be called again with its key.", [], [key]
+        )
     if chosen.effect_key is not None:
         effect = chosen.effect_key
     names = [p.name for p in view.phases]
@@ -309,6 +442,7 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
             return Preview(act, "Choose the phase to re-run from.")
         again = names[names.index(phase) :]
         doubt = [e.key for e in view.effects if e.phase in again and e.state is not EffectState.DONE]
+        doubt += _redone(view, again)
         return Preview(
             act,
             f"Re-run from {phase}: {', '.join(again)} run again with the current environment.",
@@ -322,7 +456,7 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
             act,
             "Archive every checkpoint and start over from the original inputs.",
             rerun=names,
-            effects_again=[e.key for e in view.effects if e.state is not EffectState.DONE],
+            effects_again=[e.key for e in view.effects if e.state is not EffectState.DONE] + _redone(view, names),
             discarded=[f"output of {o.phase} (archived)" for o in view.outputs] or ["nothing saved yet"],
             kept=kept,
         )
@@ -344,6 +478,39 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
         effects_again=keys,
         kept=kept,
     )
+
+
+def _preview_correction(view: RunView, act: Action, key: str) -> Preview:
+    eff = next(e for e in view.effects if e.key == key)
+    names = [p.name for p in view.phases]
+    again = names[names.index(eff.phase) :] if eff.phase in names else []
+    done = [e.key for e in view.effects if e.state is EffectState.DONE and e.phase in again and e.key != key]
+    if act is Action.RETRY_EFFECT:
+        said = f"Record {key} as not done after all (decision {eff.confirmed_by} confirmed it): it is called again"
+        said += f" with its key, and the run re-runs from {eff.phase}."
+    else:
+        said = f"Correct the result of {key} (confirmed by decision {eff.confirmed_by}); "
+        said += f"re-run from {eff.phase} so the phases that read it see the new one."
+    return Preview(
+        act,
+        said,
+        rerun=again,
+        effects_again=[key] if act is Action.RETRY_EFFECT else [],
+        discarded=[f"output of {n} (superseded, prunable)" for n in again if n in {o.phase for o in view.outputs}],
+        kept=[f"{len(done)} completed effect(s) of those phases keep their results and are not called again"]
+        if done
+        else [],
+    )
+
+
+def _redone(view: RunView, phases: list[str]) -> list[str]:
+    """Completed effects of these phases declared `redo_on_rewind`: they act
+    again, under a new key, when the phases are re-opened."""
+    return [
+        f"{e.key} (redo_on_rewind: acts again under a new key)"
+        for e in view.effects
+        if e.phase in phases and e.redo_on_rewind and e.state is EffectState.DONE
+    ]
 
 
 def _shown(value: Any, limit: int = 80) -> str:

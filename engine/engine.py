@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import _json, archive, chain
+from . import _json, archive, chain, seals
 from . import decisions as _decisions
 from . import prune as _prune
 from . import sources as _sources
@@ -139,7 +139,7 @@ class Engine:
         operator: str | None = None,
         phase: str | None = None,
         effect: str | None = None,
-        result: Any = None,
+        result: Any = _decisions.NO_RESULT,
         force: bool = False,
         expect_env: str | None = None,
     ) -> _decisions.Decision:
@@ -165,6 +165,10 @@ class Engine:
             chosen = _decisions.fit(
                 view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
             )
+            if act is Action.CONFIRM_EFFECT and result is _decisions.NO_RESULT:
+                # A confirmation without the result would hand the next phase
+                # nothing where it expects a receipt: a run that cannot complete.
+                raise UsageError(_decisions.CONFIRM_NEEDS_RESULT)
             state = "applied" if act is Action.RESET else "pending"
             decision_id = self.store.insert_decision(
                 conn,
@@ -284,7 +288,7 @@ class Engine:
         *,
         phase: str | None = None,
         effect: str | None = None,
-        result: Any = None,
+        result: Any = _decisions.NO_RESULT,
         reason: str | None = None,
         force: bool = False,
         expect_env: str | None = None,
@@ -346,16 +350,29 @@ class Engine:
                 # Verified as they stream: one run's outputs in memory at a time.
                 found = {
                     rid: self._verify_one(run_rows[rid], rows, deep)
-                    for rid, rows in self.store.live_chains(conn, sorted(run_rows))
+                    for rid, rows in self.store.live_chains(conn, {r: int(row.epoch) for r, row in run_rows.items()})
                 }
+                damage = {rid: seals.check(self.store.effects_for(conn, rid), run_rows[rid].effects_last,
+                                           run_rows[rid].effects_count) for rid in run_rows}  # fmt: skip
             for rid in page:
                 run = run_rows.get(rid)
                 if run is None:
                     continue  # deleted since it was listed
                 report, failure = found.get(rid) or self._verify_one(run, [], deep)
+                harmed = damage.get(rid) or []
+                if harmed:  # present only when there is some: the JSON of a whole store is unchanged
+                    report["effects"] = [d.as_dict() for d in harmed]
+                    report["ok"] = False
                 reports.append(report)
-                if failure is not None and record and not self.store.readonly:
-                    self._record_integrity(rid, failure)
+                if (failure is not None or harmed) and record and not self.store.readonly:
+                    reasons = (
+                        [{"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}]
+                        if failure is not None
+                        else [
+                            {"kind": "integrity", "detail": d.detail, "what": "effect", **d.as_dict()} for d in harmed
+                        ]
+                    )
+                    self._record_integrity(rid, reasons)
         return reports
 
     def _verify_one(
@@ -380,7 +397,7 @@ class Engine:
         }
         return report, v.failure
 
-    def _record_integrity(self, run_id: str, failure: chain.IntegrityFailure) -> None:
+    def _record_integrity(self, run_id: str, reasons: list[dict[str, Any]]) -> None:
         now = self.clock()
         with self.store.write() as conn:
             run = self.store.get_run(conn, run_id)
@@ -404,14 +421,13 @@ class Engine:
                 ):
                     self.store.update_run(conn, run_id, frontier_columns(fr))
                 return
-            reason = {"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}
             self.store.update_run(
                 conn,
                 run_id,
                 {
                     "status": RunStatus.BLOCKED.value,
-                    "blocked_json": _json.dumps([reason]),
-                    "attention": f"integrity: {failure.detail()}"[:300],
+                    "blocked_json": _json.dumps(reasons),
+                    "attention": f"integrity: {reasons[0]['detail']}"[:300],
                     "updated_at": now,
                     **frontier_columns(fr),
                 },

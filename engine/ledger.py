@@ -15,13 +15,14 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _json
+from . import _json, seals
 from ._pause import pause_point
-from ._states import BlockKind
+from ._states import Action, BlockKind
 from ._stop import Stop, damaged, read_saved
-from .errors import StoreError
+from .errors import StoreError, UsageError
 from .lease import Fence, FenceToken
 from .outcome import BlockReason
+from .reconcile import Reconciled, ask
 from .store.store import Store
 
 
@@ -32,11 +33,16 @@ def needs_answer(effect: Any) -> bool:
     return effect.state == "intent" and not (effect.idempotent or effect.atomic or effect.retry_ok)
 
 
-def in_doubt_reason(key: str, name: str, phase: str) -> BlockReason:
+def in_doubt_reason(key: str, name: str, phase: str, asked: Reconciled | None = None) -> BlockReason:
+    data: dict[str, Any] = {"effect": key, "name": name, "phase": phase}
+    said = ""
+    if asked is not None:
+        data["reconcile"] = asked.as_dict()
+        said = f"; its reconcile hook could not say ({asked.why})"
     return BlockReason(
         BlockKind.IN_DOUBT_EFFECT,
-        f"effect {name} in phase {phase} (key {key}) was started and never recorded done: did it happen?",
-        {"effect": key, "name": name, "phase": phase},
+        f"effect {name} in phase {phase} (key {key}) was started and never recorded done: did it happen?{said}",
+        data,
     )
 
 
@@ -44,22 +50,57 @@ def effect_key(run_id: str, phase: str, name: str) -> str:
     return f"{run_id}/{phase}/{name}"
 
 
+class EffectRecord(dict[str, Any]):
+    """One effect record as read or written: its columns, by name or attribute."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _record(row: Any) -> EffectRecord:
+    return EffectRecord(row._mapping)
+
+
 class EffectLedger:
-    """A run's effects: read once per start, written as each one happens."""
+    """A run's effects: read once per start, written as each one happens.
+    Every write re-seals the record (seals.py), and a new record is linked
+    after the run's last one, so the start sequence can verify the ledger."""
 
     def __init__(self, store: Store, fence: Fence, clock: Callable[[], float]) -> None:
         self._store = store
         self._fence = fence
         self._clock = clock
-        self.effects: dict[str, Any] = {}
+        self.effects: dict[str, EffectRecord] = {}
         """The run's effect records by key, as last read or written."""
+        self.head: str | None = None
+        """The key of the run's last effect record (the run row's `effects_last`)."""
+        self.count = 0
+        """How many records the run has written (the run row's `effects_count`)."""
+        self.generations: dict[str, str] = {}
+        """Phase -> the key epoch of its `redo_on_rewind` effects ("epoch.rewinds"),
+        for phases re-opened by a rewind or a reset; set by the runner."""
 
     def load(self) -> None:
         with self._store.read() as conn:
-            self.effects = {e.key: e for e in self._store.effects_for(conn, self._fence.run_id)}
+            self._read(conn)
+
+    def _read(self, conn: Any) -> None:
+        self.effects = {e.key: _record(e) for e in self._store.effects_for(conn, self._fence.run_id)}
+        run = self._store.get_run(conn, self._fence.run_id)
+        self.head = run.effects_last if run is not None else None
+        self.count = int(run.effects_count or 0) if run is not None else 0
 
     def reload(self, key: str, conn: Any) -> None:
-        self.effects[key] = self._store.effect_by_key(conn, key)
+        row = self._store.effect_by_key(conn, key)
+        if row is not None:
+            self.effects[key] = _record(row)
+
+    def damage(self) -> list[seals.EffectDamage]:
+        """How the run's effect records differ from their verified history."""
+        return seals.check(self.effects.values(), self.head, self.count)
 
     def unanswered(self, phases: Iterable[str]) -> list[Any]:
         """Effects of these phases that need an answer before the phase may run again."""
@@ -77,52 +118,96 @@ class EffectLedger:
 
     # -- recording --------------------------------------------------------------
 
-    def perform(self, phase: str, name: str, fn: Callable[..., Any], *, idempotent: bool, atomic: bool) -> Any:
-        """Do the effect once: return its saved result when it is done, stop
-        when it is in doubt, otherwise record the intent, call `fn`, record
-        the completion."""
-        run_id = self._fence.run_id
-        key = effect_key(run_id, phase, name)
+    def perform(
+        self,
+        phase: str,
+        name: str,
+        fn: Callable[..., Any],
+        *,
+        idempotent: bool,
+        atomic: bool,
+        reconcile: Callable[[str], Any] | None = None,
+        reconcile_timeout: float = 30.0,
+        redo_on_rewind: bool = False,
+    ) -> Any:
+        """Do the effect once: return its saved result when it is done; when
+        it is in doubt, ask its reconcile hook or stop; otherwise record the
+        intent, call `fn`, record the completion."""
+        key = effect_key(self._fence.run_id, phase, name)
+        if redo_on_rewind and self.generations.get(phase):
+            key = f"{key}@{self.generations[phase]}"
         row = self.effects.get(key)
         if row is not None and row.state == "done":
             return read_saved(row.result_json, row.result_hash, f"effect {name!r}")
         if row is not None and not (idempotent or atomic or row.retry_ok):
-            raise Stop(in_doubt_reason(key, name, phase))
+            if reconcile is None:
+                raise Stop(in_doubt_reason(key, name, phase))
+            got = self._reconcile(row, reconcile, reconcile_timeout)
+            if got.answer == "done":
+                return _json.loads(_json.dumps(got.result))
+            if got.answer == "unknown":
+                raise Stop(in_doubt_reason(key, name, phase, got))
+            row = self.effects[key]  # not done: allowed to call again, below
         if atomic:
             return self._perform_atomic(row, phase, name, key, fn, idempotent=idempotent)
         now = self._clock()
+        if row is None:
+            rec = EffectRecord(
+                run_id=self._fence.run_id,
+                phase=phase,
+                name=name,
+                key=key,
+                state="intent",
+                idempotent=bool(idempotent),
+                atomic=False,
+                attempt=1,
+                retry_ok=False,
+                result_hash=None,
+                confirmed_by=None,
+                prev_key=self.head,
+                reconcilable=reconcile is not None,
+                redo_on_rewind=bool(redo_on_rewind),
+                intent_at=now,
+            )
+        else:
+            rec = EffectRecord(row)
+            rec.update(
+                attempt=int(row.attempt) + 1,
+                retry_ok=False,
+                intent_at=now,
+                idempotent=bool(idempotent),
+                reconcilable=reconcile is not None,
+            )
+        seals.sealed(rec)
         # The intent is durable (synchronous=FULL commit) before fn runs.
         try:
             with self._store.hot_tx() as tx:
                 if row is None:
-                    tx.run(
-                        "intent",
-                        {
-                            "run_id": run_id,
-                            "phase": phase,
-                            "name": name,
-                            "key": key,
-                            "idempotent": bool(idempotent),
-                            "now": now,
-                        },
-                    )
+                    tx.run("intent", {k: rec[k] for k in _INTENT})
+                    tx.run("effects_head", {"run_id": rec.run_id, "key": key, "owner": self._fence.owner})
                 else:
-                    tx.run("reintent", {"key": key, "idempotent": bool(idempotent), "now": now})
+                    tx.run("reintent", {k: rec[k] for k in _REINTENT})
                 self._fence.check_hot(tx)
         except StoreError:
             self._check_foreign(row, key, name)
             raise
+        self.effects[key] = rec
+        if row is None:
+            self.head = key
+            self.count += 1
         pause_point("after-intent", name)
         # A process frozen since its intent committed must not call fn now:
         # its lease may have lapsed, been revoked, or been taken over.
         self._fence.ensure()
-        token = FenceToken(run_id, self._fence.epoch, 1 if row is None else int(row.attempt) + 1, key)
+        token = FenceToken(self._fence.run_id, self._fence.epoch, int(rec["attempt"]), key)
         result = _call(fn, key, token=token)
         text = _json.dumps(result)
-        done = self._clock()
+        done = EffectRecord(rec, state="done", done_at=self._clock(), result_json=text, result_hash=_json.sha256(text))
+        seals.sealed(done)
         with self._store.hot_tx() as tx:
-            tx.run("effect_done", {"key": key, "now": done, "result_json": text, "result_hash": _json.sha256(text)})
+            tx.run("effect_done", {k: done[k] for k in _DONE})
             self._fence.check_hot(tx)
+        self.effects[key] = done
         return _json.loads(text)
 
     def _perform_atomic(
@@ -141,24 +226,38 @@ class EffectLedger:
                 result = _call(fn, key, session, token=FenceToken(self._fence.run_id, self._fence.epoch, attempt, key))
                 session.flush()
             text = _json.dumps(result)
-            values = {"state": "done", "done_at": now, "result_json": text, "result_hash": _json.sha256(text)}
+            rec = EffectRecord(
+                row
+                if row is not None
+                else {
+                    "run_id": self._fence.run_id,
+                    "phase": phase,
+                    "name": name,
+                    "key": key,
+                    "idempotent": idempotent,
+                    "atomic": True,
+                    "attempt": 1,
+                    "retry_ok": False,
+                    "confirmed_by": None,
+                    "prev_key": self.head,
+                    "reconcilable": False,
+                    "redo_on_rewind": False,
+                    "intent_at": now,
+                }
+            )
+            rec.update(state="done", done_at=now, result_json=text, result_hash=_json.sha256(text))
+            seals.sealed(rec)
+            columns = {k: v for k, v in rec.items() if k != "id"}
             if row is None:
-                self._store.insert_effect(
-                    conn,
-                    {
-                        "run_id": self._fence.run_id,
-                        "phase": phase,
-                        "name": name,
-                        "key": key,
-                        "idempotent": idempotent,
-                        "atomic": True,
-                        "intent_at": now,
-                        **values,
-                    },
-                )
+                self._store.insert_effect(conn, columns)
+                self._store.note_effect(conn, self._fence.run_id, key)
             else:
-                self._store.update_effect(conn, key, values)
+                self._store.update_effect(conn, key, columns)
             self._fence.check(conn, now)
+        self.effects[key] = rec
+        if row is None:
+            self.head = key
+            self.count += 1
         return _json.loads(text)
 
     def _check_foreign(self, row: Any, key: str, name: str) -> None:
@@ -177,26 +276,145 @@ class EffectLedger:
                 )
             )
 
+    def _reconcile(self, row: EffectRecord, hook: Callable[[str], Any], timeout: float) -> Reconciled:
+        """Ask the outside system about an in-doubt effect, and write down what
+        it said: an answer that settles it is a decision by "phasegate", with
+        the hook's answer as its evidence, applied at once."""
+        got = ask(hook, row.key, timeout)
+        if got.answer == "done":
+            try:
+                _json.dumps(got.result)
+            except UsageError as exc:
+                got = Reconciled.unknown(f"the reconcile hook's result cannot be stored: {exc}")
+        now = self._clock()
+        with self._store.write() as conn:
+            self._fence.check(conn, now)
+            if got.answer != "unknown":
+                action = Action.CONFIRM_EFFECT if got.answer == "done" else Action.RETRY_EFFECT
+                detail: dict[str, Any] = {"reconcile": got.as_dict()}
+                if got.answer == "done":
+                    detail["result"] = got.result
+                decision = self._store.insert_decision(
+                    conn,
+                    {
+                        "run_id": row.run_id,
+                        "action": action.value,
+                        "phase": None,
+                        "effect_key": row.key,
+                        "answers": BlockKind.IN_DOUBT_EFFECT.value,
+                        "reason": f"reconcile hook: {got.why}"[:500],
+                        "operator": RECONCILER,
+                        "at": now,
+                        "state": "applied",
+                        "applied_at": now,
+                        "detail_json": _json.dumps(detail),
+                    },
+                )
+                self.answer(conn, row.key, action, got.result, decision, now)
+            shown = _json.dumps({**got.as_dict(), "at": now})
+            self._store.update_effect(conn, row.key, {"reconcile_json": shown})
+            self.effects[row.key]["reconcile_json"] = shown
+        return got
+
     # -- answers (called by applying.py, inside its transaction) ------------------
 
-    def confirm(self, conn: Any, key: str, result: Any, decision_id: int, now: float) -> None:
-        """Record an in-doubt effect as done with the result an operator gave."""
-        text = _json.dumps(result)
-        self._store.update_effect(
-            conn,
-            key,
-            {
-                "state": "done",
-                "done_at": now,
-                "result_json": text,
-                "result_hash": _json.sha256(text),
-                "confirmed_by": decision_id,
-            },
-        )
+    def answer(
+        self,
+        conn: Any,
+        key: str,
+        action: Action,
+        result: Any,
+        decision: int,
+        now: float,
+        *,
+        repair: bool = False,
+    ) -> None:
+        """Carry out an answer to an effect: confirmed done with `result`, or
+        allowed to be called again. With `repair`, the answer also settles
+        damage to the effect's record: a deleted record is written anew, and
+        the run's records are linked again in the order they were written."""
+        old = self.effects.get(key)
+        if old is None:
+            where = seals.split_key(self._fence.run_id, key.split("@", 1)[0])
+            phase, name = where if where is not None else ("?", key)
+            rec = EffectRecord(
+                run_id=self._fence.run_id,
+                phase=phase,
+                name=name,
+                key=key,
+                state="intent",
+                idempotent=False,
+                atomic=False,
+                attempt=1,
+                retry_ok=False,
+                result_hash=None,
+                confirmed_by=None,
+                prev_key=self.head,
+                reconcilable=False,
+                redo_on_rewind=False,
+                intent_at=now,
+            )
+        else:
+            rec = EffectRecord(old)
+        if action is Action.CONFIRM_EFFECT:
+            text = _json.dumps(result)
+            rec.update(
+                state="done", done_at=now, result_json=text, result_hash=_json.sha256(text), confirmed_by=decision
+            )
+        else:
+            rec.update(state="intent", done_at=None, result_json=None, result_hash=None, retry_ok=True)
+        seals.sealed(rec)
+        columns = {k: v for k, v in rec.items() if k != "id"}
+        if old is None:
+            self._store.insert_effect(conn, columns)
+            self._store.update_run(conn, self._fence.run_id, {"effects_last": key})
+            self.head = key
+            # a record written anew fills a hole the count knows of; one
+            # beyond the count is a new record
+            if len(self.effects) + 1 > self.count:
+                self._store.update_run(conn, self._fence.run_id, {"effects_count": len(self.effects) + 1})
+                self.count = len(self.effects) + 1
+        else:
+            self._store.update_effect(conn, key, columns)
+        if repair:
+            self._relink(conn)
+        else:
+            self.reload(key, conn)
 
-    def allow_retry(self, conn: Any, key: str) -> None:
-        """Let an in-doubt effect be called again with its key."""
-        self._store.update_effect(conn, key, {"retry_ok": True})
+    def _relink(self, conn: Any) -> None:
+        """Link the run's records again in the order they were written,
+        re-sealing only records whose content still matches their seal: a
+        record damaged in some other way stays damaged, and is reported."""
+        self._read(conn)
+        prev: str | None = None
+        for rec in sorted(self.effects.values(), key=lambda r: int(r.id)):
+            if rec.prev_key != prev and rec.seal == seals.seal(rec):
+                rec["prev_key"] = prev
+                seals.sealed(rec)
+                self._store.update_effect(conn, rec.key, {"prev_key": prev, "seal": rec.seal})
+            prev = rec.key
+        if prev != self.head:
+            self._store.update_run(conn, self._fence.run_id, {"effects_last": prev})
+            self.head = prev
+
+
+#: The operator name automatic resolutions are recorded under.
+RECONCILER = "phasegate"
+
+_INTENT = (
+    "run_id",
+    "phase",
+    "name",
+    "key",
+    "idempotent",
+    "intent_at",
+    "prev_key",
+    "seal",
+    "reconcilable",
+    "redo_on_rewind",
+)
+_REINTENT = ("key", "attempt", "intent_at", "idempotent", "reconcilable", "seal")
+_DONE = ("key", "done_at", "result_json", "result_hash", "seal")
 
 
 def _call(fn: Callable[..., Any], key: str, session: Any = None, *, token: FenceToken | None = None) -> Any:

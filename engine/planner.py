@@ -23,6 +23,7 @@ from ._states import Action, BlockKind
 from .errors import UsageError
 from .ledger import in_doubt_reason, needs_answer
 from .outcome import BlockReason
+from .seals import EffectDamage
 from .workflow import Phase, Workflow
 
 
@@ -93,6 +94,11 @@ class AnswerEffect:
     """CONFIRM_EFFECT or RETRY_EFFECT."""
     result: Any
     decision: int
+    reopen: Rewind | None = None
+    """For a correction of a confirmed result: the phases that read the old
+    result, re-opened with it (a rewind from the effect's phase)."""
+    repair: bool = False
+    """The answer also settles damage to the effect's record (seals.py)."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +150,8 @@ class StartFacts:
     """The live chain's rows as read (to name what an integrity failure sets aside)."""
     pending: Sequence[Pending]
     effects: Sequence[Any]
+    effect_damage: Sequence[EffectDamage]
+    """How the effect records differ from their verified history (seals.check)."""
     probes: Mapping[str, Any]
     now: float
     last_codes: Mapping[str, str | None]
@@ -175,6 +183,28 @@ def plan_start(f: StartFacts) -> StartPlan:
         return StartPlan(apply=SetAside(untrusted, trusted, None if dec.action is Action.REWIND else dec.id))
     state = chain.fold(f.verified.entries)
 
+    # 1b. effect records are history too: one that was deleted, edited or
+    # inserted stops the run before any phase could repeat its action. Only a
+    # person's answer for that effect (confirm with its result, or retry)
+    # settles it.
+    if f.effect_damage:
+        harmed: list[BlockReason] = []
+        for dec in pending:
+            if dec.detail.get("repair") and dec.effect_key:
+                return StartPlan(
+                    apply=AnswerEffect(dec.effect_key, dec.action, dec.detail.get("result"), dec.id, repair=True)
+                )
+        for dmg in f.effect_damage:
+            harmed.append(BlockReason(BlockKind.INTEGRITY, dmg.detail, {"what": "effect", **dmg.as_dict()}))
+        return StartPlan(blocks=tuple(harmed))
+
+    # 1c. a corrected confirmation: the new result replaces the old, and the
+    # phases that read the old one run again. No effect is called again: a
+    # done effect returns its (corrected) result from the ledger.
+    for dec in pending:
+        if dec.detail.get("correction"):
+            return StartPlan(apply=_correction(f, dec))
+
     # 2. an operator's rewind re-opens a phase and everything after it.
     rewind = _pick(pending, action=Action.REWIND)
     if rewind is not None:
@@ -204,7 +234,9 @@ def plan_start(f: StartFacts) -> StartPlan:
     elif cmp.unread and to_run:
         return StartPlan(apply=Refresh(tuple(cmp.unread)))
 
-    # 4. effects whose outcome nobody knows.
+    # 4. effects whose outcome nobody knows. One with a reconcile hook is
+    # asked when its phase reaches it; it stops the run only if the hook
+    # cannot say (ledger.py), unless a person answered it already.
     open_phases = {p.name for p in to_run}
     blocks.extend(
         BlockReason(BlockKind.INTEGRITY, f"saved result of {what} does not match its hash", {"what": "record"})
@@ -216,7 +248,8 @@ def plan_start(f: StartFacts) -> StartPlan:
         dec = _pick(pending, effect_key=eff.key)
         if dec is not None:
             return StartPlan(apply=AnswerEffect(eff.key, dec.action, dec.detail.get("result"), dec.id))
-        blocks.append(in_doubt_reason(eff.key, eff.name, eff.phase))
+        if not getattr(eff, "reconcilable", False):
+            blocks.append(in_doubt_reason(eff.key, eff.name, eff.phase))
 
     # 5. floors: re-derive what can be, degrade what may be, stop otherwise.
     floor_blocks, rederive = _plan_floors(f, state, to_run)
@@ -242,6 +275,20 @@ def plan_start(f: StartFacts) -> StartPlan:
         env_rows=tuple(cmp.rows),
         notes=tuple(notes),
     )
+
+
+def _correction(f: StartFacts, dec: Pending) -> Application:
+    eff = next((e for e in f.effects if e.key == dec.effect_key), None)
+    confirm = dec.action is Action.CONFIRM_EFFECT
+    if eff is None or eff.state != "done" or (confirm and "result" not in dec.detail):
+        return Void(dec.id, f"decision {dec.id} corrects effect {dec.effect_key}, which is not a confirmed effect now")
+    try:
+        target = f.wf.get(eff.phase)
+    except KeyError:
+        return Void(dec.id, f"decision {dec.id} corrects an effect of phase {eff.phase!r}, which this workflow lacks")
+    reopen = tuple(p.name for p in f.wf.phases if p.index >= target.index)
+    rewind = Rewind(target.name, target.index, reopen, dec.id)
+    return AnswerEffect(eff.key, dec.action, dec.detail.get("result"), dec.id, reopen=rewind)
 
 
 def _kept(f: StartFacts, state: chain.Folded, to_run: list[Phase]) -> set[str]:

@@ -249,6 +249,14 @@ class Runner:
                     raise LeaseLost(f"run {self.run_id!r}: lease lost before its phases could start")
         self.state = plan.state
         journal.follow(plan.state)
+        # A redo_on_rewind effect of a phase re-opened by a rewind or reset
+        # gets a new key epoch, so its (idempotent) target acts again.
+        epoch = int(row.epoch)
+        self.effects.generations = {
+            p.name: f"{epoch}.{plan.state.reopened.get(p.name, 0)}"
+            for p in self.wf.phases
+            if epoch or plan.state.reopened.get(p.name)
+        }
         if plan.recode:
             # Durable steps saved by older code of an open phase are not trusted
             # to mean what the new code would compute: they are recomputed.
@@ -273,6 +281,7 @@ class Runner:
                 rows=loaded.rows,
                 pending=pending,
                 effects=list(self.effects.effects.values()),
+                effect_damage=self.effects.damage(),
                 probes=probes,
                 now=self.clock(),
                 last_codes=last_codes,
@@ -343,6 +352,7 @@ class Runner:
                 nxt=nxt,
                 next_needs=next_needs,
                 probes=probes,
+                out_hash=out_hash,
             )
             self.outputs.put(p.name, text, out_hash, by_orjson)
         return self._complete()

@@ -170,6 +170,9 @@ class EffectView:
     intent_at: str | None
     done_at: str | None
     confirmed_by: int | None
+    reconcile: dict[str, Any] | None = None
+    """The last answer of its reconcile hook (answer, why, at), if it was asked."""
+    redo_on_rewind: bool = False
 
 
 @dataclass(frozen=True)
@@ -265,11 +268,28 @@ class RunView:
             del d["runbooks"]
         if not self.degraded:
             del d["degraded"]
+        for eff in d["effects"]:
+            # Added in format 3, shown only when set (the 0.1 JSON stays byte for byte).
+            if eff["reconcile"] is None:
+                del eff["reconcile"]
+            if not eff["redo_on_rewind"]:
+                del eff["redo_on_rewind"]
         if d["lease"] is not None and d["lease"]["state"] != HolderState.STALLED.value:
             del d["lease"]["state"]  # said only when it says more than `alive`
         for k in ("created_at", "updated_at", "last_checkpoint_at"):
             d[k] = iso(d[k])
         return d
+
+
+def _reconcile_answer(text: str | None) -> dict[str, Any] | None:
+    """The stored answer of a reconcile hook; shown, never trusted to parse."""
+    if not text:
+        return None
+    try:
+        got = _json.loads(text)
+    except ValueError:
+        return {"answer": "unreadable", "why": "the stored answer is not JSON"}
+    return got if isinstance(got, dict) else {"answer": "unreadable", "why": "the stored answer is not an object"}
 
 
 def build(
@@ -337,6 +357,8 @@ def build(
             intent_at=iso(e.intent_at),
             done_at=iso(e.done_at),
             confirmed_by=e.confirmed_by,
+            reconcile=_reconcile_answer(getattr(e, "reconcile_json", None)),
+            redo_on_rewind=bool(getattr(e, "redo_on_rewind", False)),
         )
         for e in effects
     )

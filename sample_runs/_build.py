@@ -30,6 +30,7 @@ from phasegate import Engine, Outcome, PhasegateError, Workflow
 from . import WORKFLOWS, billing, pipeline, research
 from ._points import BEACON_ENV, PAUSE_ENV
 from ._spare import Spare, start_time
+from .gateway import Gateway
 
 #: The marker that says a folder (and the database beside it) was built by the
 #: demo, so `--force` never deletes anything else.
@@ -186,7 +187,10 @@ def billing_in_doubt(d: Demo, step: Step) -> None:
     inputs = billing.prepare(d.workdir(rid), customer="globex", idempotent=False)
     step("globex: SIGKILL between a charge and its record (gateway not idempotent)")
     d.kill_at("billing", rid, inputs, "charged:INV-1003")
-    step("globex: resumed; the charge is in doubt")
+    # The reconcile hook would settle it from the gateway's ledger; the
+    # lookup is down, so the charge stays in doubt for a person.
+    Gateway(d.workdir(rid) / "gateway", idempotent=False).set_lookup_down(True)
+    step("globex: resumed; the gateway's lookup is down, so the charge is in doubt")
     d.expect(d.run(billing.wf, rid), "blocked", "in_doubt_effect")
 
 

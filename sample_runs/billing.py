@@ -27,19 +27,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from phasegate import PhaseContext, Workflow
+from phasegate import PhaseContext, Reconciled, Workflow
 
 from . import __version__
 from ._points import nap, pause_point
-from .gateway import Gateway
+from .gateway import Gateway, GatewayUnavailable
 
 wf = Workflow(
     "billing",
     # What on-call should do, shown by `status`, the console and `watch` alerts.
     runbooks={
         "env_mismatch": "Tax rates or ledger schema moved: check the finance change log, then approve or rewind to price.",
-        "in_doubt_effect:charge": "Look the charge key up in the gateway dashboard; confirm_effect if it is there, "
-        "retry_effect if not.",
+        "in_doubt_effect:charge": "The gateway's lookup could not say: look the charge key up in the gateway "
+        "dashboard; confirm_effect --result with its receipt if it is there, retry_effect if not.",
         "failed": "https://wiki.example.com/runbooks/billing#failed",
     },
 )
@@ -136,6 +136,22 @@ def price(ctx: PhaseContext, load_invoices: list[Invoice]) -> list[Priced]:
     return out
 
 
+def _reconciler(gw: Gateway) -> Any:
+    """Asks the gateway's ledger whether a charge in doubt went through: a
+    resume settles it without a person unless the lookup itself is down."""
+
+    def reconcile(key: str) -> Reconciled:
+        try:
+            seen = gw.lookup(key)
+        except GatewayUnavailable as exc:
+            return Reconciled.unknown(str(exc))
+        if seen is None:
+            return Reconciled.not_done(why="the gateway's ledger has no charge under this key")
+        return Reconciled.done(seen, why=f"the gateway's ledger has {seen['charge_id']}")
+
+    return reconcile
+
+
 @wf.phase(needs=["price"])
 def charge(ctx: PhaseContext, price: list[Priced]) -> list[Charge]:
     """Charge each card once: an effect per invoice, keyed by run, phase and invoice."""
@@ -151,7 +167,7 @@ def charge(ctx: PhaseContext, price: list[Priced]) -> list[Charge]:
             pause_point(f"charged:{p.id}")
             return res
 
-        res = ctx.effect(f"charge:{p.id}", call, idempotent=gw.idempotent)
+        res = ctx.effect(f"charge:{p.id}", call, idempotent=gw.idempotent, reconcile=_reconciler(gw))
         out.append(
             Charge(
                 id=p.id,

@@ -30,6 +30,10 @@ DECLINED_SUFFIX = "0002"
 """Cards ending in these digits are declined, like a test card."""
 
 
+class GatewayUnavailable(ConnectionError):
+    """The gateway's lookup API does not answer (the demo's outage)."""
+
+
 class Gateway:
     """The gateway's view of one merchant account: a folder with its ledger."""
 
@@ -57,6 +61,22 @@ class Gateway:
     def find(self, key: str) -> list[dict[str, Any]]:
         """Every charge the gateway accepted under `key` (more than one means a double charge)."""
         return [r for r in self.records() if r["key"] == key]
+
+    def lookup(self, key: str) -> dict[str, Any] | None:
+        """The charge made under `key`, as `charge` returned it, or None: the
+        lookup a reconcile hook asks. Raises GatewayUnavailable while the
+        lookup is down (a `LOOKUP_DOWN` file in the gateway's folder)."""
+        if (self.root / "LOOKUP_DOWN").exists():
+            raise GatewayUnavailable("the gateway's lookup API is not answering (503)")
+        seen = self.find(key)
+        return {**seen[0], "replayed": False} if seen else None
+
+    def set_lookup_down(self, down: bool) -> None:
+        flag = self.root / "LOOKUP_DOWN"
+        if down:
+            flag.write_text("503\n")
+        else:
+            flag.unlink(missing_ok=True)
 
     def charge(self, key: str, card: str, amount_cents: int, currency: str = "EUR") -> dict[str, Any]:
         """Charge a card. The record is on the gateway's disk before this returns."""

@@ -25,8 +25,11 @@ class RunActions(Screen[None]):
     """A screen with a current run that the action keys act on."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(spec.key, f"decide('{spec.name}')", spec.label.capitalize(), id=spec.binding_id) for spec in ACTIONS
-    ] + [Binding("e", "resume", "Resume", id="run.resume")]
+        # First, so the footer shows it whatever else is offered at 80 columns.
+        Binding("question_mark", "app.help", "Help", id="app.help"),
+        *(Binding(spec.key, f"decide('{spec.name}')", spec.word, id=spec.binding_id) for spec in ACTIONS),
+        Binding("e", "resume", "Resume", id="run.resume"),
+    ]
 
     @dataclass
     class RequestReady(Message):
@@ -70,8 +73,15 @@ class RunActions(Screen[None]):
         """The actions that fit it (read with it, so they always agree)."""
 
     def set_target(self, view: RunView | None, allowed: list[str]) -> None:
+        before = (self._target_id(), list(self.allowed), self.resume_fits())
         self.run_view, self.allowed = view, allowed
-        self.refresh_bindings()
+        # A refresh that offers the same keys leaves the footer alone: over a
+        # slow link a redrawn footer is most of what a refresh sends.
+        if (self._target_id(), list(allowed), self.resume_fits()) != before:
+            self.refresh_bindings()
+
+    def _target_id(self) -> str | None:
+        return None if self.run_view is None else self.run_view.run_id
 
     def action_fits(self, name: str) -> bool:
         return not self.ctx.read_only and self.run_view is not None and name in self.allowed

@@ -1,9 +1,10 @@
-"""The confirmation modal of an action: what will happen, a reason, and for a
-reset the run id typed out. Enter confirms, Esc cancels; the key that opened
+"""The confirmation modal of an action: what will happen, a reason, for a
+confirmation the effect's result as JSON, and for a reset the run id typed out. Enter confirms, Esc cancels; the key that opened
 the modal types into the reason field, so it can never confirm by itself."""
 
 from __future__ import annotations
 
+import json
 from typing import ClassVar
 
 from rich.text import Text
@@ -57,6 +58,12 @@ class ActionModal(ModalScreen[ActionResult | None]):
                 options = [Option(Text(safe(c.label)), id=str(i)) for i, c in enumerate(req.choices)]
                 yield OptionList(*options, id="choices")
             yield Static(id="preview")
+            if req.ask_result:
+                yield Input(
+                    req.result_hint,
+                    placeholder="result: JSON the outside system returned (required; null if none)",
+                    id="result",
+                )
             yield Input(placeholder="reason (required, kept in the decision log)", id="reason")
             if req.type_run_id:
                 yield Label(f"{req.typed_why}: type the run id to confirm")
@@ -110,10 +117,21 @@ class ActionModal(ModalScreen[ActionResult | None]):
         if req.type_run_id and self.query_one("#typed", Input).value != req.run_id:
             self._problem(f"! type the run id exactly to confirm the {req.spec.label}", "#typed")
             return
+        result_json: str | None = None
+        if req.ask_result:
+            result_json = self.query_one("#result", Input).value.strip()
+            if not result_json:
+                self._problem("! the effect's result is required, as JSON (null if it returned nothing)", "#result")
+                return
+            try:
+                json.loads(result_json)
+            except ValueError as exc:
+                self._problem(f"! the result is not JSON: {exc}", "#result")
+                return
         chosen = req.choices[self.index] if req.choices else None
         choice = chosen.value if chosen else None
         expect_env = chosen.expect_env if chosen else None
-        self.dismiss(ActionResult(req.spec, req.run_id, reason, choice, expect_env))
+        self.dismiss(ActionResult(req.spec, req.run_id, reason, choice, result_json=result_json, expect_env=expect_env))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -69,12 +69,14 @@ class DetailScreen(RunActions):
         """The run shown (fixed for the life of the screen)."""
 
     def compose(self) -> ComposeResult:
+        yield Static(Text("reading ") + Text(safe(self.run_id)), id="header")
         with VerticalScroll(id="detail"):
-            yield Static(Text("reading ") + Text(safe(self.run_id)), id="summary")
+            yield Static(id="summary")
             yield PhaseStrip(id="strip")
             for key, title in PANELS:
                 yield InfoPanel(title, id=f"panel-{key}")
-        yield Footer(show_command_palette=False)  # ? Help names it; the footer keeps to 80 columns
+        # Compact, and no palette key (? Help names it): the footer keeps to 80 columns.
+        yield Footer(show_command_palette=False, compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#detail").focus()
@@ -101,11 +103,12 @@ class DetailScreen(RunActions):
         if message.generation != self._generation:
             return  # superseded by a newer read
         if message.view is None:
-            self.query_one("#summary", Static).update(Text(safe(message.error or "not found")))
+            self.query_one("#header", Static).update(Text(safe(message.error or "not found")))
             self.set_target(None, [])
             return
         v = message.view
-        self.query_one("#summary", Static).update(panels.summary(v, self.ctx.clock()))
+        self.query_one("#header", Static).update(panels.header(v, self.ctx.clock()))
+        self.query_one("#summary", Static).update(panels.summary(v))
         self.query_one(PhaseStrip).show(v.phases, v.frontier)
         for key, _title in PANELS:
             renderable, empty = getattr(panels, key)(v)

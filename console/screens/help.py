@@ -1,7 +1,9 @@
-"""Every binding, with its id (to rebind it) and its command-line twin."""
+"""Every screen's keys and each action's command-line twin. Binding ids
+(to rebind a key) are in each class's BINDINGS, not on the operator's screen."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.table import Table
@@ -14,6 +16,11 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from ..actions import ACTIONS
+from ..widgets.runs_table import RunsTable
+from ._run_actions import RunActions
+from .action_modal import ActionModal
+from .detail import DetailScreen
+from .runs import RunsScreen
 
 NOTES = (
     "Actions are offered only where they fit why the run is stopped; --read-only offers none.",
@@ -23,12 +30,12 @@ NOTES = (
 )
 
 
-def _declared(node: DOMNode) -> list[Binding]:
-    """A node's bindings as its classes declare them, merged the way Textual
-    merges them (a subclass's binding for a key replaces its base's), read
-    from the public `BINDINGS` rather than Textual's private map."""
+def _declared(cls: type[DOMNode]) -> list[Binding]:
+    """A class's bindings as it declares them, merged the way Textual merges
+    them (a subclass's binding for a key replaces its base's), read from the
+    public `BINDINGS` rather than Textual's private map."""
     keys: dict[str, list[Binding]] = {}
-    for base in reversed(type(node).__mro__):
+    for base in reversed(cls.__mro__):
         own: dict[str, list[Binding]] = {}
         for b in Binding.make_bindings(vars(base).get("BINDINGS", ())):
             own.setdefault(b.key, []).append(b)
@@ -36,43 +43,71 @@ def _declared(node: DOMNode) -> list[Binding]:
     return [b for bindings in keys.values() for b in bindings]
 
 
-def _bindings_of(screen: Screen[object]) -> list[Binding]:
-    seen: list[Binding] = []
-    nodes = [screen.app, screen, *screen.query("*")]
-    for node in nodes:
-        for b in _declared(node):
-            if b.id and all(b.id != s.id for s in seen):
-                seen.append(b)
-    return seen
+#: Keys Textual's widgets give that an operator uses, listed beside ours.
+PAGING = (("pageup/pagedown", "a page up or down"), ("home/end", "first or last"))
+
+
+def rows(classes: tuple[type[DOMNode], ...], display: Callable[[Binding], str]) -> list[tuple[str, str]]:
+    """(key, what it does) for the bindings of `classes` that say what they do."""
+    out: list[tuple[str, str]] = []
+    for cls in classes:
+        for b in _declared(cls):
+            row = (display(b), b.description or b.action)
+            # Ours have ids; Textual's own (focus, cursor left/right...) are not listed.
+            if b.id and b.description and row not in out:
+                out.append(row)
+    return out
 
 
 class HelpScreen(ModalScreen[None]):
-    """The key bindings of the screen it was opened from."""
+    """Every screen's keys (wherever it was opened), and each action's
+    command-line twin. Scrolls with the keys that move the lists."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close", id="help.close"),
         Binding("question_mark", "close", "Close", show=False, id="help.close_help"),
         Binding("q", "close", "Close", show=False, id="help.close_q"),
+        Binding("j", "scroll('down')", "Down", show=False, id="help.down"),
+        Binding("k", "scroll('up')", "Up", show=False, id="help.up"),
+        Binding("g", "scroll('home')", "Top", show=False, id="help.top"),
+        Binding("G", "scroll('end')", "Bottom", show=False, id="help.bottom"),
     ]
 
     def __init__(self, under: Screen[object]) -> None:
         super().__init__()
         self.under = under
+        """The screen help was opened from (its keys are listed first)."""
+
+    def _sections(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        show = self.app.get_key_display
+        shared = rows((RunActions,), show)
+        listed = [
+            ("the runs list", [r for r in rows((RunsScreen, RunsTable), show) if r not in shared] + list(PAGING)),
+            ("one run's detail", [r for r in rows((DetailScreen,), show) if r not in shared] + list(PAGING[:1])),
+            ("on a run (list and detail)", shared),
+            ("in a confirmation", [("enter", "confirm"), *rows((ActionModal,), show)]),
+            ("everywhere", rows((type(self.app),), show)),
+        ]
+        if isinstance(self.under, DetailScreen):
+            listed.insert(0, listed.pop(1))  # the keys of the screen help was opened from first
+        return listed
 
     def compose(self) -> ComposeResult:
-        t = Table(box=None, expand=True, header_style="bold", padding=(0, 1))
-        t.add_column("key", no_wrap=True)
-        t.add_column("does")
-        t.add_column("binding id", no_wrap=True)
-        for b in _bindings_of(self.under):
-            t.add_row(Text(self.app.get_key_display(b)), Text(b.description or b.action), Text(b.id or "", style="dim"))
+        t = Table(box=None, expand=True, header_style="bold", padding=(0, 1), show_header=False)
+        t.add_column("key", no_wrap=True, width=18)
+        t.add_column("does", ratio=1)
+        for heading, keys in self._sections():
+            t.add_row(Text(heading, style="bold"), Text(""))
+            for key, does in keys:
+                t.add_row(Text("  " + key), Text(does))
         twins = Table(box=None, expand=True, header_style="bold", padding=(0, 1))
         twins.add_column("action")
         twins.add_column("on the command line")
         for spec in ACTIONS:
             twins.add_row(Text(f"{spec.key}  {spec.label}"), Text(spec.cli))
+        twins.add_row(Text("e  resume now"), Text("phasegate resume RUN"))
         with VerticalScroll(id="help"):
-            yield Static(Text("Keys (Esc closes)", style="bold"))
+            yield Static(Text("Keys (Esc closes; j/k, PgUp/PgDn scroll)", style="bold"))
             yield Static(t)
             yield Static(Text("Every action has a command-line twin", style="bold"))
             yield Static(twins)
@@ -80,6 +115,12 @@ class HelpScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#help").focus()
+
+    def action_scroll(self, where: str) -> None:
+        box = self.query_one("#help", VerticalScroll)
+        {"down": box.scroll_down, "up": box.scroll_up, "home": box.scroll_home, "end": box.scroll_end}[where](
+            animate=False, immediate=True
+        )
 
     def action_close(self) -> None:
         self.dismiss(None)

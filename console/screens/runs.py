@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from phasegate import PhasegateError, RunSummary, RunView, safe
 
 from .. import service
+from .._format import hashes
 from ..context import ConsoleContext
 from ..widgets import CountsBar, RunsTable
 from ..widgets.runs_table import COLUMNS
@@ -46,7 +47,7 @@ class RunsScreen(RunActions):
 
     PALETTE: ClassVar[tuple[tuple[str, str, str], ...]] = (
         ("runs: filter by text", "run id, workflow or reason (/)", "filter"),
-        ("runs: cycle status filter", "all, needs attention, running, failed, completed (f)", "cycle_status"),
+        ("runs: cycle status filter", "all, needs attention, blocked, running, failed, completed (f)", "cycle_status"),
         ("runs: cycle sort column", "needs attention first, or by a column (s)", "cycle_sort"),
         ("runs: reverse sort", "(S)", "reverse_sort"),
         ("runs: re-sort now", "put rows that changed back in order (o)", "resort"),
@@ -90,7 +91,8 @@ class RunsScreen(RunActions):
         yield Input(placeholder="filter: run id, workflow or reason (Enter keeps it, Esc clears)", id="filter")
         yield RunsTable(id="runs")
         yield Static(id="why")
-        yield Footer(show_command_palette=False)  # ? Help names it; the footer keeps to 80 columns
+        # Compact, and no palette key (? Help names it): the footer keeps to 80 columns.
+        yield Footer(show_command_palette=False, compact=True)
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
@@ -188,12 +190,17 @@ class RunsScreen(RunActions):
         sort_label = SORTS[self.sort_index][1] + (" (reversed)" if self.descending else "")
         first = page.offset + 1 if page.rows else 0
         shown = f"rows {first}-{page.offset + page.fetched} of {page.total}"
+        if not page.rows and (self.text or self.filter_index):
+            shown = "no runs match: f or Esc changes the filter"
         if self.out_of_order:
             shown += f"  {self.out_of_order} out of order: o re-sorts"
-        if self.ctx.read_only:
-            shown += "  read-only: no actions"
         self.query_one(CountsBar).show(
-            page.counts, filter_label=label, sort_label=sort_label, text=self.text, shown=shown
+            page.counts,
+            filter_label=label,
+            sort_label=sort_label,
+            text=self.text,
+            shown=shown,
+            notice="READ-ONLY: no actions" if self.ctx.read_only else "",
         )
         if not page.rows:
             self.query_one("#why", Static).update(
@@ -217,7 +224,7 @@ class RunsScreen(RunActions):
             line = Text()
             line.append(safe(run_id), style="bold")
             line.append(": ")
-            line.append(safe(summary.reason or f"{summary.status.value}; nothing to decide"))
+            line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
             why.update(line)
         if changed:
             self.set_target(None, [])

@@ -17,7 +17,10 @@ class CountsBar(Static):
 
     _last: Text | None = None
 
-    def show(self, counts: dict[str, int], *, filter_label: str, sort_label: str, text: str, shown: str) -> None:
+    def show(
+        self, counts: dict[str, int], *, filter_label: str, sort_label: str, text: str, shown: str, notice: str = ""
+    ) -> None:
+        """`notice`: said in reverse video, never dim (read-only must not be missed)."""
         total = sum(counts.values())
         line = Text(f"{total} runs ", style="bold")
         for status in ORDER:
@@ -33,6 +36,9 @@ class CountsBar(Static):
             second.append(safe(text), style="bold")  # literal: appended as text, never parsed
             second.append("  ")
         second.append(shown, style="dim")
+        if notice:
+            second.append("  ")
+            second.append(f" {notice} ", style="bold reverse")
         shown = Text("\n").join([line, second])
         if shown == self._last:
             return  # a refresh that changed nothing here sends nothing

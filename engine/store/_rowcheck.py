@@ -32,6 +32,7 @@ _INTS = {
     "phase_count": False,
     "steps_done": False,
     "lease_pid": True,
+    "effects_count": False,
 }
 _TIMES = {
     "created_at": False,
@@ -50,6 +51,7 @@ _TEXT = {
     "frontier_phase": True,
     "lease_owner": True,
     "lease_host": True,
+    "effects_last": True,
 }
 _STATUSES = frozenset(s.value for s in RunStatus)
 #: A UNIX time past this (year 5138) is damage, not a date.

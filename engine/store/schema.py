@@ -16,7 +16,7 @@ from sqlalchemy import Boolean, Column, Float, Index, Integer, MetaData, String,
 
 #: The schema version this code writes. A store with a higher one was written
 #: by a newer phasegate and is not trusted.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Our own metadata keeps phasegate's tables out of `SQLModel.metadata`, which
 # belongs to the application (an atomic effect's ledger table lives there).
@@ -64,6 +64,11 @@ runs = Table(
     Column("lease_pid", Integer),
     Column("lease_expires_at", Float),
     Column("heartbeat_at", Float),
+    # Version 3 (seals.py): the key of the run's last effect record, and how
+    # many it has written, so a deleted record is seen even when nothing
+    # else names it.
+    Column("effects_last", String),
+    Column("effects_count", Integer, nullable=False, default=0),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
 
@@ -131,6 +136,14 @@ effects = Table(
     Column("result_json", Text),
     Column("result_hash", String),
     Column("confirmed_by", Integer),
+    # Version 3: the record's place in the run's history and its seal
+    # (seals.py); whether it has a reconcile hook and its last answer (shown,
+    # not sealed); whether a rewind gives it a new key.
+    Column("prev_key", String),
+    Column("seal", String),
+    Column("reconcilable", Boolean, nullable=False, default=False),
+    Column("redo_on_rewind", Boolean, nullable=False, default=False),
+    Column("reconcile_json", Text),
     Index("ix_effects_run", "run_id"),
     Index("ux_effects_key", "key", unique=True),
 )
@@ -192,3 +205,15 @@ alerts = Table(
 #: Tables added after version 1, by the version that added them: an older
 #: store opened read-only has none of them, and readers answer "nothing stored".
 ADDED_IN: dict[str, int] = {"phasegate_sources": 2, "phasegate_alerts": 2}
+
+#: Columns added to existing tables, by (table, column): the version that
+#: added them and the column's SQL type and default, as `ALTER TABLE` takes it.
+ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
+    ("phasegate_runs", "effects_last"): (3, "TEXT"),
+    ("phasegate_runs", "effects_count"): (3, "INTEGER NOT NULL DEFAULT 0"),
+    ("phasegate_effects", "prev_key"): (3, "TEXT"),
+    ("phasegate_effects", "seal"): (3, "TEXT"),
+    ("phasegate_effects", "reconcilable"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),
+    ("phasegate_effects", "redo_on_rewind"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),
+    ("phasegate_effects", "reconcile_json"): (3, "TEXT"),
+}

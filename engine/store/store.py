@@ -7,7 +7,7 @@ so a resume costs the same with ten other runs or a hundred thousand.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,9 +17,8 @@ from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from ..errors import StoreError
-from . import _postgres, _rowcheck, _sqlite
+from . import _postgres, _rowcheck, _sqlite, migrations
 from .schema import (
-    ADDED_IN,
     SCHEMA_VERSION,
     alerts,
     checkpoints,
@@ -143,16 +142,22 @@ class Store:
             self.schema_problem = f"schema version {value!r} is not a number this engine understands"
         elif version > SCHEMA_VERSION:
             self.schema_problem = f"schema version {version} is newer than this engine knows ({SCHEMA_VERSION})"
-        elif version < SCHEMA_VERSION and not self.readonly:
+        elif version < SCHEMA_VERSION and self.readonly:
+            # Reading an older store would need every query to know every
+            # older layout; one writable open upgrades it instead.
+            raise StoreError(
+                f"{self.where} is a phasegate store of format {version}, older than this engine's ({SCHEMA_VERSION}):"
+                f" upgrade it once with `phasegate verify --db {self.where}`"
+            )
+        elif version < SCHEMA_VERSION:
             # Any writable open upgrades, not only one that may create a store:
             # `phasegate watch` or `status` on an older store must find its tables.
             self._migrate()
 
     def _migrate(self) -> None:
-        """Upgrade in code, in one transaction. Every step so far only adds
-        tables (version 2: sources and alerts), so an older engine's rows
-        are untouched. The version row is locked first, so two processes
-        upgrading at once do it one after the other."""
+        """Upgrade in code, in one transaction (store/migrations.py). The
+        version row is locked first, so two processes upgrading at once do it
+        one after the other."""
         with self.write() as conn:
             q = select(meta.c.value).where(meta.c.key == "schema_version")
             if self.dialect.row_locks:
@@ -160,10 +165,9 @@ class Store:
             version = int(conn.execute(q).scalar() or SCHEMA_VERSION)
             if version >= SCHEMA_VERSION:
                 return  # another process upgraded while this one waited
-            added = [metadata.tables[n] for n, v in ADDED_IN.items() if version < v]
-            metadata.create_all(conn, tables=added, checkfirst=True)
+            added = migrations.upgrade(conn, version)
             conn.execute(update(meta).where(meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
-        self.tables |= {t.name for t in added}
+        self.tables |= added
 
     def close(self) -> None:
         with self._hot_lock:
@@ -443,21 +447,26 @@ class Store:
         rows = conn.execute(select(runs).where(runs.c.run_id.in_(list(run_ids))))
         return {r.run_id: _rowcheck.check(r) for r in rows}
 
-    def live_chains(self, conn: Connection, run_ids: Sequence[str]) -> Iterator[tuple[str, list[Row[Any]]]]:
-        """The live chain of each run's current epoch, run after run in run-id
-        order, from one streamed query: what `chain` gives for each, without a
-        statement per run. Only one run's rows are held at a time."""
+    def live_chains(self, conn: Connection, epochs: Mapping[str, int]) -> Iterator[tuple[str, list[Row[Any]]]]:
+        """The live chain of each run's current epoch (`epochs`: run id to
+        epoch), run after run in run-id order, from one streamed query: what
+        `chain` gives for each, without a statement per run. Only one run's
+        rows are held at a time."""
+        # Ordered as the (run_id, epoch, seq) index is, so the rows stream out
+        # of it: a join on the runs table, or any other order, made SQLite copy
+        # every selected output into a temporary sorter first.
         q = (
             select(checkpoints)
-            .join(runs, and_(runs.c.run_id == checkpoints.c.run_id, runs.c.epoch == checkpoints.c.epoch))
-            .where(checkpoints.c.run_id.in_(list(run_ids)), checkpoints.c.status == "live")
-            .order_by(checkpoints.c.run_id, checkpoints.c.seq)
+            .where(checkpoints.c.run_id.in_(sorted(epochs)), checkpoints.c.status == "live")
+            .order_by(checkpoints.c.run_id, checkpoints.c.epoch, checkpoints.c.seq)
         )
         # Streamed: PostgreSQL's client-side cursor would otherwise hold every
         # output of the page in memory at once.
         result = conn.execution_options(yield_per=16).execute(q)
         held: list[Row[Any]] = []
         for row in result:
+            if row.epoch != epochs.get(row.run_id):
+                continue  # an earlier epoch's entry, kept live by nothing that reads it here
             if held and row.run_id != held[0].run_id:
                 yield held[0].run_id, _rowcheck.check_all(checkpoints, held)
                 held = []
@@ -541,6 +550,12 @@ class Store:
 
     def insert_effect(self, conn: Connection, values: dict[str, Any]) -> None:
         conn.execute(insert(effects).values(**values))
+
+    def note_effect(self, conn: Connection, run_id: str, key: str) -> None:
+        """A new effect record ends the run's effect history (seals.py)."""
+        conn.execute(
+            update(runs).where(runs.c.run_id == run_id).values(effects_last=key, effects_count=runs.c.effects_count + 1)
+        )
 
     def update_effect(self, conn: Connection, key: str, values: dict[str, Any]) -> None:
         conn.execute(update(effects).where(effects.c.key == key).values(**values))
@@ -637,15 +652,23 @@ class Store:
         ),
         "intent": (
             "INSERT INTO phasegate_effects (run_id, phase, name, key, state, idempotent, atomic, attempt,"
-            " retry_ok, intent_at) VALUES (:run_id, :phase, :name, :key, 'intent', :idempotent, FALSE, 1, FALSE, :now)"
+            " retry_ok, intent_at, prev_key, seal, reconcilable, redo_on_rewind)"
+            " VALUES (:run_id, :phase, :name, :key, 'intent', :idempotent, FALSE, 1, FALSE, :intent_at,"
+            " :prev_key, :seal, :reconcilable, :redo_on_rewind)"
+        ),
+        # Where the run's effect history ends (seals.py): written with each new
+        # intent, in its transaction, so a deleted last record is seen.
+        "effects_head": (
+            "UPDATE phasegate_runs SET effects_last = :key, effects_count = effects_count + 1"
+            " WHERE run_id = :run_id AND lease_owner = :owner"
         ),
         "reintent": (
-            "UPDATE phasegate_effects SET attempt = attempt + 1, retry_ok = FALSE, intent_at = :now,"
-            " idempotent = :idempotent WHERE key = :key"
+            "UPDATE phasegate_effects SET attempt = :attempt, retry_ok = FALSE, intent_at = :intent_at,"
+            " idempotent = :idempotent, reconcilable = :reconcilable, seal = :seal WHERE key = :key"
         ),
         "effect_done": (
-            "UPDATE phasegate_effects SET state = 'done', done_at = :now, result_json = :result_json,"
-            " result_hash = :result_hash WHERE key = :key"
+            "UPDATE phasegate_effects SET state = 'done', done_at = :done_at, result_json = :result_json,"
+            " result_hash = :result_hash, seal = :seal WHERE key = :key"
         ),
     }
 

@@ -4,6 +4,7 @@ that does not fit the run is not offered and its key does nothing."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,8 @@ ROUNDS = {
         (fx.ENV_MISMATCH, "a", "approve", ()),
         (fx.INTEGRITY, "d", "degrade", ()),
         (fx.BELOW_FLOOR, "d", "degrade", ()),
-        (fx.IN_DOUBT, "c", "confirm_effect", ()),
+        # the result field sits above the reason: shift+tab to it, tab back
+        (fx.IN_DOUBT, "c", "confirm_effect", ("shift+tab", *'{"charge_id": "ch-1"}', "tab")),
     ],
     "second": [
         (fx.ENV_MISMATCH, "w", "rewind", ("up",)),
@@ -107,6 +109,31 @@ async def test_decisions_land_in_store(store: Path, make_app: Any, round_: str) 
                 assert shown[0]["phase"] == "fetch"  # "up" moved the choice from price to fetch
             if action in ("confirm_effect", "retry_effect"):
                 assert shown[0]["effect"] == f"{fx.IN_DOUBT}/charge/charge:inv-1"
+
+
+async def test_confirm_asks_for_the_effects_result_as_json(store: Path, make_app: Any) -> None:
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_detail(pilot, fx.IN_DOUBT)
+        await decide(pilot, "c", "seen in the gateway")
+        # not confirmed: no result yet; focus went to its field
+        assert isinstance(app.screen, ActionModal)
+        assert app.focused.id == "result"
+        assert "result is required" in str(app.screen.query_one("#problem").render())
+        await pilot.press(*"{oops", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionModal)
+        assert "not JSON" in str(app.screen.query_one("#problem").render())
+        await pilot.press(*["backspace"] * 5, *'{"charge_id": "ch-9", "amount": 7}', "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DetailScreen)
+    with Engine(store) as eng:
+        (dec,) = eng.status(fx.IN_DOUBT).pending_decisions
+        assert dec.action == "confirm_effect" and dec.reason == "seen in the gateway"
+    with Engine(store) as eng:
+        with eng.store.read() as conn:
+            detail = [d.detail_json for d in eng.store.decisions_for(conn, fx.IN_DOUBT)]
+    assert json.loads(detail[0])["result"] == {"charge_id": "ch-9", "amount": 7}
 
 
 async def test_reset_asks_for_the_run_id(store: Path, make_app: Any) -> None:
@@ -255,7 +282,7 @@ async def test_runs_screen_navigation_and_palette(store: Path, make_app: Any) ->
         await settle(pilot)
         ids = {table.run_id_at(i) for i in range(table.row_count)}
         assert fx.COMPLETED not in ids and fx.RUNNING not in ids and fx.INTERRUPTED in ids
-        await pilot.press("f", "f", "f")  # running, failed, completed
+        await pilot.press("f", "f", "f", "f")  # blocked, running, failed, completed
         await settle(pilot)
         assert [table.run_id_at(i) for i in range(table.row_count)] == [fx.COMPLETED]
         await pilot.press("f")

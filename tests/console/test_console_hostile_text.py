@@ -105,7 +105,8 @@ async def test_no_screen_shows_stored_escapes_raw(hostile_store: Path, make_app:
                 other.decide(ENV, "approve", reason="first" + EVERY, operator="bob" + BIDI)
             await pilot.press(*"second", "enter")
             await settle(pilot)
-            (note,) = app._notifications
-            assert note.title == "already decided" and "bob<U+061C>" in note.message
-            assert raw_controls(note.message) == []
+            notes = list(app._notifications)
+            assert all(raw_controls(n.message) == [] for n in notes), [n.message for n in notes]
+            (note,) = [n for n in notes if n.title == "already decided"]
+            assert "bob<U+061C>" in note.message
             assert_inert(app, "refusal notification")

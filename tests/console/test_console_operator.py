@@ -4,6 +4,8 @@ finding, driven with keys through Pilot on a real store."""
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 import sqlite3
 import subprocess
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.style import Style
 
 from phasegate import Engine
 from phasegate.console.app import ConsoleApp
@@ -200,7 +203,9 @@ async def test_a_decision_on_top_of_a_pending_one_names_it_and_is_typed_out(stor
     does not list the confirmed charge as one that may be called again."""
     key = f"{fx.IN_DOUBT}/charge/charge:inv-1"
     with Engine(store, clock=fx.frozen()) as eng:
-        eng.decide(fx.IN_DOUBT, "confirm_effect", reason="seen in the gateway", effect=key)
+        eng.decide(
+            fx.IN_DOUBT, "confirm_effect", reason="seen in the gateway", effect=key, result={"charge_id": "ch-1"}
+        )
     app = make_app(store)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -360,3 +365,119 @@ async def test_a_refresh_repaints_only_what_changed(store: Path, make_app: Any) 
         await refresh(pilot)
         assert all(a is b for a, b in zip(table.ordered_rows, rows, strict=True))
         assert table.get_cell(fx.ENV_MISMATCH, "status").plain == "=> decided"
+
+
+def screen_text(app: Any) -> str:
+    """What the terminal shows, as text (from the screenshot Textual exports)."""
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+@pytest.mark.parametrize("kind", sorted(fx.STOPPED))
+async def test_at_80_columns_no_hash_wraps_and_help_stays_in_the_footer(store: Path, make_app: Any, kind: str) -> None:
+    """Finding 7: hashes are 12 hex characters on screen, effect keys keep
+    their end, and `? Help` is in the footer whatever else is offered."""
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.STOPPED[kind]))
+        await settle(pilot)
+        keys = {k.key: k for k in app.screen.query(FooterKey)}
+        assert "question_mark" in keys, list(keys)
+        assert keys["question_mark"].region.right <= 80
+        assert keys["question_mark"].region.width > 0
+        for _ in range(12):
+            text = screen_text(app)
+            assert not re.search(r"[0-9a-f]{16}", text), text
+            await pilot.press("pagedown")
+            await settle(pilot)
+
+
+async def test_help_scrolls_with_the_list_keys_and_lists_every_screens_keys(store: Path, make_app: Any) -> None:
+    """Finding 8: j/G scroll help; no binding-id column; the detail's keys
+    and paging are listed even when help is opened from the list."""
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        box = app.screen.query_one("#help")
+        text = screen_text(app)
+        assert "binding id" not in text and "runs.open" not in text
+        await pilot.press("j", "j")
+        await settle(pilot)
+        assert box.scroll_y == 2
+        await pilot.press("G")
+        await settle(pilot)
+        assert box.scroll_y == box.max_scroll_y > 2
+        await pilot.press("g")
+        await settle(pilot)
+        seen = []
+        for _ in range(15):
+            seen.append(screen_text(app))
+            await pilot.press("pagedown")
+            await settle(pilot)
+        listed = "\n".join(seen)
+        for needed in ("one run's detail", "Back", "pageup/pagedown", "Re-sort", "Resume", "in a confirmation"):
+            assert needed in listed, needed
+
+
+async def test_f_shows_blocked_runs_and_an_empty_filter_says_so(store: Path, make_app: Any) -> None:
+    """Finding 8."""
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        await pilot.press("f", "f")
+        await settle(pilot)
+        assert "show: blocked" in _header(app)
+        assert set(order(table)) == {fx.INTEGRITY, fx.ENV_MISMATCH, fx.BELOW_FLOOR, fx.IN_DOUBT}
+        await pilot.press("slash", *"no-such-run")
+        await settle(pilot)
+        assert table.row_count == 0
+        assert "no runs match: f or Esc changes the filter" in _header(app)
+
+
+async def test_the_read_only_notice_is_not_dim(store: Path, make_app: Any) -> None:
+    """Finding 9: read-only is said in reverse video, never dim."""
+    app = make_app(store, read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        shown = app.screen.query_one("#counts").render()
+        spans = [s for s in shown.spans if "READ-ONLY" in shown.plain[s.start : s.end]]
+        styles = [Style.parse(s.style) if isinstance(s.style, str) else s.style for s in spans]
+        assert styles and all(st.reverse and not st.dim for st in styles), spans
+
+
+async def test_the_detail_header_stays_fixed(store: Path, make_app: Any) -> None:
+    """Finding 9: deep in a long run, the operator still sees which run it is."""
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.IN_DOUBT))
+        await settle(pilot)
+        await pilot.press("G")
+        await settle(pilot)
+        assert app.screen.query_one("#detail").scroll_y > 0
+        header = app.screen.query_one("#header")
+        assert header.region.y == 0 and fx.IN_DOUBT in str(header.render())
+        assert screen_text(app).splitlines()[0].strip().startswith(fx.IN_DOUBT) or fx.IN_DOUBT in screen_text(app)
+
+
+async def test_a_failed_run_shows_its_last_frames(store: Path, make_app: Any) -> None:
+    """Finding 10: the exception and where it was raised, escaped."""
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.FAILED))
+        await settle(pilot)
+        from rich.console import Group
+
+        content = app.screen.query_one("#panel-error").content
+        assert isinstance(content, Group)
+        lines = [str(part) for part in content.renderables]
+        assert "last frames:" in lines
+        assert any("wf.py" in line for line in lines), lines  # the frame in the workflow that raised
+        assert any("payment required" in line for line in lines)

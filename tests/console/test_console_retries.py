@@ -32,7 +32,12 @@ def retried(tmp_path: Path) -> Path:
 async def _detail(app: Any, pilot: Any, run_id: str) -> str:
     await app.push_screen(DetailScreen(app, run_id))
     await settle(pilot)
-    return str(app.screen.query_one("#panel-error").render())
+    from rich.console import Group
+
+    content = app.screen.query_one("#panel-error").content
+    if isinstance(content, Group):  # the error, then its last frames (#17)
+        return "\n".join(str(part) for part in content.renderables)
+    return str(content)
 
 
 async def test_the_detail_shows_each_attempt_and_the_notes(retried: Path, make_app: Any) -> None:

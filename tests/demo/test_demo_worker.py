@@ -24,6 +24,7 @@ from demo_support import (
 
 from phasegate import Engine
 from phasegate.sample_runs import billing, pipeline
+from phasegate.sample_runs.gateway import Gateway
 
 
 def _env_mismatch_run(tmp_path: Path, db: Path) -> tuple[str, dict[str, Any]]:
@@ -71,6 +72,8 @@ def test_worker_once_resumes_what_is_waiting_then_exits(tmp_path: Path) -> None:
     # ...and an in-doubt charge an operator has settled by reading the gateway's ledger.
     b_inputs = billing.prepare(tmp_path / "bill", customer="globex", idempotent=False)
     kill_at(db, "billing", "bill-1", b_inputs, "charged:INV-1002", tmp_path)
+    # The sample's reconcile hook would settle it from the ledger; its lookup is down.
+    Gateway(Path(b_inputs["workdir"]) / "gateway", idempotent=False).set_lookup_down(True)
     with Engine(db) as eng:
         assert eng.run(billing.wf, "bill-1").status == "blocked"
     key = "bill-1/charge/charge:INV-1002"

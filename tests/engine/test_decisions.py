@@ -76,7 +76,12 @@ def test_reset_of_a_blocked_run_voids_its_pending_decisions(h):
 def test_in_doubt_effect_can_be_answered_while_the_run_is_interrupted(h):
     assert h.run("r1", kill="after:charge:inv-1").killed
     assert h.status("r1")["status"] == "interrupted"
-    assert h.decide("r1", "confirm_effect", "--effect", "charge:inv-1", reason="seen at gateway").returncode == 0
+    assert (
+        h.decide(
+            "r1", "confirm_effect", "--effect", "charge:inv-1", "--result", '{"charge_id": "ch-1"}', reason="seen"
+        ).returncode
+        == 0
+    )
     assert h.resume("r1").returncode == 0
     keys = h.charge_keys()
     assert len(keys) == 3 and len(set(keys)) == 3

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from engine_harness import Harness
 
-from phasegate import Engine, Workflow, WorkflowError
+from phasegate import Engine, StoreError, Workflow, WorkflowError
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -103,9 +103,12 @@ def test_a_version_1_store_is_upgraded_and_an_old_shape_still_reads(tmp_path: Pa
     assert all("runbooks" not in p for p in shape)
     con.commit()
     con.close()
-    with Engine(h.db, create=False, readonly=True) as eng:  # read-only: nothing changes, nothing breaks
-        assert eng.status("r1").runbooks == () and eng.status("r1").code_diffs == ()
+    # read-only: refused with the command that upgrades; nothing changes
+    with pytest.raises(StoreError, match="phasegate verify --db"):
+        Engine(h.db, create=False, readonly=True)
     assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [("1",)]
     assert h.cli("status", "r1").returncode == 0  # a writable open upgrades
-    assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [("2",)]
+    assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [("3",)]
+    with Engine(h.db, create=False, readonly=True) as eng:
+        assert eng.status("r1").runbooks == () and eng.status("r1").code_diffs == ()
     assert h.sql("SELECT count(*) FROM phasegate_alerts") == [(0,)]

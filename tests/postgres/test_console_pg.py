@@ -46,7 +46,16 @@ async def test_console_sees_a_commit_by_another_process(pg_url: str, tmp_path: P
             cell = table.get_cell("pg-live", "reason").plain
             assert "in_doubt_effect" in cell
             proc = await asyncio.to_thread(
-                cli, "decide", "pg-live", "confirm_effect", "--reason", "ledger shows it", "--db", pg_url
+                cli,
+                "decide",
+                "pg-live",
+                "confirm_effect",
+                "--result",
+                '{"charge_id": "ch-seen"}',
+                "--reason",
+                "ledger shows it",
+                "--db",
+                pg_url,
             )
             assert proc.returncode == 0, proc.stderr
             loop = asyncio.get_running_loop()

@@ -103,7 +103,20 @@ def test_same_store_same_guarantees(pg_url: str, tmp_path: Path) -> None:
     assert p.returncode == -signal.SIGKILL
     p = cli("resume", "pg-1", "--db", pg_url)
     assert p.returncode == 3 and "in_doubt_effect" in p.stdout
-    assert cli("decide", "pg-1", "confirm_effect", "--reason", "ledger shows it", "--db", pg_url).returncode == 0
+    assert (
+        cli(
+            "decide",
+            "pg-1",
+            "confirm_effect",
+            "--result",
+            '{"charge_id": "ch-seen"}',
+            "--reason",
+            "ledger",
+            "--db",
+            pg_url,
+        ).returncode
+        == 0
+    )
     p = cli("resume", "pg-1", "--db", pg_url)
     assert p.returncode == 0, p.stdout + p.stderr
     keys = [json.loads(line)["key"] for line in ledger.read_text().splitlines()]

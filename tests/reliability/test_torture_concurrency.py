@@ -136,7 +136,9 @@ def test_two_operators_deciding_at_once_one_applies(tmp_path: Path) -> None:
         go = tmp_path / f"go-{rid}"
         kids = [
             _barrier_start(
-                ["decide", rid, act, "--reason", f"operator {n}", "--operator", f"op{n}", "--db", str(db)], go
+                ["decide", rid, act, *(["--result", "{}"] if act == "confirm_effect" else [])]
+                + ["--reason", f"operator {n}", "--operator", f"op{n}", "--db", str(db)],
+                go,
             )
             for n, act in enumerate((a, b))
         ]

@@ -21,6 +21,7 @@ from phasegate.planner import (
     Void,
     plan_start,
 )
+from phasegate.seals import EffectDamage
 
 wf = Workflow("unit")
 
@@ -79,6 +80,7 @@ def facts(
     probes: dict[str, Any] | None = None,
     retrievable: bool = True,
     saved_probes: dict[str, Any] | None = None,
+    damage: list[Any] | None = None,
 ) -> StartFacts:
     entries = _entries(done, saved_probes)
     return StartFacts(
@@ -87,6 +89,7 @@ def facts(
         rows=[e.row for e in entries],
         pending=pending or [],
         effects=effects or [],
+        effect_damage=damage or [],
         probes=probes if probes is not None else {"rates": "v1"},
         now=200.0,
         last_codes={p.name: p.code_hash for p in wf.phases},
@@ -157,6 +160,42 @@ def test_an_effect_in_doubt_blocks_and_an_answer_is_applied() -> None:
     )
     idem = SimpleNamespace(**{**vars(eff), "idempotent": True})
     assert plan_start(facts(["load"], effects=[idem])).blocks == ()
+
+
+def test_a_reconcilable_effect_in_doubt_lets_its_phase_run_to_ask() -> None:
+    eff = SimpleNamespace(
+        key="r1/price/charge",
+        name="charge",
+        phase="price",
+        state="intent",
+        idempotent=False,
+        atomic=False,
+        retry_ok=False,
+        reconcilable=True,
+    )
+    plan = plan_start(facts(["load"], effects=[eff]))
+    assert plan.blocks == () and [p.name for p in plan.to_run] == ["price", "report"]
+
+
+def test_damaged_effect_records_block_before_anything_and_only_an_answer_repairs() -> None:
+    dmg = EffectDamage("r1/price/charge", "missing", "effect record r1/price/charge was deleted")
+    rewind = Pending(3, Action.REWIND, None, phase="load")
+    plan = plan_start(facts(["load"], damage=[dmg], pending=[rewind]))
+    assert plan.apply is None and [b.kind for b in plan.blocks] == [BlockKind.INTEGRITY]
+    assert plan.blocks[0].data["effect"] == dmg.key and plan.blocks[0].data["problem"] == "missing"
+    ans = Pending(4, Action.RETRY_EFFECT, BlockKind.INTEGRITY, effect_key=dmg.key, detail={"repair": True})
+    assert plan_start(facts(["load"], damage=[dmg], pending=[rewind])).apply is None
+    assert plan_start(facts(["load"], damage=[dmg], pending=[rewind])).apply is None
+    plan = plan_start(facts(["load"], damage=[dmg], pending=[rewind, ans]))
+    assert plan.apply == AnswerEffect(dmg.key, Action.RETRY_EFFECT, None, 4, repair=True)
+
+
+def test_a_correction_re_opens_the_phase_that_read_the_result() -> None:
+    eff = SimpleNamespace(key="r1/price/charge", name="charge", phase="price", state="done")
+    dec = Pending(7, Action.CONFIRM_EFFECT, None, effect_key=eff.key, detail={"correction": True, "result": {"id": 2}})
+    plan = plan_start(facts(["load", "price", "report"], effects=[eff], pending=[dec]))
+    assert isinstance(plan.apply, AnswerEffect) and plan.apply.result == {"id": 2}
+    assert plan.apply.reopen == Rewind("price", 1, ("price", "report"), 7)
 
 
 def test_a_lost_output_below_a_floor_is_rederived_or_blocks_and_degrade_skips() -> None:

@@ -7,6 +7,9 @@ Environment knobs (read at call time, so a subprocess can be steered):
   PHASEGATE_TEST_TRACE     a file that gets one line per phase start
   PHASEGATE_TEST_TAX       a file whose content is the `tax_table` probe
   PHASEGATE_TEST_SLOW      seconds to sleep in each charge (to kill from outside)
+  PHASEGATE_TEST_RECONCILE the charge's reconcile hook: unset (none), "ledger" (looks
+                           the key up in the gateway's ledger), "unknown", "raise"
+                           or "hang" (never answers; PHASEGATE_TEST_RECONCILE_TIMEOUT)
 The gateway's own ledger is `inputs["ledger"]`: one JSON line per charge that
 reached it, so a test can count double charges independently of the store.
 """
@@ -19,7 +22,7 @@ import signal
 import time
 from pathlib import Path
 
-from phasegate import Workflow
+from phasegate import Reconciled, Workflow
 
 
 def kill_point(name: str) -> None:
@@ -58,6 +61,31 @@ def ledger_keys(ledger: str) -> list[str]:
     if not path.exists():
         return []
     return [json.loads(line)["key"] for line in path.read_text().splitlines()]
+
+
+def reconciler(ledger: str):
+    """The charge's reconcile hook, as PHASEGATE_TEST_RECONCILE chooses."""
+    mode = os.environ.get("PHASEGATE_TEST_RECONCILE", "")
+    if not mode:
+        return None
+
+    def lookup(key: str) -> Reconciled:
+        trace(f"reconcile:{key}")
+        if mode == "unknown":
+            return Reconciled.unknown("the gateway's lookup is down")
+        if mode == "raise":
+            raise ConnectionError("gateway lookup refused the connection")
+        if mode == "hang":
+            time.sleep(3600)
+        path = Path(ledger)
+        for line in path.read_text().splitlines() if path.exists() else []:
+            rec = json.loads(line)
+            if rec["key"] == key:
+                receipt = {"charge_id": rec["charge_id"], "amount": rec["amount"], "replayed": False}
+                return Reconciled.done(receipt, why=f"the gateway has {rec['charge_id']}")
+        return Reconciled.not_done(why="the gateway has no charge with this key")
+
+    return lookup
 
 
 wf = Workflow("test-billing")
@@ -109,7 +137,13 @@ def charge(ctx, price) -> list[dict]:
             kill_point(f"after:{name}")
             return res
 
-        res = ctx.effect(name, call, idempotent=idem)
+        res = ctx.effect(
+            name,
+            call,
+            idempotent=idem,
+            reconcile=reconciler(ledger),
+            reconcile_timeout=float(os.environ.get("PHASEGATE_TEST_RECONCILE_TIMEOUT", "30")),
+        )
         out.append({"id": row["id"], "total": row["total"], "charge_id": res["charge_id"] if res else None})
     return out
 
@@ -124,3 +158,39 @@ def report(ctx, charge, load=None) -> dict:
         "invoices": None if load is None else len(load),
         "missing": sorted(ctx.missing),
     }
+
+
+# -- receipts: a workflow whose later phases read what the gateway answered ----
+# The charge phase keeps each receipt's amount, and the report adds them up:
+# what an operator confirms as an effect's result is what the run goes on with.
+
+receipts = Workflow("test-receipts")
+
+
+@receipts.phase()
+def invoices(ctx) -> list[dict]:
+    n = int(ctx.inputs.get("invoices", 3))
+    return [{"id": f"inv-{i}", "amount": 100 + i} for i in range(n)]
+
+
+@receipts.phase(needs=["invoices"])
+def collect(ctx, invoices) -> list[dict]:
+    ledger = ctx.inputs["ledger"]
+    out = []
+    for row in invoices:
+        name = f"charge:{row['id']}"
+
+        def call(key: str, row: dict = row, name: str = name) -> dict:
+            kill_point(f"before:{name}")
+            res = gateway_charge(ledger, key, row["amount"], idempotent=False)
+            kill_point(f"after:{name}")
+            return res
+
+        receipt = ctx.effect(name, call)
+        out.append({"id": row["id"], "charge_id": receipt["charge_id"], "amount": receipt["amount"]})
+    return out
+
+
+@receipts.phase(needs=["collect"])
+def summary(ctx, collect) -> dict:
+    return {"charged_total": sum(r["amount"] for r in collect), "charges": len(collect)}

@@ -12,6 +12,7 @@ Inputs:
            and `mailbox + ".calls"` counts every call that reached it
   pace     seconds slept around each step and effect, so that kills at random
            instants land inside the windows that matter
+  reconcile the charge's reconcile hook: "" (none), "ledger" or "unknown"
 
 Environment knobs (read at call time so a forked or spawned child is steered):
   PHASEGATE_TEST_KILL_AT  comma-separated points where the process SIGKILLs
@@ -34,7 +35,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from phasegate import Workflow
+from phasegate import Reconciled, Workflow
 
 
 def kill_point(name: str) -> None:
@@ -98,6 +99,25 @@ def _pace(ctx: Any) -> None:
         time.sleep(pace)
 
 
+def _reconciler(ctx: Any) -> Any:
+    """The charge's reconcile hook, as the run's `reconcile` input chooses:
+    none, "ledger" (asks the gateway's ledger) or "unknown" (cannot say)."""
+    mode = ctx.inputs.get("reconcile") or ""
+    if not mode:
+        return None
+    ledger = ctx.inputs["ledger"]
+
+    def lookup(key: str) -> Reconciled:
+        if mode == "unknown":
+            return Reconciled.unknown("the gateway's lookup is down")
+        for rec in read_lines(ledger):
+            if rec["key"] == key:
+                return Reconciled.done({"charge_id": rec["charge_id"], "amount": rec["amount"]})
+        return Reconciled.not_done()
+
+    return lookup
+
+
 wf = Workflow("test-torture")
 
 
@@ -150,7 +170,7 @@ def charge(ctx, enrich) -> list[dict]:
             _pace(ctx)
             return res
 
-        res = ctx.effect(f"charge:{i}", call)
+        res = ctx.effect(f"charge:{i}", call, reconcile=_reconciler(ctx))
         out.append({"id": item["id"], **res})
     return out
 

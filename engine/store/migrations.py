@@ -1,0 +1,50 @@
+"""Upgrading an older store, in the caller's one transaction.
+
+Version 2 added tables (sources, alerts). Version 3 seals the effect ledger
+(engine/seals.py): it adds columns, then links and seals each run's existing
+effect records in the order they were written. A store written before seals
+existed has nothing to check them against, so the upgrade vouches for the
+records as they are at that moment; damage done before it is not detectable
+afterwards (run `phasegate verify` before upgrading a store you doubt).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, inspect, select, text, update
+
+from .. import seals
+from .schema import ADDED_COLUMNS, ADDED_IN, effects, metadata, runs
+
+
+def upgrade(conn: Connection, version: int) -> set[str]:
+    """Bring a store at `version` to the current schema; returns the tables added."""
+    added = [metadata.tables[n] for n, v in ADDED_IN.items() if version < v]
+    metadata.create_all(conn, tables=added, checkfirst=True)
+    have: dict[str, set[str]] = {}
+    for (table, column), (since, ddl) in ADDED_COLUMNS.items():
+        if version >= since:
+            continue
+        if table not in have:
+            have[table] = {c["name"] for c in inspect(conn).get_columns(table)}
+        if column not in have[table]:  # a half-upgraded store, or one a test wound back
+            conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
+    if version < 3:
+        _seal_effects(conn)
+    return {t.name for t in added}
+
+
+def _seal_effects(conn: Connection) -> None:
+    last: dict[str, str] = {}
+    count: dict[str, int] = {}
+    for row in conn.execute(select(effects).order_by(effects.c.id)):
+        rec: dict[str, Any] = dict(row._mapping)
+        rec["prev_key"] = last.get(rec["run_id"])
+        conn.execute(
+            update(effects).where(effects.c.id == rec["id"]).values(prev_key=rec["prev_key"], seal=seals.seal(rec))
+        )
+        last[rec["run_id"]] = rec["key"]
+        count[rec["run_id"]] = count.get(rec["run_id"], 0) + 1
+    for run_id, key in last.items():
+        conn.execute(update(runs).where(runs.c.run_id == run_id).values(effects_last=key, effects_count=count[run_id]))
