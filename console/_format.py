@@ -93,7 +93,11 @@ def middle(value: str, width: int) -> str:
 
 
 #: A hex digest (16 characters or more), with an optional `sha256:` prefix.
-_DIGEST = re.compile(r"(?<![0-9A-Za-z])((?:sha256:)?[0-9a-f]{12})[0-9a-f]{4,}(?![0-9A-Za-z])")
+_DIGEST = re.compile(
+    r"(?<![0-9A-Za-z])(?:sha256:([0-9a-f]{12})|(?=[0-9a-f]*[a-f])([0-9a-f]{12}))[0-9a-f]{4,}(?![0-9A-Za-z])"
+)
+"""16+ hex characters after `sha256:`, or with a letter among them (a long
+decimal number without the prefix is not taken for a digest)."""
 
 HASH_CHARS = 12
 """Hex characters a hash is shown with on screen (the full value is in `--json`)."""
@@ -101,9 +105,10 @@ HASH_CHARS = 12
 
 def hashes(text: str) -> str:
     """Every long hex digest in `text` cut to its first 12 characters and
-    `…`: a 64-character hash takes three lines at 80 columns, and two wraps
-    of one value read as two values. Twelve still tell digests apart."""
-    return _DIGEST.sub(lambda m: m.group(1) + "…", text)
+    `…` (a `sha256:` prefix dropped): a 64-character hash takes three lines
+    at 80 columns, and two wraps of one value read as two values. Twelve
+    still tell digests apart."""
+    return _DIGEST.sub(lambda m: (m.group(1) or m.group(2)) + "…", text)
 
 
 def short(value: Any, n: int = 48) -> str:

@@ -260,7 +260,9 @@ def resume_now(engine: Engine, run_id: str) -> Resumed:
     log = logs / f"resume-{run_id}.log"
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "phasegate", "resume", run_id, "--db", str(db)],
+            # Our own command, an argv list (no shell); "--" so a run id that
+            # starts with "-" is a run id, never an option.
+            [sys.executable, "-m", "phasegate", "resume", "--db", str(db), "--", run_id],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,

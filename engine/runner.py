@@ -136,9 +136,9 @@ class Runner:
             beat.stop()
 
     def _acquire(self) -> Any:
-        now = self.clock()
         owner = self.fence.owner
         with self.store.write() as conn:
+            now = self.store.lease_clock(conn, self.clock())
             # Row lock where the backend has them; SKIP LOCKED so a process
             # racing another for the same run is answered at once, not queued.
             row = self.store.get_run(conn, self.run_id, lock=True, skip_locked=True)
@@ -379,7 +379,9 @@ class Runner:
             )
             try:
                 return p.fn(ctx, **self._handed(p, missing)), ctx
-            except (Stop, LeaseLost, StoreError):  # the store failing is not the phase failing: exit 2, resumable
+            except (Stop, LeaseLost, StoreError, KeyboardInterrupt):
+                # The store failing is not the phase failing (exit 2,
+                # resumable); Ctrl-C is the operator's, not the phase's.
                 raise
             except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
                 again = p.retry.retryable(exc, attempt)
@@ -388,6 +390,8 @@ class Runner:
                 if not again:
                     return self._fail(p.name, exc)
                 log.warning("run %s: phase %s attempt %d failed: %s", self.run_id, p.name, attempt, exc)
+            except BaseException as exc:  # noqa: BLE001 - SystemExit, CancelledError: recorded, never retried
+                return self._fail(p.name, exc)
             retry.wait(p.retry.delay(attempt))
             self.steps.load()
             self.effects.load()

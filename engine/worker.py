@@ -26,9 +26,10 @@ from concurrent.futures import wait as wait_futures
 from types import FrameType
 from typing import Any
 
+from ._host import HOST
 from ._states import OutcomeStatus, RunStatus
 from .engine import Engine
-from .errors import PhasegateError, RunHeld
+from .errors import PhasegateError, RunHeld, StoreError
 from .lease import HolderState, holder_name, holder_state
 from .loader import load
 from .outcome import Outcome
@@ -106,7 +107,7 @@ class Worker:
         each oldest change first."""
         now = self.engine.clock()
         with self.engine.store.read() as conn:
-            rows = self.engine.store.runs_waiting(conn, now)
+            rows = self.engine.store.runs_waiting(conn, now, host=HOST)
         out = []
         for r in rows:
             held = holder_state(r, now) if r.status == RunStatus.RUNNING.value else HolderState.NONE
@@ -152,6 +153,7 @@ class Worker:
         eng = engine or self.engine
         log.info("run %s: resuming (%s)", row.run_id, self._why(eng, row))
         outcome: Outcome | None = None
+        retry = False
         try:
             # Loaded afresh and in isolation: this run's own modules, as its files are now.
             wf = load(row.target, isolated=True)
@@ -160,6 +162,11 @@ class Worker:
         except RunHeld as exc:
             log.info("run %s: %s; leaving it", row.run_id, exc)
             return None
+        except StoreError as exc:
+            # The store failed under the run (a dropped connection, a locked
+            # file): the run stopped interrupted; look at it again next time.
+            log.error("run %s: %s: %s; it will be resumed again", row.run_id, exc.title, exc)
+            retry = True
         except PhasegateError as exc:
             log.error("run %s: %s: %s", row.run_id, exc.title, exc)
         except Exception:  # noqa: BLE001 - one bad run (or workflow import) must not stop the worker
@@ -176,7 +183,7 @@ class Worker:
             after = None
         with self._lock:
             self.handled += 1
-            if after is not None:
+            if after is not None and not retry:
                 self._handled[row.run_id] = after.updated_at
         return outcome
 

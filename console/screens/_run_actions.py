@@ -73,21 +73,32 @@ class RunActions(Screen[None]):
         """The actions that fit it (read with it, so they always agree)."""
 
     def set_target(self, view: RunView | None, allowed: list[str]) -> None:
-        before = (self._target_id(), list(self.allowed), self.resume_fits())
+        before = self._offered()
         self.run_view, self.allowed = view, allowed
-        # A refresh that offers the same keys leaves the footer alone: over a
-        # slow link a redrawn footer is most of what a refresh sends.
-        if (self._target_id(), list(allowed), self.resume_fits()) != before:
+        # Keys that stay the same leave the footer alone: over a slow link a
+        # redrawn footer is most of what a cursor move or a refresh sends.
+        if self._offered() != before:
             self.refresh_bindings()
 
-    def _target_id(self) -> str | None:
-        return None if self.run_view is None else self.run_view.run_id
+    def _offered(self) -> tuple[tuple[str, ...], bool]:
+        """The keys the footer shows for the target (read or being read)."""
+        view = self.run_view
+        if self.ctx.read_only or view is None:
+            return (), False
+        return tuple(self.allowed), not service.can_resume(view)
+
+    def is_current(self, view: RunView) -> bool:
+        """Whether `view` is still the run the keys act on (the runs list
+        says no while the newly selected run is being read)."""
+        return True
 
     def action_fits(self, name: str) -> bool:
-        return not self.ctx.read_only and self.run_view is not None and name in self.allowed
+        view = self.run_view
+        return not self.ctx.read_only and view is not None and name in self.allowed and self.is_current(view)
 
     def resume_fits(self) -> bool:
-        return not self.ctx.read_only and self.run_view is not None and not service.can_resume(self.run_view)
+        view = self.run_view
+        return not self.ctx.read_only and view is not None and not service.can_resume(view) and self.is_current(view)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides the binding; its key then reaches `on_key`, which says why.

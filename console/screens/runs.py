@@ -212,7 +212,6 @@ class RunsScreen(RunActions):
         self._select(str(event.row_key.value) if event.row_key is not None else None)
 
     def _select(self, run_id: str | None) -> None:
-        changed = run_id != self._selected
         self._selected = run_id
         why = self.query_one("#why", Static)
         if run_id is None:
@@ -226,9 +225,13 @@ class RunsScreen(RunActions):
             line.append(": ")
             line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
             why.update(line)
-        if changed:
-            self.set_target(None, [])
+        # On a move the footer keeps the keys it shows while the new run is
+        # read; they act on nothing until it is (`is_current`), and the footer
+        # is redrawn only if that run's keys differ (not twice per j).
         self._read_selection(run_id)
+
+    def is_current(self, view: RunView) -> bool:
+        return view.run_id == self._selected
 
     def _read_selection(self, run_id: str) -> None:
         self._selection_generation += 1

@@ -5,6 +5,7 @@ mean to a person. The tables and queries are the same as SQLite's."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -42,12 +43,20 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-CHANNEL = "phasegate"
 name = "postgresql"
 row_locks = True
 #: The hot transaction's lease check locks the run's row until commit, so a
 #: takeover cannot slip between the check and the write it guards.
 FENCE_LOCK = " FOR UPDATE"
+
+
+#: The lease clock in SQL: the server's, shared by every host.
+LEASE_NOW_SQL = "EXTRACT(EPOCH FROM clock_timestamp())"
+
+
+def disconnected(raw: Any) -> bool:
+    """Whether the driver connection is gone (closed by the server or broken)."""
+    return raw is None or bool(getattr(raw, "closed", False) or getattr(raw, "broken", False))
 
 
 def is_url(target: str) -> bool:
@@ -159,9 +168,10 @@ def hot_read_done(raw: Any, cur: Any) -> None:
 
 
 _TRIGGER = [
-    f"""CREATE OR REPLACE FUNCTION phasegate_notify() RETURNS trigger AS $$
+    # The channel is the schema's own: one database may hold several stores.
+    """CREATE OR REPLACE FUNCTION phasegate_notify() RETURNS trigger AS $$
     BEGIN
-        PERFORM pg_notify('{CHANNEL}', NEW.run_id);
+        PERFORM pg_notify('phasegate_' || left(md5(TG_TABLE_SCHEMA), 16), NEW.run_id);
         RETURN NEW;
     END $$ LANGUAGE plpgsql""",
     "DROP TRIGGER IF EXISTS phasegate_runs_notify ON phasegate_runs",
@@ -180,13 +190,34 @@ def after_create(conn: Connection) -> None:
         conn.exec_driver_sql(stmt)
 
 
+def channel(schema: str) -> str:
+    """The LISTEN channel of the store in `schema` (an identifier of hex
+    digits, short enough whatever the schema is called)."""
+    return "phasegate_" + hashlib.md5(schema.encode()).hexdigest()[:16]
+
+
+def notify_is_per_schema(conn: Connection) -> bool:
+    """Whether the store's notify function uses the schema's own channel
+    (stores created before it used one channel for the whole database)."""
+    src = conn.exec_driver_sql(
+        "SELECT p.prosrc FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+        " WHERE p.proname = 'phasegate_notify' AND n.nspname = current_schema()"
+    ).scalar()
+    return src is None or "TG_TABLE_SCHEMA" in str(src)
+
+
+def upgrade_notify(conn: Connection) -> None:
+    conn.exec_driver_sql(_TRIGGER[0])
+
+
 class ChangeFeed:
     """LISTEN on one long-lived connection: `changed()` says whether any
     notification arrived since the last call."""
 
     def __init__(self, target: str) -> None:
         self._conn = _psycopg().connect(conninfo(target), autocommit=True)
-        self._conn.execute(f"LISTEN {CHANNEL}")
+        row = self._conn.execute("SELECT current_schema()").fetchone()
+        self._conn.execute(f"LISTEN {channel(str(row[0]) if row else 'public')}")
 
     def changed(self) -> bool:
         return self.wait(0)
@@ -211,6 +242,18 @@ def explain(exc: BaseException, where: str) -> StoreError:
         str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(getattr(exc, "orig", exc)).strip() else repr(exc)
     )
     low = msg.lower()
+    if any(
+        m in low
+        for m in (
+            "terminating connection",
+            "server closed the connection",
+            "consuming input failed",
+            "connection is closed",
+            "connection already closed",
+            "the connection is lost",
+        )
+    ):
+        return StoreError(f"lost the connection to PostgreSQL at {where}: {msg}; nothing more was written")
     if "connection refused" in low or "could not connect" in low or "connection failed" in low:
         return StoreError(f"cannot connect to PostgreSQL at {where}: {msg}")
     if "does not exist" in low and "database" in low:

@@ -155,6 +155,12 @@ def _column_problem(table: Any, row: Any) -> str | None:
             if may_be_empty:
                 continue
             return f"{name} is empty"
+        # The allowed values first: a state column is short text, which is
+        # not type-checked below, and an unknown state must never be read as
+        # some other state (the soak found an output_state flipped to
+        # "pres,nt" read as a lost output, and its phase re-run).
+        if allowed is not None and v not in allowed:
+            return f"{name} {str(v)[:40]!r} is not one of {', '.join(sorted(allowed))}"
         if want is None:
             continue
         if want is float:
@@ -165,8 +171,6 @@ def _column_problem(table: Any, row: Any) -> str | None:
             ok = isinstance(v, want)
         if not ok:
             return f"{name} {str(v)[:40]!r} is not {want.__name__}"
-        if allowed is not None and v not in allowed:
-            return f"{name} {str(v)[:40]!r} is not one of {', '.join(sorted(allowed))}"
     return None
 
 

@@ -9,6 +9,7 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine as SAEngine
@@ -26,6 +27,15 @@ row_locks = False
 #: The hot transaction's lease check needs no lock of its own: BEGIN
 #: IMMEDIATE already keeps every other writer out until commit.
 FENCE_LOCK = ""
+
+
+#: The lease clock in SQL: the host's time, passed in as `:now`.
+LEASE_NOW_SQL = ":now"
+
+
+def disconnected(raw: Any) -> bool:
+    """A file does not disconnect."""
+    return False
 
 
 def hot_sql(sql: str) -> str:
@@ -109,7 +119,14 @@ _checked: set[tuple[int, int]] = set()
 
 
 def make_engine(path: Path, *, readonly: bool, busy_ms: int = 60_000) -> SAEngine:
-    url = f"sqlite:///{path}"
+    if readonly:
+        # Opened read-only at the file level, not only `query_only`: the
+        # last connection of a process closing checkpoints the WAL into the
+        # database file, unless it cannot write. A read-only open (the
+        # console's) must leave every byte of a store as it found it.
+        url = f"sqlite:///file:{quote(str(path))}?mode=ro&uri=true"
+    else:
+        url = f"sqlite:///{path}"
     engine = create_engine(url, poolclass=QueuePool, pool_size=4, max_overflow=8)
 
     @event.listens_for(engine, "connect")

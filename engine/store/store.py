@@ -82,7 +82,10 @@ class Store:
             self.where = str(self.path)
             fresh = _sqlite.check_path(self.path, create=create)
             self.sa = _sqlite.make_engine(self.path, readonly=readonly, busy_ms=_sqlite.busy_timeout_ms(lease_seconds))
-        self._hot_sql = {k: self.dialect.hot_sql(v) for k, v in self._HOT_SQL.items()}
+        self._hot_sql = {
+            k: self.dialect.hot_sql(v.replace(":lease_now", self.dialect.LEASE_NOW_SQL))
+            for k, v in self._HOT_SQL.items()
+        }
         self._hot_sql["fence"] += self.dialect.FENCE_LOCK
         self._hot_lock = threading.Lock()
         self._hot: Connection | None = None
@@ -153,6 +156,12 @@ class Store:
             # Any writable open upgrades, not only one that may create a store:
             # `phasegate watch` or `status` on an older store must find its tables.
             self._migrate()
+        if self.schema_problem is None and not self.readonly and not self.is_sqlite:
+            with self.sa.connect() as conn:
+                stale = not _postgres.notify_is_per_schema(conn)
+            if stale:
+                with self.write() as conn:
+                    _postgres.upgrade_notify(conn)
 
     def _migrate(self) -> None:
         """Upgrade in code, in one transaction (store/migrations.py). The
@@ -230,9 +239,22 @@ class Store:
         if self.schema_problem:
             # A store this code cannot interpret is evidence: nothing may change it.
             raise StoreError(f"{self.schema_problem}; nothing was written")
-        if self._hot is None or self._hot.closed:
+        if self._hot is None or self._hot.closed or self._hot.invalidated:
             self._hot = self.sa.connect().execution_options(phasegate_write=True)
         return self._hot
+
+    def _drop_hot(self, raw: Any = None, *, invalidated: bool = False) -> None:
+        """After a driver error: if the reused connection is gone (a server
+        restart, a failover, `pg_terminate_backend`), throw it away, so the
+        next use opens a new one instead of failing for ever (callers hold
+        `_hot_lock`)."""
+        if self._hot is None or not (invalidated or self.dialect.disconnected(raw)):
+            return
+        hot, self._hot = self._hot, None
+        try:
+            hot.invalidate()
+        except Exception:  # noqa: BLE001 - it is broken; we only let go of it
+            pass
 
     @contextmanager
     def hot(self) -> Iterator[Connection]:
@@ -244,6 +266,8 @@ class Store:
                 with conn.begin():
                     yield conn
             except DBAPIError as exc:
+                raw = conn.connection.dbapi_connection if not conn.invalidated else None
+                self._drop_hot(raw, invalidated=exc.connection_invalidated or conn.invalidated)
                 raise self.explain(exc) from None
 
     # -- runs -----------------------------------------------------------------
@@ -277,10 +301,25 @@ class Store:
         if owner is not None:
             cond = and_(cond, runs.c.lease_owner == owner)
         if held_at is not None:
-            cond = and_(cond, runs.c.lease_expires_at > held_at)
+            cond = and_(cond, runs.c.lease_expires_at > self._lease_now(held_at))
         return conn.execute(update(runs).where(cond).values(**values)).rowcount
 
     # -- the lease ------------------------------------------------------------
+    # Lease times come from one clock for every process that shares the store:
+    # SQLite's processes share this host's clock; on PostgreSQL, processes on
+    # several hosts share the server's (`clock_timestamp()`), never their own.
+
+    def _lease_now(self, host_now: float) -> Any:
+        """The lease clock's "now" as an SQL expression (or the host's time)."""
+        if self.is_sqlite:
+            return host_now
+        return func.extract("epoch", func.clock_timestamp())
+
+    def lease_clock(self, conn: Connection, host_now: float) -> float:
+        """The lease clock's "now", read on `conn` (the server's on PostgreSQL)."""
+        if self.is_sqlite:
+            return host_now
+        return float(conn.execute(select(self._lease_now(host_now))).scalar_one())
 
     def touch_fenced(self, conn: Connection, run_id: str, owner: str, now: float) -> int:
         """Mark the run changed, only while `owner` holds an unexpired lease."""
@@ -290,6 +329,7 @@ class Store:
         """A heartbeat: push the expiry on, only while the lease is still
         `owner`'s and unexpired. 0 means it is lost (expired or revoked)."""
         with self.write() as conn:
+            now = self.lease_clock(conn, now)
             return self.update_run(
                 conn,
                 run_id,
@@ -325,6 +365,7 @@ class Store:
                     self.dialect.hot_rollback(raw, cur)
                 except Exception:  # noqa: BLE001 - no transaction left to roll back
                     pass
+                self._drop_hot(raw)
                 raise self.explain(exc) from None
             finally:
                 cur.close()
@@ -409,21 +450,26 @@ class Store:
         q = select(runs.c.run_id).where(runs.c.run_id > after).order_by(runs.c.run_id).limit(limit)
         return [r[0] for r in conn.execute(q)]
 
-    def runs_waiting(self, conn: Connection, now: float, limit: int = 100) -> list[Row[Any]]:
-        """Runs a worker may pick up: a decision waiting, a reset, or a
-        `running` run (the caller skips those whose holder is alive)."""
+    def runs_waiting(self, conn: Connection, now: float, limit: int = 100, *, host: str = "") -> list[Row[Any]]:
+        """Runs a worker may pick up: decided and reset runs first, then
+        `running` runs whose holder may be dead (the caller asks `holder_state`
+        of those on this host). A run held by a live lease on another host is
+        never in the page, so a hundred of them cannot starve the rest."""
         pending = select(decisions.c.run_id).where(decisions.c.state == "pending")
+        decided = or_(runs.c.status == "reset", runs.c.run_id.in_(pending))
+        dead_maybe = and_(
+            runs.c.status == "running",
+            or_(
+                runs.c.lease_owner.is_(None),
+                runs.c.lease_host == host,  # its pid tells, before its lease lapses
+                runs.c.lease_expires_at.is_(None),
+                runs.c.lease_expires_at <= now,
+            ),
+        )
         q = (
             select(runs)
-            .where(
-                or_(
-                    runs.c.status == "reset",
-                    # all running rows: a dead holder on this host is seen by pid, before its lease lapses
-                    runs.c.status == "running",
-                    runs.c.run_id.in_(pending),
-                )
-            )
-            .order_by(runs.c.updated_at)
+            .where(or_(decided, dead_maybe))
+            .order_by(case((decided, 0), else_=1), runs.c.updated_at)
             .limit(limit)
         )
         return list(conn.execute(q))
@@ -635,16 +681,18 @@ class Store:
             "UPDATE phasegate_runs SET head_seq = :head_seq, head_hash = :head_hash,"
             " frontier_phase = :frontier_phase, frontier_index = :frontier_index, steps_done = :steps_done,"
             " last_checkpoint_at = :now WHERE run_id = :run_id AND lease_owner = :owner"
-            " AND lease_expires_at > :now"
+            " AND lease_expires_at > :lease_now"
         ),
         # Reads, not writes: a write to the run row would dirty its pages and
         # indexes in every effect and step commit. The dialect makes the read
         # hold until commit (SQLite: the BEGIN IMMEDIATE lock; PostgreSQL: FOR UPDATE).
         "fence": (
-            "SELECT 1 FROM phasegate_runs WHERE run_id = :run_id AND lease_owner = :owner AND lease_expires_at > :now"
+            "SELECT 1 FROM phasegate_runs WHERE run_id = :run_id AND lease_owner = :owner"
+            " AND lease_expires_at > :lease_now"
         ),
         "held": (
-            "SELECT 1 FROM phasegate_runs WHERE run_id = :run_id AND lease_owner = :owner AND lease_expires_at > :now"
+            "SELECT 1 FROM phasegate_runs WHERE run_id = :run_id AND lease_owner = :owner"
+            " AND lease_expires_at > :lease_now"
         ),
         "step": (
             "INSERT INTO phasegate_steps (run_id, phase, step_key, result_json, result_hash, created_at, discarded)"
@@ -691,6 +739,7 @@ class Store:
                 except Exception:  # noqa: BLE001 - no transaction left to roll back
                     pass
                 if isinstance(exc, self.dialect.DriverError):
+                    self._drop_hot(raw)
                     raise self.explain(exc) from None
                 raise
             finally:

@@ -142,11 +142,33 @@ def test_no_pickle_eval_or_exec_in_the_engine() -> None:
     assert _findings(proc.ROOT / "engine", commands=False) == []
 
 
+#: The one command the console may start: `phasegate resume` itself (the `e`
+#: key, never in read-only), as an argv list with no shell.
+_OWN_COMMAND = "console/service.py"
+
+
 def test_the_console_never_runs_code_or_commands() -> None:
     console = proc.ROOT / "console"
     if not console.is_dir():
         pytest.skip("no console package in this checkout")
-    assert _findings(console, commands=True) == []
+    found = _findings(console, commands=True)
+    assert [f for f in found if not f.startswith(f"{_OWN_COMMAND}:") or "import subprocess" not in f] == []
+    # ...and there, only our own command line, as a list, without a shell
+    tree = ast.parse((console.parent / _OWN_COMMAND).read_text())
+    calls = [
+        n for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("Popen", "run", "call")
+    ]  # fmt: skip
+    assert len(calls) == 1, "the console starts one command: phasegate resume"
+    (call,) = calls
+    argv = call.args[0]
+    assert isinstance(argv, ast.List) and [ast.unparse(e) for e in argv.elts[:3]] == [
+        "sys.executable",
+        "'-m'",
+        "'phasegate'",
+    ]
+    assert "--" in [e.value for e in argv.elts if isinstance(e, ast.Constant)]
+    assert not any(k.arg == "shell" for k in call.keywords)
 
 
 def test_the_scanner_itself_finds_what_it_looks_for(tmp_path: Path) -> None:
