@@ -136,11 +136,17 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
         changed = bool(r.get("changed"))
         mark = Text("CHANGED" if changed else "same", style=tone("bold yellow") if changed else "dim")
         style = "bold" if changed else ""
+        current = Text(hashes(short(r.get("current"), 30)), style=style)
+        if not changed and (str(name).startswith("code:") or name == "shape"):
+            # The console does not load the workflow's code: what the code is
+            # now is known only to the next start, which compares it.
+            mark = Text("?", style="dim")
+            current = Text("checked at the next resume", style="italic dim", no_wrap=True, overflow="ellipsis")
         t.add_row(
             mark,
             plain(name),
             Text(hashes(short(r.get("saved"), 30)), style=style),
-            Text(hashes(short(r.get("current"), 30)), style=style),
+            current,
             plain(", ".join(r.get("phases") or []) or "-"),
         )
     return t, False

@@ -9,7 +9,12 @@ for the store's driver and ORM.
 from __future__ import annotations
 
 import importlib
+import logging as _logging
 from typing import TYPE_CHECKING, Any
+
+# A library leaves its output to the application: without a handler of the
+# application's, Python's last resort would print warnings to stderr.
+_logging.getLogger("phasegate").addHandler(_logging.NullHandler())
 
 if TYPE_CHECKING:
     from ._states import (

@@ -101,7 +101,7 @@ def _print_outcome(o: Outcome) -> int:
     # Every value below may come from the store: shown through `safe`.
     rid = safe(o.run_id)
     if o.status == "completed":
-        print(f"{rid}: completed")
+        print(f"{rid}: completed" + (f" (degraded): {safe(o.degraded)}" if o.degraded else ""))
         return EXIT_OK
     if o.status == "blocked":
         print(f"{rid}: blocked")
@@ -198,7 +198,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         for r in rows:
             fr = f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}"
             fr = safe(fr)
-            print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status.value:<12} {fr:<20} {safe(r.reason)}")
+            print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {safe(r.reason)}")
         return EXIT_OK
 
 
@@ -384,6 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="phasegate", description="Resumable long-running jobs, and their operators' tools.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
+    # Accepted before the command too (`phasegate --db X status`); the
+    # command's own --db wins when both are given.
+    p.add_argument("--db", dest="global_db", default=None, help="database path or URL, for any command")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     s = sub.add_parser("run", help="start or continue a run of a workflow")
@@ -505,6 +508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("phasegate").setLevel(logging.ERROR)
     try:
         args = build_parser().parse_args(argv)
+        if getattr(args, "db", None) is None and args.global_db is not None:
+            args.db = args.global_db
         _check_text_args(args)
         return int(args.fn(args))
     except PhasegateError as exc:

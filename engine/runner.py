@@ -98,6 +98,8 @@ class Runner:
         self.env_rows: list[Any] = []
         self.notes: list[str] = []
         self.attempts: list[Attempt] = []
+        self._ran_without: dict[str, list[str]] = {}
+        """Phases this start ran degraded, with the outputs they ran without."""
         """Failed attempts of steps and phases in this start (retries)."""
         self._codes: dict[str, Any] | None = None
         """Each phase's code fingerprint as the run's records know it: the code
@@ -318,6 +320,8 @@ class Runner:
                         [BlockReason(BlockKind.ENV_MISMATCH, environment.describe(moved), {"changes": moved})]
                     )
             missing = {n for n in p.needs if n not in self.outputs}
+            if missing:
+                self._ran_without[p.name] = sorted(missing, key=lambda n: self.wf.get(n).index)
             self.phases_run.append(p.name)
             pause_point("in-phase", p.name)
             # A process frozen between phases must not start one it no longer
@@ -483,6 +487,18 @@ class Runner:
         result = None
         if last is not None and (last in self.outputs or self.outputs.available(self.state, last)):
             result = self.outputs.handed(last)
-        self._finish(RunStatus.COMPLETED, {"blocked_json": "[]", "attention": "", "error_json": None})
-        log.info("run %s completed", self.run_id)
-        return Outcome(self.run_id, OutcomeStatus.COMPLETED, result=result, phases_run=self.phases_run)
+        gaps = self._gaps()
+        attention = f"completed (degraded): {gaps}"[:300] if gaps else ""
+        self._finish(RunStatus.COMPLETED, {"blocked_json": "[]", "attention": attention, "error_json": None})
+        log.info("run %s completed%s", self.run_id, f" ({attention})" if gaps else "")
+        return Outcome(self.run_id, OutcomeStatus.COMPLETED, result=result, phases_run=self.phases_run, degraded=gaps)
+
+    def _gaps(self) -> str:
+        """What a completion lacks: phases skipped by a degrade, and phases
+        (now or at an earlier start) run without some of their needs."""
+        skipped = [p.name for p in self.wf.phases if self.state is not None and p.name in self.state.skipped]
+        without = {n: list(d.missing) for n, d in (self.state.done.items() if self.state is not None else ())}
+        without.update(self._ran_without)
+        parts = [f"{n} skipped" for n in skipped]
+        parts += [f"{p.name} ran without {', '.join(without[p.name])}" for p in self.wf.phases if without.get(p.name)]
+        return "; ".join(parts)

@@ -78,6 +78,16 @@ class RunSummary:
     def reason(self) -> str:
         return status_text(self.status, self.attention)
 
+    @property
+    def degraded(self) -> bool:
+        """Completed, but not whole (the engine says so in `attention` when it completes)."""
+        return self.status is RunStatus.COMPLETED and self.attention.startswith("completed (degraded)")
+
+    @property
+    def status_label(self) -> str:
+        """The status as a list shows it: "completed (degraded)" for a degraded completion."""
+        return "completed (degraded)" if self.degraded else self.status.value
+
     @classmethod
     def damaged(cls, row: Any, why: str) -> RunSummary:
         """A line for a run whose own row is damaged: shown, not hidden, and
@@ -235,6 +245,8 @@ class RunView:
     pending_decisions: tuple[DecisionView, ...] = ()
     runbooks: tuple[dict[str, Any], ...] = ()
     """What the workflow says to do about each reason this run stopped (see `runbooks.for_stop`)."""
+    degraded: bool = False
+    """Completed, but not whole: a phase was skipped or ran without some of its needs."""
     code_diffs: tuple[CodeDiff, ...] = ()
     """Each code change that blocks the run, as a diff of the stored sources (filled by `Engine.status`)."""
 
@@ -254,6 +266,8 @@ class RunView:
             del d["code_diffs"]
         if not self.runbooks:
             del d["runbooks"]
+        if not self.degraded:
+            del d["degraded"]
         for eff in d["effects"]:
             # Added in format 3, shown only when set (the 0.1 JSON stays byte for byte).
             if eff["reconcile"] is None:
@@ -411,6 +425,7 @@ def build(
         attention=attention,
         epoch=int(run.epoch),
         pending_decisions=tuple(d for d in decs if d.state == "pending"),
+        degraded=status is RunStatus.COMPLETED and any(p.state is PhaseState.DEGRADED for p in phases),
         runbooks=tuple(
             _runbooks.for_stop(
                 shape,

@@ -52,3 +52,23 @@ async def test_the_detail_shows_each_attempt_and_the_notes(retried: Path, make_a
         await settle(pilot)
         shown = await _detail(app, pilot, "came-back")
         assert "note: step fetch in gather: attempt 1 of 4 failed: ConnectionError" in shown, shown
+
+
+async def test_the_environment_panel_does_not_claim_to_know_the_code(store: Path, make_app: Any) -> None:
+    """The console does not load the workflow's code: a code row it cannot
+    compare says when it is checked, instead of "same"."""
+    from tests.console import fixtures as fx
+
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.ENV_MISMATCH))
+        await settle(pilot)
+        from rich.console import Console
+
+        console = Console(width=120, record=True, color_system=None)
+        console.print(app.screen.query_one("#panel-environment").content)
+        shown = console.export_text()
+        code_rows = [ln for ln in shown.splitlines() if "code:" in ln]
+        assert code_rows and all("checked at the next resume" in ln for ln in code_rows), shown
+        assert not any(ln.split()[0] == "same" for ln in code_rows)
