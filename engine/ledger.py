@@ -152,22 +152,14 @@ class EffectLedger:
             return self._perform_atomic(row, phase, name, key, fn, idempotent=idempotent)
         now = self._clock()
         if row is None:
-            rec = EffectRecord(
-                run_id=self._fence.run_id,
-                phase=phase,
-                name=name,
-                key=key,
-                state="intent",
+            rec = self._intent(
+                phase,
+                name,
+                key,
+                now,
                 idempotent=bool(idempotent),
-                atomic=False,
-                attempt=1,
-                retry_ok=False,
-                result_hash=None,
-                confirmed_by=None,
-                prev_key=self.head,
                 reconcilable=reconcile is not None,
                 redo_on_rewind=bool(redo_on_rewind),
-                intent_at=now,
             )
         else:
             rec = EffectRecord(row)
@@ -209,6 +201,36 @@ class EffectLedger:
             self._fence.check_hot(tx)
         self.effects[key] = done
         return _json.loads(text)
+
+    def _intent(
+        self,
+        phase: str,
+        name: str,
+        key: str,
+        now: float,
+        *,
+        idempotent: bool = False,
+        reconcilable: bool = False,
+        redo_on_rewind: bool = False,
+    ) -> EffectRecord:
+        """A new record in the intent state, after the run's last one."""
+        return EffectRecord(
+            run_id=self._fence.run_id,
+            phase=phase,
+            name=name,
+            key=key,
+            state="intent",
+            idempotent=idempotent,
+            atomic=False,
+            attempt=1,
+            retry_ok=False,
+            result_hash=None,
+            confirmed_by=None,
+            prev_key=self.head,
+            reconcilable=reconcilable,
+            redo_on_rewind=redo_on_rewind,
+            intent_at=now,
+        )
 
     def _perform_atomic(
         self, row: Any, phase: str, name: str, key: str, fn: Callable[..., Any], *, idempotent: bool
@@ -337,23 +359,7 @@ class EffectLedger:
         if old is None:
             where = seals.split_key(self._fence.run_id, key.split("@", 1)[0])
             phase, name = where if where is not None else ("?", key)
-            rec = EffectRecord(
-                run_id=self._fence.run_id,
-                phase=phase,
-                name=name,
-                key=key,
-                state="intent",
-                idempotent=False,
-                atomic=False,
-                attempt=1,
-                retry_ok=False,
-                result_hash=None,
-                confirmed_by=None,
-                prev_key=self.head,
-                reconcilable=False,
-                redo_on_rewind=False,
-                intent_at=now,
-            )
+            rec = self._intent(phase, name, key, now)
         else:
             rec = EffectRecord(old)
         if action is Action.CONFIRM_EFFECT:
