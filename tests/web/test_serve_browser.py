@@ -90,7 +90,7 @@ def test_the_page_shows_the_runs_list_the_store_holds(store: Path, serve: Any, o
         row = next((line for line in lines if line.startswith(run_id)), None)
         assert row is not None, f"{run_id} not on the page:\n{text}"
         assert status in row, f"{run_id}: the store says {status}, the page says {row!r}"
-    assert "read-only" in text
+    assert "read-only" in text.lower()  # the header says READ-ONLY
     assert len(served.children()) == 1
     # The token is printed once, in the URL, and never in the server's log.
     assert served.token not in served.log()
@@ -165,7 +165,7 @@ def test_read_only_a_on_a_blocked_run_changes_nothing(store: Path, serve: Any, o
     # Give a decision every chance to land: the console answers a key it
     # knows at once, so a later key's echo means `a` was handled.
     term.type("?")
-    term.wait_text("approve")  # the help screen lists the action, but offers it nowhere
+    term.wait_text("pprove")  # the help screen lists the action, but offers it nowhere
     term.type("\x1b")
     assert decisions(store) == []
     assert store_runs(store)[fx.ENV_MISMATCH] == "blocked"
