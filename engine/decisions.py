@@ -270,15 +270,20 @@ def _repair(view: RunView, act: Action, damaged: list[str], effect: str | None, 
             raise DecisionError(f"effect {key} has its record; it is not among the damaged records")
     if key is None:
         raise DecisionError(f"effect {effect!r} is not among the damaged records of run {view.run_id!r}")
+    _refuse_second_answer(view, key)
+    detail: dict[str, Any] = {"repair": True}
+    if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
+        detail["result"] = _json.loads(_json.dumps(result))
+    return Fit(act, BlockKind.INTEGRITY, key, detail)
+
+
+def _refuse_second_answer(view: RunView, key: str) -> None:
+    """One pending answer per effect: a second one is refused as decided."""
     for d in view.pending_decisions:
         if d.effect == key:
             raise AlreadyDecided(
                 f"run {view.run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
             )
-    detail: dict[str, Any] = {"repair": True}
-    if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
-        detail["result"] = _json.loads(_json.dumps(result))
-    return Fit(act, BlockKind.INTEGRITY, key, detail)
 
 
 def _match(run_id: str, keys: list[str], effect: str) -> str | None:
@@ -297,11 +302,7 @@ def _correction(view: RunView, act: Action, key: str, result: Any) -> Fit:
     """A second answer for an effect a person already confirmed: a confirmation
     replaces the result; a retry says it did not happen after all (it is
     called again with its key). The phases that read the old result run again."""
-    for d in view.pending_decisions:
-        if d.effect == key:
-            raise AlreadyDecided(
-                f"run {view.run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
-            )
+    _refuse_second_answer(view, key)
     detail: dict[str, Any] = {"correction": True}
     if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
         detail["result"] = _json.loads(_json.dumps(result))
