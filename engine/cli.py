@@ -19,13 +19,16 @@ import logging
 import math
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import _json
 from ._states import Action
-from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
+from .batch import GroupRefused
+from .causes import Cause
+from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT, Preview
 from .engine import Engine, default_db
 from .errors import PhasegateError, UsageError
 from .outcome import Outcome
@@ -170,6 +173,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    if args.by_cause:
+        if args.run_id or args.diff:
+            raise UsageError("--by-cause lists every cause; it takes no run id and no --diff")
+        with _engine(args) as eng:
+            return _print_causes(eng.causes(), as_json=args.json)
     with _engine(args) as eng:
         if args.run_id:
             view = eng.status(args.run_id)
@@ -202,6 +210,35 @@ def cmd_status(args: argparse.Namespace) -> int:
         return EXIT_OK
 
 
+#: Runs named per cause in the text listing; `--json` names them all.
+_RUNS_SHOWN = 5
+
+
+def _print_causes(causes: Sequence[Cause], *, as_json: bool) -> int:
+    if as_json:
+        print(safe_json(json.dumps([c.to_json() for c in causes], indent=2, ensure_ascii=False)))
+        return EXIT_OK
+    if not causes:
+        print("no runs need attention")
+        return EXIT_OK
+    for c in causes:
+        n = len(c.runs)
+        print(f"{c.cause}  {c.kind.value:<15} {n:>5} run{'s' if n != 1 else ' '}  {safe(', '.join(c.workflows))[:30]}")
+        for line in textwrap.wrap(safe(c.summary), width=76) or [""]:
+            print(f"    {line}")
+        shown = ", ".join(safe(r) for r in c.runs[:_RUNS_SHOWN]) + (
+            f", and {n - _RUNS_SHOWN} more" if n > _RUNS_SHOWN else ""
+        )
+        for i, line in enumerate(textwrap.wrap(shown, width=70)):
+            print(f"    {'runs: ' if i == 0 else '      '}{line}")
+        acts = ", ".join(a.value for a in c.allowed_actions) or "none (nothing fits every run)"
+        print(f"    fits: {acts}")
+    total = sum(len(c.runs) for c in causes)
+    print(f"{len(causes)} cause{'s' if len(causes) != 1 else ''}, {total} run{'s' if total != 1 else ''}")
+    print("decide a whole cause: phasegate decide --cause CAUSE ACTION --reason TEXT [--dry-run]")
+    return EXIT_OK
+
+
 def _print_view(v: RunView) -> None:
     # Everything here was read from the store: each value goes through `safe`.
     print(f"run       {safe(v.run_id)}  ({safe(v.workflow)})")
@@ -225,7 +262,8 @@ def _print_view(v: RunView) -> None:
     for c in v.prune_candidates:
         print(f"prunable  {safe(c.what)} ({c.bytes} B): {safe(c.why_safe)}")
     for d in v.decisions:
-        print(f"decision  {d.at} {safe(d.operator)} {d.action} [{d.state}]: {safe(d.reason)}")
+        batch = f" (batch {safe(d.batch_id)})" if d.batch_id else ""
+        print(f"decision  {d.at} {safe(d.operator)} {d.action} [{d.state}]{batch}: {safe(d.reason)}")
     for r in v.runbooks:
         where = f" in {safe(r['phase'])}" if r.get("phase") else ""
         print(f"runbook   {safe(r['kind'])}{where}: {printable(r['runbook'])}")
@@ -243,10 +281,43 @@ def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
             print(line)
 
 
+def _print_preview(pv: Preview, head: str = "", indent: str = "  ") -> None:
+    print(head + safe(pv.summary))
+    for label, items in (
+        ("accepts", pv.accepts),
+        ("re-runs", pv.rerun),
+        ("may call again", pv.effects_again),
+        ("sets aside", pv.discarded),
+        ("keeps", pv.kept),
+    ):
+        if items:
+            print(f"{indent}{label}: {safe(', '.join(items))}")
+    if pv.env_hash:
+        print(f"{indent}env hash: {pv.env_hash} (decide ... --expect-env {pv.env_hash} refuses if the world moved)")
+
+
+def _decide_args(args: argparse.Namespace) -> None:
+    """`decide RUN ACTION` or `decide --cause CAUSE ACTION`: with --cause the
+    one positional is the action."""
+    if args.cause is not None:
+        if args.action is not None:
+            raise UsageError("give a run id or --cause, not both: phasegate decide --cause CAUSE ACTION")
+        if args.run_id is None:
+            raise UsageError("phasegate decide --cause CAUSE ACTION: name the action")
+        args.run_id, args.action = None, args.run_id
+    elif args.run_id is None or args.action is None:
+        raise UsageError("phasegate decide: the following arguments are required: run_id, action (or --cause CAUSE)")
+    elif args.skip_unfit:
+        raise UsageError("--skip-unfit is for a group: phasegate decide --cause CAUSE ACTION --skip-unfit")
+
+
 def cmd_decide(args: argparse.Namespace) -> int:
+    _decide_args(args)
     result: Any = NO_RESULT
     if args.result is not None:
         result = _parse_json(args.result, "--result")
+    if args.cause is not None:
+        return _decide_cause(args, result)
     with _engine(args) as eng:
         if args.dry_run:
             pv = eng.preview(
@@ -261,18 +332,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
             )
             if pv.action is Action.CONFIRM_EFFECT and result is NO_RESULT:
                 raise UsageError(CONFIRM_NEEDS_RESULT)  # refused as the decision itself would be
-            print(safe(pv.summary))
-            for label, items in (
-                ("accepts", pv.accepts),
-                ("re-runs", pv.rerun),
-                ("may call again", pv.effects_again),
-                ("sets aside", pv.discarded),
-                ("keeps", pv.kept),
-            ):
-                if items:
-                    print(f"  {label}: {safe(', '.join(items))}")
-            if pv.env_hash:
-                print(f"  env hash: {pv.env_hash} (decide ... --expect-env {pv.env_hash} refuses if the world moved)")
+            _print_preview(pv)
             return EXIT_OK
         d = eng.decide(
             args.run_id,
@@ -287,6 +347,56 @@ def cmd_decide(args: argparse.Namespace) -> int:
         )
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
     print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} {when} (decision {d.id})")
+    return EXIT_OK
+
+
+def _decide_cause(args: argparse.Namespace, result: Any) -> int:
+    opts: dict[str, Any] = {
+        "cause": args.cause,
+        "phase": args.phase,
+        "effect": args.effect,
+        "result": result,
+        "force": args.force,
+        "expect_env": args.expect_env,
+    }
+    with _engine(args) as eng:
+        if args.dry_run:
+            lines = eng.preview_many([], args.action, reason=args.reason, **opts)
+            unfit = [ln for ln in lines if ln.preview is None]
+            print(f"{args.action} for the {len(lines)} run(s) of cause {args.cause} would do this (nothing recorded):")
+            for ln in lines:
+                if ln.preview is not None:
+                    _print_preview(ln.preview, head=f"{safe(ln.run_id)}: ", indent="    ")
+                else:
+                    print(f"{safe(ln.run_id)}: does not fit: {safe(ln.unfit)}")
+            if unfit and not args.skip_unfit:
+                print(
+                    f"phasegate: decision refused: {len(unfit)} of {len(lines)} run(s) do not fit; nothing would be"
+                    " recorded (--skip-unfit records the rest)",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
+            return EXIT_OK
+        try:
+            res = eng.decide_many(
+                [], args.action, reason=args.reason, operator=args.operator, skip_unfit=args.skip_unfit, **opts
+            )
+        except GroupRefused as exc:
+            for u in exc.unfit:
+                print(f"{safe(u.run_id)}: does not fit: {safe(u.why)}", file=sys.stderr)
+            raise
+    first = res.decided[0]
+    when = "applied" if first.state == "applied" else "recorded; it applies at each run's next start"
+    print(
+        f"{first.action} by {safe(first.operator)} {when}: {len(res.decided)} run(s) of cause {args.cause},"
+        f" batch {res.batch_id}"
+    )
+    for d in res.decided:
+        print(f"  {safe(d.run_id)}: decision {d.id}")
+    if res.skipped:
+        print(f"skipped {len(res.skipped)} run(s) that do not fit:")
+        for u in res.skipped:
+            print(f"  {safe(u.run_id)}: {safe(u.why)}")
     return EXIT_OK
 
 
@@ -407,12 +517,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("run_id", nargs="?")
     s.add_argument("--json", action="store_true")
     s.add_argument("--diff", action="store_true", help="show the code diff behind a drift (saved vs current)")
+    s.add_argument("--by-cause", action="store_true", help="group the runs that need attention by why they stopped")
     _db_arg(s)
     s.set_defaults(fn=cmd_status)
 
-    s = sub.add_parser("decide", help="record an operator's decision on a stopped run")
-    s.add_argument("run_id")
-    s.add_argument("action", help="approve, degrade, rewind, reset, confirm_effect or retry_effect")
+    s = sub.add_parser("decide", help="record an operator's decision on a stopped run, or on every run of a cause")
+    # Both optional to argparse: with --cause the one positional is the action (`_decide_args`).
+    s.add_argument("run_id", nargs="?")
+    s.add_argument("action", nargs="?", help="approve, degrade, rewind, reset, confirm_effect or retry_effect")
+    s.add_argument(
+        "--cause",
+        default=None,
+        help="decide every run of this cause (an id from `status --by-cause`), in one transaction",
+    )
+    s.add_argument(
+        "--skip-unfit",
+        action="store_true",
+        help="with --cause: record the runs the decision fits and list the others (default: refuse them all)",
+    )
     s.add_argument("--reason", required=True)
     s.add_argument("--phase", default=None, help="for rewind: the phase to re-run from")
     s.add_argument(

@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from . import _json, archive, chain, seals
+from . import batch as _batch
+from . import causes as _causes
 from . import decisions as _decisions
 from . import prune as _prune
 from . import sources as _sources
 from ._states import Action, RunStatus
-from .applying import apply_reset
-from .errors import PhasegateError, RunNotFound, StoreError, UsageError
+from .errors import CauseNotFound, PhasegateError, RunNotFound, StoreError, UsageError
 from .lease import HolderState, holder_alive, holder_state
 from .outcome import Outcome
+from .recording import record
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
 from .store.store import ChangeProbe, Store
@@ -165,37 +167,107 @@ class Engine:
             chosen = _decisions.fit(
                 view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
             )
-            if act is Action.CONFIRM_EFFECT and result is _decisions.NO_RESULT:
-                # A confirmation without the result would hand the next phase
-                # nothing where it expects a receipt: a run that cannot complete.
-                raise UsageError(_decisions.CONFIRM_NEEDS_RESULT)
-            state = "applied" if act is Action.RESET else "pending"
-            decision_id = self.store.insert_decision(
-                conn,
-                {
-                    "run_id": run_id,
-                    "action": act.value,
-                    "phase": phase,
-                    "effect_key": chosen.effect_key,
-                    "answers": chosen.answers.value if chosen.answers else None,
-                    "reason": str(reason),
-                    "operator": who,
-                    "at": now,
-                    "detail_json": _json.dumps(chosen.detail),
-                    "state": state,
-                    **({"applied_at": now} if state == "applied" else {}),
-                },
+            _decisions.require_result(act, result)
+            return record(self.store, conn, run, view, chosen, reason=str(reason), who=who, phase=phase, now=now)
+
+    # -- many runs at once -----------------------------------------------------
+
+    def causes(self, *, with_actions: bool = True) -> list[_causes.Cause]:
+        """The runs that need a person, grouped by why (causes.py), largest
+        group first; each with the decisions that fit all of its runs (one
+        view per run: `with_actions=False` skips them when only the runs matter)."""
+        now = self.clock()
+        with self.store.read() as conn:
+
+            def view_of(run: Any) -> RunView:
+                return self._view(conn, run, now, with_candidates=False, with_diffs=False)
+
+            return _causes.collect(self.store, conn, now, view_of if with_actions else None)
+
+    def cause(self, cause_id: str, *, with_actions: bool = False) -> _causes.Cause:
+        """One cause by its id, as `causes` lists it now."""
+        if not _causes.is_cause_id(cause_id):
+            raise CauseNotFound(
+                f"{cause_id!r} is not a cause id (c- and ten hex digits; `phasegate status --by-cause` lists them)"
             )
-            # A decision changes what the run may do: the old holder's lease
-            # ends here, so nothing it does after this can be recorded.
-            self.store.revoke_lease(conn, run_id)
-            if act is Action.RESET:
-                pending = [d.id for d in view.pending_decisions]
-                apply_reset(self.store, conn, run, pending=pending, who=who, now=now)
-            else:
-                attention = f"decided: {act.value} by {who}; applies at the next run"
-                self.store.update_run(conn, run_id, {"updated_at": now, "attention": attention})
-        return _decisions.Decision(decision_id, run_id, act, who, reason, phase, chosen.effect_key, state)
+        for c in self.causes(with_actions=with_actions):
+            if c.cause == cause_id:
+                return c
+        raise CauseNotFound(
+            f"no cause {cause_id} among the runs that need attention now"
+            " (decided already? `phasegate status --by-cause` lists the causes)"
+        )
+
+    def _group(
+        self, run_ids: Sequence[str], action: str, reason: str | None, cause: str | None
+    ) -> tuple[Action, list[str], tuple[Any, ...] | None]:
+        """A group decision's arguments checked as `decide` checks one run's,
+        then its runs: those named, or the cause's as it is now."""
+        act = _decisions.parse_action(action)
+        if reason is not None:
+            _decisions.check_reason(reason)
+        for rid in run_ids:
+            validate_run_id(rid)
+        if cause is None:
+            return act, list(run_ids), None
+        found = self.cause(cause)
+        return act, list(found.runs), found.signature
+
+    def decide_many(
+        self,
+        run_ids: Sequence[str],
+        action: str,
+        *,
+        reason: str,
+        operator: str | None = None,
+        cause: str | None = None,
+        skip_unfit: bool = False,
+        phase: str | None = None,
+        effect: str | None = None,
+        result: Any = _decisions.NO_RESULT,
+        force: bool = False,
+        expect_env: str | None = None,
+    ) -> _batch.BatchResult:
+        """One decision for many runs (`run_ids`, or every run of `cause`):
+        each run checked as `decide` checks it, then all recorded in one
+        transaction with one reason and a shared batch id. A run that does
+        not fit refuses the whole group (`GroupRefused`, nothing recorded)
+        unless `skip_unfit`; a run of `cause` that stopped again for another
+        reason since does not fit."""
+        act, runs, sig = self._group(run_ids, action, reason, cause)
+        who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
+        now = self.clock()
+        opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
+
+        def view_of(conn: Any, run: Any) -> RunView:
+            return self._view(conn, run, now, with_candidates=False)
+
+        return _batch.decide(
+            self.store, view_of, runs, act, opts, reason=str(reason), who=who, now=now, skip_unfit=skip_unfit, sig=sig
+        )
+
+    def preview_many(
+        self,
+        run_ids: Sequence[str],
+        action: str,
+        *,
+        reason: str | None = None,
+        cause: str | None = None,
+        phase: str | None = None,
+        effect: str | None = None,
+        result: Any = _decisions.NO_RESULT,
+        force: bool = False,
+        expect_env: str | None = None,
+    ) -> list[_batch.PreviewLine]:
+        """What `decide_many` would do to each run, or why it would refuse it."""
+        act, runs, sig = self._group(run_ids, action, reason, cause)
+        now = self.clock()
+        opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
+
+        def view_of(conn: Any, run: Any) -> RunView:
+            return self._view(conn, run, now, with_candidates=False)
+
+        return _batch.preview(self.store, view_of, runs, act, opts, sig=sig)
 
     # -- reading --------------------------------------------------------------
 
@@ -206,7 +278,9 @@ class Engine:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             return self._view(conn, run, self.clock())
 
-    def _view(self, conn: Any, run: Any, now: float, *, with_candidates: bool = True) -> RunView:
+    def _view(
+        self, conn: Any, run: Any, now: float, *, with_candidates: bool = True, with_diffs: bool = True
+    ) -> RunView:
         """A run's view from its own rows, read on `conn`."""
         rows = self.store.all_checkpoints(conn, run.run_id)
         steps = self.store.steps_for(conn, run.run_id)
@@ -221,7 +295,7 @@ class Engine:
         view = build(run, rows, steps, effects, decisions, cands, now, verified)
         # The code behind a drift, from the stored sources: read only when a
         # code change is among the reasons the run is blocked.
-        diffs = _sources.diffs(self.store, conn, view.blocked)
+        diffs = _sources.diffs(self.store, conn, view.blocked) if with_diffs else []
         return replace(view, code_diffs=tuple(diffs)) if diffs else view
 
     def runs(

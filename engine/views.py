@@ -189,6 +189,8 @@ class DecisionView:
     effect: str | None
     answers: str | None
     applied_at: str | None
+    batch_id: str | None = None
+    """Shared by the decisions one command recorded for a group of runs (`decide --cause`)."""
 
 
 @dataclass(frozen=True)
@@ -268,6 +270,13 @@ class RunView:
             del d["runbooks"]
         if not self.degraded:
             del d["degraded"]
+        for dec in d["decisions"]:
+            # Added in format 4, shown only when set (the 0.1 JSON stays byte for byte).
+            if dec["batch_id"] is None:
+                del dec["batch_id"]
+        for dec in d["pending_decisions"]:
+            if dec["batch_id"] is None:
+                del dec["batch_id"]
         for eff in d["effects"]:
             # Added in format 3, shown only when set (the 0.1 JSON stays byte for byte).
             if eff["reconcile"] is None:
@@ -374,6 +383,7 @@ def build(
             effect=d.effect_key,
             answers=d.answers,
             applied_at=iso(d.applied_at),
+            batch_id=getattr(d, "batch_id", None),
         )
         for d in decisions
     )

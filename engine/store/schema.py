@@ -16,7 +16,7 @@ from sqlalchemy import Boolean, Column, Float, Index, Integer, MetaData, String,
 
 #: The schema version this code writes. A store with a higher one was written
 #: by a newer phasegate and is not trusted.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Our own metadata keeps phasegate's tables out of `SQLModel.metadata`, which
 # belongs to the application (an atomic effect's ledger table lives there).
@@ -166,6 +166,9 @@ decisions = Table(
     Column("state", String, nullable=False, default="pending"),
     Column("applied_at", Float),
     Column("detail_json", Text, nullable=False, default="{}"),
+    # Version 4: the decisions one command recorded for a group of runs
+    # (`decide --cause`) share this id, so the audit shows them as one act.
+    Column("batch_id", String),
     Index("ix_decisions_run", "run_id", "id"),
     Index("ix_decisions_state", "state"),
 )
@@ -216,4 +219,5 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_effects", "reconcilable"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),
     ("phasegate_effects", "redo_on_rewind"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),
     ("phasegate_effects", "reconcile_json"): (3, "TEXT"),
+    ("phasegate_decisions", "batch_id"): (4, "TEXT"),
 }

@@ -430,6 +430,19 @@ class Store:
         # the caller checks each and shows a damaged one as such.
         return list(conn.execute(q))
 
+    def runs_needing_attention(self, conn: Connection) -> list[Row[Any]]:
+        """Rows of the runs that may need a person (blocked, failed, or running
+        with a holder that may be dead) and have no decision waiting, through
+        the status index: what `causes.collect` groups. Unchecked, as
+        `list_runs`: the caller checks each and shows a damaged one as such."""
+        pending = (
+            select(decisions.c.id)
+            .where(and_(decisions.c.run_id == runs.c.run_id, decisions.c.state == "pending"))
+            .exists()
+        )
+        q = select(runs).where(runs.c.status.in_(["blocked", "failed", "running"]), ~pending).order_by(runs.c.run_id)
+        return list(conn.execute(q))
+
     def count_matching(
         self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None
     ) -> int:

@@ -1,0 +1,182 @@
+"""One decision for a group of runs: every run checked first, all recorded
+in one transaction or none.
+
+Each run is asked the same question `decide` asks of one run
+(`decisions.fit`, on its view as it is inside the recording transaction),
+and each decision is written by the same `recording.record`. What a group
+adds: a run that does not fit refuses the whole group (unless the operator
+says to skip the unfit ones), and the decisions share one reason and one
+batch id that the audit shows.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import decisions as _decisions
+from ._states import Action
+from .causes import reasons_of_view, signature
+from .errors import DecisionError, PhasegateError
+from .recording import record
+from .store.store import Store
+from .views import RunView
+
+
+@dataclass(frozen=True)
+class Unfit:
+    """A run of the group the decision does not fit, and why (decide's own words)."""
+
+    run_id: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the operator gave beside the action: the same for every run."""
+
+    phase: str | None = None
+    effect: str | None = None
+    result: Any = _decisions.NO_RESULT
+    force: bool = False
+    expect_env: str | None = None
+
+    def fit(self, view: RunView, act: Action) -> _decisions.Fit:
+        chosen = _decisions.fit(
+            view,
+            act,
+            phase=self.phase,
+            effect=self.effect,
+            result=self.result,
+            force=self.force,
+            expect_env=self.expect_env,
+        )
+        _decisions.require_result(act, self.result)
+        return chosen
+
+    def preview(self, view: RunView, act: Action) -> _decisions.Preview:
+        pv = _decisions.preview(
+            view,
+            act,
+            phase=self.phase,
+            effect=self.effect,
+            result=self.result,
+            force=self.force,
+            expect_env=self.expect_env,
+        )
+        _decisions.require_result(act, self.result)
+        return pv
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    batch_id: str
+    decided: tuple[_decisions.Decision, ...]
+    skipped: tuple[Unfit, ...]
+
+
+@dataclass(frozen=True)
+class PreviewLine:
+    run_id: str
+    preview: _decisions.Preview | None
+    unfit: str | None = None
+
+
+class GroupRefused(DecisionError):
+    """At least one run of the group does not fit: nothing was recorded."""
+
+    title = "decision refused"
+
+    def __init__(self, unfit: Sequence[Unfit], total: int, *, none_fit: bool = False) -> None:
+        if none_fit:
+            message = f"the decision fits none of the {total} run(s); nothing was recorded"
+        else:
+            message = f"{len(unfit)} of {total} run(s) do not fit; nothing was recorded (--skip-unfit records the rest)"
+        super().__init__(message)
+        self.unfit = tuple(unfit)
+
+
+ViewOf = Callable[[Any, Any], RunView]
+"""A run's view from (connection, run row), read in that transaction."""
+
+
+def _check(
+    view: RunView, act: Action, opts: Options, sig: tuple[Any, ...] | None, ask: Callable[[RunView, Action], Any]
+) -> Any:
+    """`ask` (fit or preview) of one run of the group, after checking it
+    still has the group's cause: a run that stopped again for another
+    reason since the operator looked is not decided blind."""
+    if sig is not None:
+        now = signature(reasons_of_view(view))
+        if now != sig:
+            raise DecisionError(f"run {view.run_id!r} no longer has this cause (it stopped again, for another reason)")
+    return ask(view, act)
+
+
+def decide(
+    store: Store,
+    view_of: ViewOf,
+    run_ids: Sequence[str],
+    act: Action,
+    opts: Options,
+    *,
+    reason: str,
+    who: str,
+    now: float,
+    skip_unfit: bool = False,
+    sig: tuple[Any, ...] | None = None,
+) -> BatchResult:
+    """Check every run, then record every decision, in one write transaction.
+    `sig`: the cause the runs were chosen by; a run whose cause changed is unfit."""
+    fitting: list[tuple[Any, RunView, _decisions.Fit]] = []
+    unfit: list[Unfit] = []
+    with store.write() as conn:
+        # Sorted: two group decisions over the same runs lock them in one order.
+        for rid in sorted(set(run_ids)):
+            run = store.get_run(conn, rid, lock=True)
+            if run is None:
+                unfit.append(Unfit(rid, f"no run {rid!r}"))
+                continue
+            try:
+                view = view_of(conn, run)
+                fitting.append((run, view, _check(view, act, opts, sig, opts.fit)))
+            except PhasegateError as exc:
+                unfit.append(Unfit(rid, exc.message))
+        total = len(fitting) + len(unfit)
+        if unfit and not skip_unfit:
+            raise GroupRefused(unfit, total)
+        if not fitting:
+            raise GroupRefused(unfit, total, none_fit=True)
+        batch_id = "b-" + secrets.token_hex(5)
+        decided = tuple(
+            record(store, conn, run, view, chosen, reason=reason, who=who, phase=opts.phase, now=now, batch_id=batch_id)
+            for run, view, chosen in fitting
+        )
+    return BatchResult(batch_id, decided, tuple(unfit))
+
+
+def preview(
+    store: Store,
+    view_of: ViewOf,
+    run_ids: Sequence[str],
+    act: Action,
+    opts: Options,
+    *,
+    sig: tuple[Any, ...] | None = None,
+) -> list[PreviewLine]:
+    """What the decision would do to each run (`decisions.preview`), or why
+    it would be refused; one read transaction, nothing recorded."""
+    out: list[PreviewLine] = []
+    with store.read() as conn:
+        for rid in sorted(set(run_ids)):
+            run = store.get_run(conn, rid)
+            if run is None:
+                out.append(PreviewLine(rid, None, f"no run {rid!r}"))
+                continue
+            try:
+                out.append(PreviewLine(rid, _check(view_of(conn, run), act, opts, sig, opts.preview)))
+            except PhasegateError as exc:
+                out.append(PreviewLine(rid, None, exc.message))
+    return out
