@@ -18,10 +18,10 @@ from typing import Any
 
 from . import decisions as _decisions
 from ._states import Action
-from .causes import reasons_of_view, signature
-from .errors import DecisionError, PhasegateError
-from .recording import record
-from .store.store import Store
+from .causes import reasons_of_view, signature, views
+from .errors import DecisionError, PhasegateError, RunNotFound, StoreError
+from .recording import Chosen, record
+from .store.store import OwnRows, Store
 from .views import RunView
 
 
@@ -98,8 +98,39 @@ class GroupRefused(DecisionError):
         self.unfit = tuple(unfit)
 
 
-ViewOf = Callable[[Any, Any], RunView]
-"""A run's view from (connection, run row), read in that transaction."""
+ViewOf = Callable[[Any, Any, OwnRows | None], RunView]
+"""A run's view from (connection, run row, its own rows or None to read them)."""
+
+
+def _read(
+    store: Store, conn: Any, run_ids: Sequence[str], view_of: ViewOf, *, lock: bool
+) -> dict[str, tuple[Any, RunView] | PhasegateError]:
+    """Each run's row (locked with `lock`) and view, read in bulk; a run that
+    is absent or damaged gets the error `decide` would give it alone."""
+    try:
+        rows = store.runs_by_id(conn, run_ids, lock=lock)
+    except StoreError:
+        # A damaged row among them: read one by one, so the damage is its run's alone.
+        rows = {}
+        for rid in run_ids:
+            try:
+                one = store.get_run(conn, rid, lock=lock)
+            except StoreError:
+                continue
+            if one is not None:
+                rows[rid] = one
+    seen = views(store, conn, list(rows.values()), lambda run, own: view_of(conn, run, own))
+    out: dict[str, tuple[Any, RunView] | PhasegateError] = {}
+    for rid in run_ids:
+        run = rows.get(rid)
+        view = seen.get(rid)
+        if run is None:
+            out[rid] = RunNotFound(f"no run {rid!r}, or its record is damaged")
+        elif isinstance(view, RunView):
+            out[rid] = (run, view)
+        else:
+            out[rid] = view if view is not None else RunNotFound(f"no run {rid!r}")
+    return out
 
 
 def _check(
@@ -130,17 +161,15 @@ def decide(
 ) -> BatchResult:
     """Check every run, then record every decision, in one write transaction.
     `sig`: the cause the runs were chosen by; a run whose cause changed is unfit."""
-    fitting: list[tuple[Any, RunView, _decisions.Fit]] = []
+    fitting: list[Chosen] = []
     unfit: list[Unfit] = []
+    ids = sorted(set(run_ids))  # two group decisions over the same runs lock them in one order
     with store.write() as conn:
-        # Sorted: two group decisions over the same runs lock them in one order.
-        for rid in sorted(set(run_ids)):
-            run = store.get_run(conn, rid, lock=True)
-            if run is None:
-                unfit.append(Unfit(rid, f"no run {rid!r}"))
-                continue
+        for rid, got in _read(store, conn, ids, view_of, lock=True).items():
             try:
-                view = view_of(conn, run)
+                if isinstance(got, PhasegateError):
+                    raise got
+                run, view = got
                 fitting.append((run, view, _check(view, act, opts, sig, opts.fit)))
             except PhasegateError as exc:
                 unfit.append(Unfit(rid, exc.message))
@@ -150,11 +179,8 @@ def decide(
         if not fitting:
             raise GroupRefused(unfit, total, none_fit=True)
         batch_id = "b-" + secrets.token_hex(5)
-        decided = tuple(
-            record(store, conn, run, view, chosen, reason=reason, who=who, phase=opts.phase, now=now, batch_id=batch_id)
-            for run, view, chosen in fitting
-        )
-    return BatchResult(batch_id, decided, tuple(unfit))
+        decided = record(store, conn, fitting, reason=reason, who=who, phase=opts.phase, now=now, batch_id=batch_id)
+    return BatchResult(batch_id, tuple(decided), tuple(unfit))
 
 
 def preview(
@@ -170,13 +196,11 @@ def preview(
     it would be refused; one read transaction, nothing recorded."""
     out: list[PreviewLine] = []
     with store.read() as conn:
-        for rid in sorted(set(run_ids)):
-            run = store.get_run(conn, rid)
-            if run is None:
-                out.append(PreviewLine(rid, None, f"no run {rid!r}"))
-                continue
+        for rid, got in _read(store, conn, sorted(set(run_ids)), view_of, lock=False).items():
             try:
-                out.append(PreviewLine(rid, _check(view_of(conn, run), act, opts, sig, opts.preview)))
+                if isinstance(got, PhasegateError):
+                    raise got
+                out.append(PreviewLine(rid, _check(got[1], act, opts, sig, opts.preview)))
             except PhasegateError as exc:
                 out.append(PreviewLine(rid, None, exc.message))
     return out

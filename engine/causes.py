@@ -28,10 +28,10 @@ from typing import Any, Literal
 from . import _json
 from ._states import Action, BlockKind, EffectState, RunStatus
 from .decisions import allowed_actions
-from .errors import StoreError
+from .errors import PhasegateError, StoreError
 from .seals import split_key
 from .store import _rowcheck
-from .store.store import Store
+from .store.store import OwnRows, Store
 from .views import NEEDS_ATTENTION, RunView, effect_state, effective_status
 from .workflow import AGE_PROBE
 
@@ -336,8 +336,11 @@ def is_cause_id(text: str) -> bool:
 
 # -- reading them from a store ----------------------------------------------
 
-ViewOf = Callable[[Any], RunView]
-"""A run's view from its row, read in the caller's transaction."""
+ViewOf = Callable[[Any, OwnRows | None], RunView]
+"""A run's view from its row and its own rows (None: read them), in the caller's transaction."""
+
+#: Runs whose own rows are read in one go when their views are built.
+_CHUNK = 500
 
 
 def row_reasons(store: Store, conn: Any, run: Any, status: RunStatus) -> list[Reason]:
@@ -364,16 +367,39 @@ def collect(store: Store, conn: Any, now: float, view_of: ViewOf | None = None) 
     view is built to ask `decisions.allowed_actions` what fits it; without,
     `allowed_actions` is empty (resolving a cause id needs only its runs)."""
     grouping = Grouping()
+    found: list[tuple[Any, list[Reason]]] = []
     for row in store.runs_needing_attention(conn):
         try:
             run = _rowcheck.check(row)
             status = effective_status(run, now)
             if status not in NEEDS_ATTENTION:
                 continue  # running, its holder alive
-            found = row_reasons(store, conn, run, status)
-            allowed = allowed_actions(view_of(run)) if view_of is not None else []
-            grouping.add(run.run_id, run.workflow, found, allowed)
+            found.append((run, row_reasons(store, conn, run, status)))
         except StoreError:
             # Shown, not hidden: its own row (or a row of its own) is damaged.
             grouping.add(str(row._mapping.get("run_id"))[:200], "?", [_DAMAGED], [])
+    for start in range(0, len(found), _CHUNK):
+        chunk = found[start : start + _CHUNK]
+        seen = views(store, conn, [run for run, _ in chunk], view_of) if view_of is not None else {}
+        for run, why in chunk:
+            view = seen.get(run.run_id)
+            allowed = allowed_actions(view) if isinstance(view, RunView) else []
+            grouping.add(run.run_id, run.workflow, why, allowed)
     return grouping.causes()
+
+
+def views(store: Store, conn: Any, rows: Sequence[Any], view_of: ViewOf) -> dict[str, RunView | PhasegateError]:
+    """The views of these runs, their own rows read in four queries; a run
+    whose rows are damaged gets its error (one damaged row must not take the
+    others' views with it)."""
+    try:
+        own: dict[str, OwnRows] | None = store.rows_of_runs(conn, [r.run_id for r in rows])
+    except StoreError:
+        own = None  # read run by run below, so the damage is pinned on its own run
+    out: dict[str, RunView | PhasegateError] = {}
+    for run in rows:
+        try:
+            out[run.run_id] = view_of(run, own[run.run_id] if own is not None else None)
+        except PhasegateError as exc:
+            out[run.run_id] = exc
+    return out

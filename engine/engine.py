@@ -25,7 +25,7 @@ from .outcome import Outcome
 from .recording import record
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
-from .store.store import ChangeProbe, Store
+from .store.store import ChangeProbe, OwnRows, Store
 from .views import RunSummary, RunView, build, effective_status, frontier_columns, trusted_frontier
 from .workflow import Workflow
 
@@ -168,7 +168,8 @@ class Engine:
                 view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
             )
             _decisions.require_result(act, result)
-            return record(self.store, conn, run, view, chosen, reason=str(reason), who=who, phase=phase, now=now)
+            (done,) = record(self.store, conn, [(run, view, chosen)], reason=str(reason), who=who, phase=phase, now=now)
+            return done
 
     # -- many runs at once -----------------------------------------------------
 
@@ -179,8 +180,8 @@ class Engine:
         now = self.clock()
         with self.store.read() as conn:
 
-            def view_of(run: Any) -> RunView:
-                return self._view(conn, run, now, with_candidates=False, with_diffs=False)
+            def view_of(run: Any, own: OwnRows | None) -> RunView:
+                return self._view(conn, run, now, with_candidates=False, with_diffs=False, own=own)
 
             return _causes.collect(self.store, conn, now, view_of if with_actions else None)
 
@@ -239,8 +240,8 @@ class Engine:
         now = self.clock()
         opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
 
-        def view_of(conn: Any, run: Any) -> RunView:
-            return self._view(conn, run, now, with_candidates=False)
+        def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
+            return self._view(conn, run, now, with_candidates=False, own=own)
 
         return _batch.decide(
             self.store, view_of, runs, act, opts, reason=str(reason), who=who, now=now, skip_unfit=skip_unfit, sig=sig
@@ -264,8 +265,8 @@ class Engine:
         now = self.clock()
         opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
 
-        def view_of(conn: Any, run: Any) -> RunView:
-            return self._view(conn, run, now, with_candidates=False)
+        def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
+            return self._view(conn, run, now, with_candidates=False, own=own)
 
         return _batch.preview(self.store, view_of, runs, act, opts, sig=sig)
 
@@ -279,13 +280,25 @@ class Engine:
             return self._view(conn, run, self.clock())
 
     def _view(
-        self, conn: Any, run: Any, now: float, *, with_candidates: bool = True, with_diffs: bool = True
+        self,
+        conn: Any,
+        run: Any,
+        now: float,
+        *,
+        with_candidates: bool = True,
+        with_diffs: bool = True,
+        own: OwnRows | None = None,
     ) -> RunView:
-        """A run's view from its own rows, read on `conn`."""
-        rows = self.store.all_checkpoints(conn, run.run_id)
-        steps = self.store.steps_for(conn, run.run_id)
-        effects = self.store.effects_for(conn, run.run_id)
-        decisions = self.store.decisions_for(conn, run.run_id)
+        """A run's view from its own rows, read on `conn` (or given: `own`,
+        read for many runs at once by `Store.rows_of_runs`)."""
+        if own is None:
+            own = OwnRows(
+                self.store.all_checkpoints(conn, run.run_id),
+                self.store.steps_for(conn, run.run_id),
+                self.store.effects_for(conn, run.run_id),
+                self.store.decisions_for(conn, run.run_id),
+            )
+        rows, steps, effects, decisions = own
         verified = chain.verify_run(run, rows)  # once, for the view and the prune candidates
         cands = (
             _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days, verified=verified)
