@@ -18,7 +18,7 @@ from typing import Any
 
 from . import decisions as _decisions
 from ._states import Action
-from .causes import reasons_of_view, signature, views
+from .causes import cause_id, reasons_of_view, signature, views
 from .errors import DecisionError, PhasegateError, RunNotFound, StoreError
 from .recording import Chosen, record
 from .store.store import OwnRows, Store
@@ -133,16 +133,12 @@ def _read(
     return out
 
 
-def _check(
-    view: RunView, act: Action, opts: Options, sig: tuple[Any, ...] | None, ask: Callable[[RunView, Action], Any]
-) -> Any:
+def _check(view: RunView, act: Action, opts: Options, cause: str | None, ask: Callable[[RunView, Action], Any]) -> Any:
     """`ask` (fit or preview) of one run of the group, after checking it
     still has the group's cause: a run that stopped again for another
     reason since the operator looked is not decided blind."""
-    if sig is not None:
-        now = signature(reasons_of_view(view))
-        if now != sig:
-            raise DecisionError(f"run {view.run_id!r} no longer has this cause (it stopped again, for another reason)")
+    if cause is not None and cause_id(signature(reasons_of_view(view))) != cause:
+        raise DecisionError(f"run {view.run_id!r} no longer has cause {cause} (it stopped again, for another reason)")
     return ask(view, act)
 
 
@@ -157,10 +153,10 @@ def decide(
     who: str,
     now: float,
     skip_unfit: bool = False,
-    sig: tuple[Any, ...] | None = None,
+    cause: str | None = None,
 ) -> BatchResult:
     """Check every run, then record every decision, in one write transaction.
-    `sig`: the cause the runs were chosen by; a run whose cause changed is unfit."""
+    `cause`: the cause the runs were chosen by; a run whose cause changed is unfit."""
     fitting: list[Chosen] = []
     unfit: list[Unfit] = []
     ids = sorted(set(run_ids))  # two group decisions over the same runs lock them in one order
@@ -170,7 +166,7 @@ def decide(
                 if isinstance(got, PhasegateError):
                     raise got
                 run, view = got
-                fitting.append((run, view, _check(view, act, opts, sig, opts.fit)))
+                fitting.append((run, view, _check(view, act, opts, cause, opts.fit)))
             except PhasegateError as exc:
                 unfit.append(Unfit(rid, exc.message))
         total = len(fitting) + len(unfit)
@@ -190,7 +186,7 @@ def preview(
     act: Action,
     opts: Options,
     *,
-    sig: tuple[Any, ...] | None = None,
+    cause: str | None = None,
 ) -> list[PreviewLine]:
     """What the decision would do to each run (`decisions.preview`), or why
     it would be refused; one read transaction, nothing recorded."""
@@ -200,7 +196,7 @@ def preview(
             try:
                 if isinstance(got, PhasegateError):
                     raise got
-                out.append(PreviewLine(rid, _check(got[1], act, opts, sig, opts.preview)))
+                out.append(PreviewLine(rid, _check(got[1], act, opts, cause, opts.preview)))
             except PhasegateError as exc:
                 out.append(PreviewLine(rid, None, exc.message))
     return out

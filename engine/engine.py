@@ -201,18 +201,22 @@ class Engine:
 
     def _group(
         self, run_ids: Sequence[str], action: str, reason: str | None, cause: str | None
-    ) -> tuple[Action, list[str], tuple[Any, ...] | None]:
+    ) -> tuple[Action, list[str]]:
         """A group decision's arguments checked as `decide` checks one run's,
-        then its runs: those named, or the cause's as it is now."""
+        then its runs: those named (each must still have `cause`, if given),
+        or without any named, every run of `cause` as it is now."""
         act = _decisions.parse_action(action)
         if reason is not None:
             _decisions.check_reason(reason)
         for rid in run_ids:
             validate_run_id(rid)
-        if cause is None:
-            return act, list(run_ids), None
-        found = self.cause(cause)
-        return act, list(found.runs), found.signature
+        if cause is not None and not run_ids:
+            return act, list(self.cause(cause).runs)
+        if cause is not None and not _causes.is_cause_id(cause):
+            raise CauseNotFound(f"{cause!r} is not a cause id (c- and ten hex digits)")
+        if not run_ids:
+            raise UsageError("name the runs to decide, or a cause")
+        return act, list(run_ids)
 
     def decide_many(
         self,
@@ -229,13 +233,14 @@ class Engine:
         force: bool = False,
         expect_env: str | None = None,
     ) -> _batch.BatchResult:
-        """One decision for many runs (`run_ids`, or every run of `cause`):
+        """One decision for many runs (`run_ids`, or every run of `cause`;
+        both: those runs, each refused unless it still has that cause):
         each run checked as `decide` checks it, then all recorded in one
         transaction with one reason and a shared batch id. A run that does
         not fit refuses the whole group (`GroupRefused`, nothing recorded)
         unless `skip_unfit`; a run of `cause` that stopped again for another
         reason since does not fit."""
-        act, runs, sig = self._group(run_ids, action, reason, cause)
+        act, runs = self._group(run_ids, action, reason, cause)
         who = operator or os.environ.get("PHASEGATE_OPERATOR") or _whoami()
         now = self.clock()
         opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
@@ -244,7 +249,16 @@ class Engine:
             return self._view(conn, run, now, with_candidates=False, own=own)
 
         return _batch.decide(
-            self.store, view_of, runs, act, opts, reason=str(reason), who=who, now=now, skip_unfit=skip_unfit, sig=sig
+            self.store,
+            view_of,
+            runs,
+            act,
+            opts,
+            reason=str(reason),
+            who=who,
+            now=now,
+            skip_unfit=skip_unfit,
+            cause=cause,
         )
 
     def preview_many(
@@ -261,14 +275,14 @@ class Engine:
         expect_env: str | None = None,
     ) -> list[_batch.PreviewLine]:
         """What `decide_many` would do to each run, or why it would refuse it."""
-        act, runs, sig = self._group(run_ids, action, reason, cause)
+        act, runs = self._group(run_ids, action, reason, cause)
         now = self.clock()
         opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
 
         def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
             return self._view(conn, run, now, with_candidates=False, own=own)
 
-        return _batch.preview(self.store, view_of, runs, act, opts, sig=sig)
+        return _batch.preview(self.store, view_of, runs, act, opts, cause=cause)
 
     # -- reading --------------------------------------------------------------
 
