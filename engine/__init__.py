@@ -30,11 +30,14 @@ if TYPE_CHECKING:
         RunStatus,
         RunStatusName,
     )
+    from .batch import GroupRefused
+    from .causes import Cause, CauseKind
     from .context import PhaseContext
     from .decisions import NO_RESULT, Decision, Preview, correctable_effects
     from .engine import Engine, default_db
     from .errors import (
         AlreadyDecided,
+        CauseNotFound,
         DecisionError,
         LeaseLost,
         PhasegateError,
@@ -72,6 +75,9 @@ _WHERE: dict[str, str] = {
         "._states",
     ),
     "PhaseContext": ".context",
+    "Cause": ".causes",
+    "CauseKind": ".causes",
+    "GroupRefused": ".batch",
     "Preview": ".decisions",
     "Decision": ".decisions",
     "NO_RESULT": ".decisions",
@@ -83,6 +89,7 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(
         (
             "AlreadyDecided",
+            "CauseNotFound",
             "DecisionError",
             "LeaseLost",
             "PhasegateError",
@@ -116,6 +123,9 @@ __all__ = [
     "BlockKind",
     "BlockKindName",
     "BlockReason",
+    "Cause",
+    "CauseKind",
+    "CauseNotFound",
     "Decision",
     "CodeDiff",
     "DecisionError",
@@ -125,6 +135,7 @@ __all__ = [
     "EffectView",
     "Engine",
     "Frontier",
+    "GroupRefused",
     "LeaseLost",
     "LeaseView",
     "NO_RESULT",
