@@ -235,7 +235,7 @@ def _print_causes(causes: Sequence[Cause], *, as_json: bool) -> int:
         print(f"    fits: {acts}")
     total = sum(len(c.runs) for c in causes)
     print(f"{len(causes)} cause{'s' if len(causes) != 1 else ''}, {total} run{'s' if total != 1 else ''}")
-    print("decide a whole cause: phasegate decide --cause CAUSE ACTION --reason TEXT [--dry-run]")
+    print("decide one: phasegate decide --cause CAUSE ACTION --reason TEXT [--dry-run]")
     return EXIT_OK
 
 

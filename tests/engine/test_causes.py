@@ -228,3 +228,20 @@ def test_a_store_of_format_3_gains_the_batch_column(h):
     assert h.decide("r1", "reset", reason="start over").returncode == 0
     assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [("4",)]
     assert h.sql("SELECT action, batch_id FROM phasegate_decisions") == [("reset", None)]
+
+
+def test_the_text_listing_fits_80_columns_and_escapes_stored_text(h):
+    for rid in ("t-1", "t-2"):
+        assert h.run(rid, kill="start:charge").killed
+    # A probe value is someone else's text: an escape sequence, and long.
+    h.tax.write_text("\x1b]52;c;ZXZpbA==\x07 rates " + "x" * 200)
+    _worker(h)
+    p = h.cli("status", "--by-cause")
+    assert p.returncode == 0, p
+    assert "\x1b" not in p.stdout and "\x07" not in p.stdout
+    assert "\\x1b]52" in p.stdout
+    lines = p.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), [ln for ln in lines if len(ln) > 80]
+    assert lines[0].startswith("c-") and "probe_change" in lines[0] and "2 runs" in lines[0]
+    assert "runs: t-1, t-2" in p.stdout and "fits: approve, rewind, reset" in p.stdout
+    assert h.cli("status", "--by-cause", "--json").stdout.count("\\u001b") == 1
