@@ -195,6 +195,8 @@ def decisions(v: RunView) -> tuple[RenderableType, bool]:
     t = _table("when", "who", "what", "state", "why")
     for d in v.decisions:
         what = d.action + (f" {d.phase}" if d.phase else "") + (f" {d.effect}" if d.effect else "")
+        # One of a group's decisions (decide --cause, or marked runs): its batch, shared with the others.
+        what += f" (batch {d.batch_id})" if d.batch_id else ""
         t.add_row(
             plain(str(d.at or "-").replace("T", " ").rstrip("Z")),
             plain(d.operator),

@@ -11,12 +11,14 @@ import pytest
 
 from phasegate import Engine
 from phasegate.console.screens.causes import CauseRunsScreen, CausesScreen
+from phasegate.console.screens.detail import DetailScreen
 from phasegate.console.screens.group_modal import GroupModal
 from phasegate.console.screens.runs import RunsScreen
 from phasegate.console.widgets import RunsTable
 from tests.conftest import status_json
 from tests.console import fixtures as fx
 from tests.console.pilot_helpers import settle
+from tests.console.test_console_operator import screen_text
 
 pytestmark = pytest.mark.anyio
 
@@ -92,6 +94,12 @@ async def test_one_decision_for_a_cause_through_the_group_modal(cause_store: Pat
         await settle(pilot)
         # Decided: the cause is gone from the view.
         assert all(c.runs != tuple(TAX_RUNS) for c in pilot.app.screen._causes)
+        # The detail's decision log shows the batch the decision belongs to.
+        await pilot.app.push_screen(DetailScreen(pilot.app, fx.ENV_MISMATCH))
+        await settle(pilot)
+        await pilot.press("G")
+        await settle(pilot)
+        assert "(batch b-" in screen_text(pilot.app)
     got = decisions(cause_store)
     assert [g[0] for g in got] == TAX_RUNS
     assert {(g[1], g[2], g[4]) for g in got} == {("approve", "pending", "new tax table checked")}
