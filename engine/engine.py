@@ -60,6 +60,8 @@ def _checked_retention(value: float) -> float:
 
 _VERIFY_PAGE = 500
 """Runs verified per read transaction: one streamed query for their chains."""
+_Checked = tuple[dict[str, Any], dict[str, tuple[dict[str, Any], Any]], dict[str, list[Any]]]
+"""A verified page: its run rows, each run's report and failure, its effect damage."""
 
 
 class Engine:
@@ -341,19 +343,12 @@ class Engine:
         if self.store.schema_problem:
             return [{"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.store.schema_problem}}]
         ids = [run_id] if run_id else list(self.run_ids())
-        for start in range(0, len(ids), _VERIFY_PAGE):
-            page = ids[start : start + _VERIFY_PAGE]
-            with self.store.read() as conn:
-                run_rows = self.store.runs_by_id(conn, page)
-                if run_id and run_id not in run_rows:
-                    raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
-                # Verified as they stream: one run's outputs in memory at a time.
-                found = {
-                    rid: self._verify_one(run_rows[rid], rows, deep)
-                    for rid, rows in self.store.live_chains(conn, {r: int(row.epoch) for r, row in run_rows.items()})
-                }
-                damage = {rid: seals.check(self.store.effects_for(conn, rid), run_rows[rid].effects_last,
-                                           run_rows[rid].effects_count) for rid in run_rows}  # fmt: skip
+        # Pages one after the other: verifying two side by side in threads
+        # was slower here (bench/RESULTS.md): the hashing lets go of the GIL,
+        # but the rest of a page's work holds it.
+        pages = [ids[i : i + _VERIFY_PAGE] for i in range(0, len(ids), _VERIFY_PAGE)]
+        checked = (self._verify_page(page, run_id, deep) for page in pages)
+        for page, (run_rows, found, damage) in zip(pages, checked, strict=True):
             for rid in page:
                 run = run_rows.get(rid)
                 if run is None:
@@ -374,6 +369,25 @@ class Engine:
                     )
                     self._record_integrity(rid, reasons)
         return reports
+
+    def _verify_page(self, page: list[str], run_id: str | None, deep: bool) -> _Checked:
+        """One read transaction: the page's run rows, each chain verified as
+        it streams (one run's outputs in memory at a time), and the page's
+        effect records in one query."""
+        with self.store.read() as conn:
+            run_rows = self.store.runs_by_id(conn, page)
+            if run_id and run_id not in run_rows:
+                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            found = {
+                rid: self._verify_one(run_rows[rid], rows, deep)
+                for rid, rows in self.store.live_chains(conn, {r: int(row.epoch) for r, row in run_rows.items()})
+            }
+            by_run = self.store.effects_of_runs(conn, list(run_rows))
+            damage = {
+                rid: seals.check(by_run.get(rid, []), row.effects_last, row.effects_count)
+                for rid, row in run_rows.items()
+            }
+        return run_rows, found, damage
 
     def _verify_one(
         self, run: Any, rows: list[Any], deep: bool

@@ -590,6 +590,16 @@ class Store:
             effects, conn.execute(select(effects).where(effects.c.run_id == run_id).order_by(effects.c.id))
         )
 
+    def effects_of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
+        """`effects_for` of several runs in one query (verify reads a page at a time)."""
+        if not run_ids:
+            return {}
+        q = select(effects).where(effects.c.run_id.in_(list(run_ids))).order_by(effects.c.run_id, effects.c.id)
+        out: dict[str, list[Row[Any]]] = {}
+        for row in _rowcheck.check_all(effects, conn.execute(q)):
+            out.setdefault(row.run_id, []).append(row)
+        return out
+
     def effect_by_key(self, conn: Connection, key: str) -> Row[Any] | None:
         found = _rowcheck.check_all(effects, conn.execute(select(effects).where(effects.c.key == key)).fetchmany(1))
         return found[0] if found else None
