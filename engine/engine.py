@@ -16,6 +16,7 @@ from . import _json, archive, chain, seals
 from . import decisions as _decisions
 from . import prune as _prune
 from . import sources as _sources
+from ._host import HOST
 from ._states import Action, RunStatus
 from .applying import apply_reset
 from .errors import PhasegateError, RunNotFound, StoreError, UsageError
@@ -234,26 +235,50 @@ class Engine:
         statuses: Sequence[str] | None = None,
         text: str | None = None,
         order: str = "attention",
+        after: Sequence[Any] | None = None,
+        inclusive: bool = False,
+        backward: bool = False,
     ) -> list[RunSummary]:
         """A page of the runs list, needs-attention first (or by `order`: run_id,
         workflow, status, frontier, last_checkpoint_at; "-" prefix descends);
-        reads the runs table only."""
+        reads the runs table only.
+
+        Paged by keyset: `after` is a row's `sort_key` (read in the same
+        order), and the page holds the rows after it (at or after it with
+        `inclusive`; before it with `backward`, the last page when `after` is
+        None). Every page costs the same, wherever it is in the list;
+        `offset` skips rows read and is there for small lists only."""
         now = self.clock()
         with self.store.read() as conn:
             dead: list[str] = []
             if order.lstrip("-") == "attention":
                 # A dead holder on this host is interrupted at once, not when
                 # its lease lapses: the list places it there from the first look.
-                dead = [r.run_id for r in self.store.list_runs(conn, statuses=["running"]) if not _alive(r, now)]
-            rows = self.store.list_runs(
-                conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order, now=now, dead=dead
+                dead = [
+                    r.run_id
+                    for r in self.store.running_candidates(conn, now, HOST)
+                    if r.lease_host == HOST and not _alive(r, now)
+                ]
+            keyed = self.store.page_runs(
+                conn,
+                limit=None if limit is None else limit + offset,
+                order=order,
+                statuses=statuses,
+                text=text,
+                now=now,
+                dead=dead,
+                after=after,
+                inclusive=inclusive,
+                backward=backward,
             )
+        if offset:
+            keyed = keyed[:-offset] if backward else keyed[offset:]
         out = []
-        for r in rows:
+        for r, key in keyed:
             try:
-                out.append(RunSummary.from_row(_rowcheck.check(r), now))
+                out.append(RunSummary.from_row(_rowcheck.check(r), now, key))
             except StoreError as exc:
-                out.append(RunSummary.damaged(r, exc.message))
+                out.append(RunSummary.damaged(r, exc.message, key))
         return out
 
     def count_runs(self, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
@@ -263,11 +288,12 @@ class Engine:
 
     def counts(self) -> dict[str, int]:
         """Runs by status as an operator sees it (a dead holder's run counts
-        as interrupted). Reads one grouped count plus the running rows only."""
+        as interrupted). Reads one grouped count plus the running rows whose
+        holder may be gone (a lapsed lease, or one held from this host)."""
         now = self.clock()
         with self.store.read() as conn:
             counts = self.store.count_runs(conn)
-            running = self.store.list_runs(conn, statuses=["running"]) if counts.get("running") else []
+            running = self.store.running_candidates(conn, now, HOST) if counts.get("running") else []
         for r in running:
             try:
                 seen = effective_status(_rowcheck.check(r), now)

@@ -8,7 +8,6 @@ every run row is checked here as it leaves the store.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any, TypeVar
 

@@ -1,6 +1,7 @@
 """Upgrading an older store, in the caller's one transaction.
 
-Version 2 added tables (sources, alerts). Version 3 seals the effect ledger
+Version 2 added tables (sources, alerts). Version 4 stores each run's
+attention rank (store/_paging.py) and indexes the runs list. Version 3 seals the effect ledger
 (engine/seals.py): it adds columns, then links and seals each run's existing
 effect records in the order they were written. A store written before seals
 existed has nothing to check them against, so the upgrade vouches for the
@@ -15,7 +16,8 @@ from typing import Any
 from sqlalchemy import Connection, inspect, select, text, update
 
 from .. import seals
-from .schema import ADDED_COLUMNS, ADDED_IN, effects, metadata, runs
+from . import _paging
+from .schema import ADDED_COLUMNS, ADDED_IN, ADDED_INDEXES, effects, metadata, runs
 
 
 def upgrade(conn: Connection, version: int) -> set[str]:
@@ -32,6 +34,12 @@ def upgrade(conn: Connection, version: int) -> set[str]:
             conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
     if version < 3:
         _seal_effects(conn)
+    if version < 4:
+        # Every run's stored attention rank, from its status and decisions, in one statement.
+        conn.execute(update(runs).values(attention_rank=_paging.rank_sql()))
+    for _name, (since, index) in ADDED_INDEXES.items():
+        if version < since:
+            index.create(conn, checkfirst=True)
     return {t.name for t in added}
 
 
