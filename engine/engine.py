@@ -16,6 +16,7 @@ from . import _json, archive, chain, seals
 from . import decisions as _decisions
 from . import prune as _prune
 from . import sources as _sources
+from ._dbpath import default_db
 from ._host import HOST
 from ._states import Action, RunStatus
 from .applying import apply_reset
@@ -27,12 +28,6 @@ from .store import _rowcheck
 from .store.store import ChangeProbe, Store
 from .views import RunSummary, RunView, build, effective_status, frontier_columns, trusted_frontier
 from .workflow import Workflow
-
-DEFAULT_DB = "phasegate.db"
-
-
-def default_db() -> str:
-    return os.environ.get("PHASEGATE_DB") or DEFAULT_DB
 
 
 def _env_float(name: str, default: float) -> float:

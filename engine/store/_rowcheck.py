@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from typing import Any, TypeVar
 
-from sqlalchemy import String, Text
-
 from .. import _json
 from .._states import RunStatus
 from ..errors import StoreError
@@ -131,6 +129,8 @@ def _table_spec(table: Any) -> list[_Spec]:
     of a large store checks every checkpoint row)."""
     spec = _specs.get(table.name)
     if spec is None:
+        from sqlalchemy import String, Text  # loaded already: `table` is one
+
         spec = []
         for col in table.columns:
             try:

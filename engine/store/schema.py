@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from sqlalchemy import Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text
 
-#: The schema version this code writes. A store with a higher one was written
-#: by a newer phasegate and is not trusted.
-SCHEMA_VERSION = 4
+from .version import SCHEMA_VERSION
+
+__all__ = ["SCHEMA_VERSION"]  # declared in version.py, importable from here as always
 
 # Our own metadata keeps phasegate's tables out of `SQLModel.metadata`, which
 # belongs to the application (an atomic effect's ledger table lives there).

@@ -16,6 +16,7 @@ from sqlalchemy import and_, case, delete, func, insert, inspect, or_, select, u
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
+from .. import runorder
 from ..errors import StoreError
 from . import _paging, _postgres, _rowcheck, _sqlite, migrations
 from .schema import (
@@ -284,7 +285,7 @@ class Store:
         return _rowcheck.check(conn.execute(q).first())
 
     def insert_run(self, conn: Connection, values: dict[str, Any]) -> None:
-        values = {"attention_rank": _paging.stored_rank(str(values.get("status")), False), **values}
+        values = {"attention_rank": runorder.stored_rank(str(values.get("status")), False), **values}
         conn.execute(insert(runs).values(**values))
 
     def update_run(
@@ -388,9 +389,8 @@ class Store:
         """Every run row with these stored statuses, in a column's order (no
         attention rank: `page_runs` reads the operator's list)."""
         q = self._filtered(select(runs), statuses, None)
-        o = _paging.Order.parse(order if order.lstrip("-") != "attention" else "run_id")
-        q = q.order_by(*[col.asc() if asc else col.desc() for col, asc in o.keys])
-        return list(conn.execute(q))
+        o = runorder.Order.parse(order if order.lstrip("-") != "attention" else "run_id")
+        return _paging.keyset(conn, q, o, after=None, inclusive=False, backward=False, limit=None)
 
     def _filtered(self, q: Any, statuses: Sequence[str] | None, text: str | None) -> Any:
         if statuses:
@@ -426,7 +426,7 @@ class Store:
         its key and `pending_decision`, in the list's order. `dead`: running
         runs whose holder on this host is known dead, interrupted before
         their lease lapses."""
-        o = _paging.Order.parse(order)
+        o = runorder.Order.parse(order)
         pending = _paging.pending_exists()
         base = self._filtered(select(runs, pending.label("pending_decision")), statuses, text)
         n = limit if limit is not None else -1
@@ -439,7 +439,7 @@ class Store:
             # stored (live) rank does: read apart through the lease index,
             # the rest from the rank index, and merged.
             lost = [
-                (r, o.key_of(r, _paging.interrupted_rank(bool(r.pending_decision))))
+                (r, o.key_of(r, runorder.interrupted_rank(bool(r.pending_decision))))
                 for r in conn.execute(base.where(gone))
             ]
             got = _paging.keyset(
@@ -447,7 +447,7 @@ class Store:
             )
             rows = [(r, o.key_of(r)) for r in got]
             if lost:
-                rows += _paging.beyond(o, lost, after, inclusive=inclusive, backward=backward)
+                rows += runorder.beyond(o, lost, after, inclusive=inclusive, backward=backward)
                 rows.sort(key=lambda rk: o.sort_tuple(rk[1]), reverse=backward)
                 if n >= 0:
                     rows = rows[:n]
