@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from engine_harness import Harness
 
 from phasegate import Engine
@@ -95,3 +96,26 @@ def test_a_version_3_store_is_upgraded_with_its_ranks(h: Harness) -> None:
     assert _ranks(h) == {"blk": 0, "dec": 1, "dead": 2, "done": 3}
     with Engine(h.target, create=False) as eng:
         assert [r.run_id for r in eng.runs(limit=2, after=eng.runs(limit=1)[0].sort_key)] == before[1:3]
+
+
+def test_status_reads_the_list_without_the_engine_and_says_the_same(h: Harness) -> None:
+    """`phasegate status` lists an SQLite store through the driver
+    (quickstatus.py); with a lease setting to check, the engine lists it.
+    The two say the same, byte for byte."""
+    _world(h)
+    quick = h.cli("status")
+    full = h.cli("status", env={"PHASEGATE_LEASE_SECONDS": "30"})
+    assert quick.returncode == full.returncode == 0
+    assert quick.stdout == full.stdout
+    assert "interrupted" in quick.stdout
+
+
+@pytest.mark.sqlite_only
+def test_status_does_not_load_sqlalchemy_or_textual(h: Harness) -> None:
+    _world(h)
+    # Python names every module it imports on stderr (-X importtime).
+    p = h.cli("status", env={"PYTHONPROFILEIMPORTTIME": "1"}, real=True)
+    assert p.returncode == 0 and "blk" in p.stdout
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if "|" in line}
+    assert "phasegate.quickstatus" in loaded
+    assert not {"sqlalchemy", "textual", "watchfiles"} & loaded
