@@ -74,12 +74,19 @@ class RunsPage:
     """Rows the store returned (before dropping live/dead runs the filter excludes)."""
     total: int
     counts: dict[str, int]
+    workers: int | None = None
+    """Workers alive now (by their heartbeats), read with the page."""
     has_previous: bool = False
     has_next: bool = False
     first_key: tuple[Any, ...] | None = None
     """The sort key of the page's first row as read: a reload starts there."""
     last_key: tuple[Any, ...] | None = None
     """The sort key of its last row as read: the next page starts after it."""
+
+
+def workers_alive(engine: Engine) -> int:
+    """How many `phasegate worker` processes are alive (`phasegate workers`)."""
+    return sum(1 for w in engine.workers() if w.alive)
 
 
 #: Which page to read: the first; the one after `anchor`; the one before it;
@@ -138,7 +145,18 @@ def read_page(
         rows = [r for r in rows if r.needs_attention]
     elif label == "running":
         rows = [r for r in rows if r.status is RunStatus.RUNNING]
-    return RunsPage(rows, start, fetched, total, engine.counts(), has_previous, has_next, first_key, last_key)
+    return RunsPage(
+        rows,
+        start,
+        fetched,
+        total,
+        engine.counts(),
+        workers_alive(engine),
+        has_previous,
+        has_next,
+        first_key,
+        last_key,
+    )
 
 
 def allowed(engine: Engine, view: RunView) -> list[str]:
@@ -275,11 +293,13 @@ def apply(engine: Engine, result: ActionResult) -> str:
         expect_env=result.expect_env if name == "approve" else None,
         **({"result": json.loads(result.result_json)} if result.result_json is not None else {}),
     )
-    when = (
-        "applied"
-        if d.state == "applied"
-        else "recorded; it applies at the run's next start (a worker's, or e resumes it now)"
-    )
+    if d.state == "applied":
+        when = "applied"
+    elif workers_alive(engine):
+        when = "recorded; a worker is alive and carries it out at its next look"
+    else:
+        # Nothing will pick it up on its own: say so, and what moves it now.
+        when = "recorded; NO WORKER IS ALIVE, so it waits: press e to resume the run now (or start phasegate worker)"
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"
 
 

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .safetext import safe, safe_json
     from .sources import CodeDiff, printable
     from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
+    from .workers import WorkerView
     from .workflow import Workflow
 
 #: Public name -> the private module that defines it.
@@ -107,6 +108,7 @@ _WHERE: dict[str, str] = {
     "safe": ".safetext",
     "safe_json": ".safetext",
     "RunView": ".views",
+    "WorkerView": ".workers",
     "Workflow": ".workflow",
 }
 
@@ -148,6 +150,7 @@ __all__ = [
     "RunView",
     "StoreError",
     "UsageError",
+    "WorkerView",
     "Workflow",
     "WorkflowError",
     "correctable_effects",

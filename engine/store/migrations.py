@@ -1,12 +1,15 @@
 """Upgrading an older store, in the caller's one transaction.
 
-Version 2 added tables (sources, alerts). Version 4 stores each run's
-attention rank (store/_paging.py) and indexes the runs list. Version 3 seals the effect ledger
+Version 2 added tables (sources, alerts). Version 3 seals the effect ledger
 (engine/seals.py): it adds columns, then links and seals each run's existing
 effect records in the order they were written. A store written before seals
 existed has nothing to check them against, so the upgrade vouches for the
 records as they are at that moment; damage done before it is not detectable
 afterwards (run `phasegate verify` before upgrading a store you doubt).
+Version 4 added the workers' heartbeat table (nothing to fill: a worker
+writes its row when it starts), and each run's stored attention rank
+(runorder.py), filled from its status and decisions, with the indexes the
+runs list pages by.
 """
 
 from __future__ import annotations
