@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 _logging.getLogger("phasegate").addHandler(_logging.NullHandler())
 
 if TYPE_CHECKING:
+    from ._dbpath import default_db
     from ._states import (
         Action,
         ActionName,
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from .causes import Cause, CauseKind
     from .context import PhaseContext
     from .decisions import NO_RESULT, Decision, Preview, correctable_effects
-    from .engine import Engine, default_db
+    from .engine import Engine
     from .errors import (
         AlreadyDecided,
         CauseNotFound,
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from .safetext import safe, safe_json
     from .sources import CodeDiff, printable
     from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
+    from .workers import WorkerView
     from .workflow import Workflow
 
 #: Public name -> the private module that defines it.
@@ -85,7 +87,7 @@ _WHERE: dict[str, str] = {
     "store_files": ".feed",
     "watch_store": ".feed",
     "Engine": ".engine",
-    "default_db": ".engine",
+    "default_db": "._dbpath",
     **dict.fromkeys(
         (
             "AlreadyDecided",
@@ -113,6 +115,7 @@ _WHERE: dict[str, str] = {
     "safe": ".safetext",
     "safe_json": ".safetext",
     "RunView": ".views",
+    "WorkerView": ".workers",
     "Workflow": ".workflow",
 }
 
@@ -158,6 +161,7 @@ __all__ = [
     "RunView",
     "StoreError",
     "UsageError",
+    "WorkerView",
     "Workflow",
     "WorkflowError",
     "correctable_effects",

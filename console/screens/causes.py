@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from phasegate import Cause, PhasegateError, safe
 
@@ -21,6 +21,7 @@ from .. import groups
 from .._format import plain
 from ..actions import BY_KEY, BY_NAME
 from ..context import ConsoleContext
+from ..widgets import KeyBar
 from ._group_actions import GroupDecider
 from ._run_actions import RunActions
 from .detail import DetailScreen
@@ -33,8 +34,9 @@ class CauseActions(Screen[None]):
     """A screen with a current cause that the decision keys act on."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back", id="causes.back"),
+        # Help first, so the footer shows it whatever else is offered at 80 columns.
         Binding("question_mark", "app.help", "Help", id="app.help"),
+        Binding("escape", "back", "Back", id="causes.back"),
         *(Binding(s.key, f"group('{s.name}')", s.word, id=f"causes.{s.name}") for s in GROUP_SPECS),
     ]
 
@@ -110,7 +112,7 @@ class CausesScreen(CauseActions):
         table: DataTable[Text] = DataTable(id="causes", cursor_type="row", zebra_stripes=False)
         yield table
         yield Static(id="why")
-        yield Footer(show_command_palette=False, compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         table = self.query_one("#causes", DataTable)
@@ -219,7 +221,7 @@ class CauseRunsScreen(CauseActions):
         table: DataTable[Text] = DataTable(id="cause-runs", cursor_type="row", zebra_stripes=False)
         yield table
         yield Static(id="why")
-        yield Footer(show_command_palette=False, compact=True)
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#cause-runs", DataTable).add_column("run id", key="run_id")
