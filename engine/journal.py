@@ -16,6 +16,7 @@ from typing import Any
 
 from . import _json, chain, environment
 from ._pause import pause_point
+from .completions import Completions
 from .errors import LeaseLost
 from .lease import Fence
 from .store.store import Store
@@ -42,8 +43,11 @@ class RunJournal:
         *,
         epoch: int,
         inputs_hash: str,
+        completions: Completions | None = None,
     ) -> None:
         self._store = store
+        self._completions = completions if completions is not None else Completions(store, fence)
+        """Effect completions waiting for a transaction: a checkpoint carries them."""
         self._wf = wf
         self._fence = fence
         self._clock = clock
@@ -127,7 +131,8 @@ class RunJournal:
             extra={"missing": missing, "next": {"phase": nxt.name if nxt else None, "needs": next_needs}},
         )
         frontier = nxt if nxt is not None else p
-        with self._store.hot_tx() as tx:
+        # The phase's effects' completions still waiting commit with it.
+        with self._completions.hot_tx() as tx:
             tx.run(
                 "checkpoint",
                 {

@@ -111,6 +111,12 @@ class Fence:
         if not tx.fenced(self.run_id, self.owner, self.clock()):
             raise self._lost()
 
+    def check_rows(self, n: int) -> None:
+        """For a hot transaction whose own write to the run row was fenced:
+        0 rows written means the lease is gone."""
+        if n == 0:
+            raise self._lost()
+
     def ensure(self) -> None:
         """Immediately before an effect's function is called: is the lease
         still ours and unexpired? A read on the reused connection, no lock."""

@@ -199,6 +199,7 @@ class Worker:
                 retention_days=e.retention_days,
                 archive_dir=str(e.archive_dir),
                 create=False,
+                effect_flush=e.effect_flush,
             )
         except PhasegateError as exc:
             log.error("run %s: cannot open the store: %s", row.run_id, exc)

@@ -708,7 +708,7 @@ class Store:
         # intent, in its transaction, so a deleted last record is seen.
         "effects_head": (
             "UPDATE phasegate_runs SET effects_last = :key, effects_count = effects_count + 1"
-            " WHERE run_id = :run_id AND lease_owner = :owner"
+            " WHERE run_id = :run_id AND lease_owner = :owner AND lease_expires_at > :lease_now"
         ),
         "reintent": (
             "UPDATE phasegate_effects SET attempt = :attempt, retry_ok = FALSE, intent_at = :intent_at,"
