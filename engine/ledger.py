@@ -14,9 +14,8 @@ sequence, `decide`, the views and the console all ask it.
 from __future__ import annotations
 
 import inspect
-import time
-from types import FunctionType
 from collections.abc import Callable, Iterable
+from types import FunctionType
 from typing import Any
 
 from . import _json, seals
@@ -182,7 +181,7 @@ class EffectLedger:
                 reconcilable=reconcile is not None,
             )
         seals.sealed(rec)
-        checked = (time.monotonic(), time.time())  # the lease is checked (and held) after this
+        began = self._fence.stamp()
         # The intent is durable (synchronous=FULL commit) before fn runs; the
         # completion of the effect before it, if still waiting, commits with it.
         try:
@@ -201,20 +200,16 @@ class EffectLedger:
         except StoreError:
             self._check_foreign(row, key, name)
             raise
+        self._fence.verified(began)
         self.effects[key] = rec
         if row is None:
             self.head = key
             self.count += 1
         pause_point("after-intent", name)
         # A process frozen since its intent committed must not call fn now:
-        # its lease may have lapsed, been revoked, or been taken over. When
-        # the intent's own fenced transaction began within RECHECK_AFTER, the
-        # lease was verified, and held until its commit, that recently: a
-        # revocation in so short a gap is no different from one landing just
-        # after fn starts, which no check can see (README, "Leases and
-        # fencing"). Both clocks: a suspended VM stops the monotonic one.
-        if time.monotonic() - checked[0] > RECHECK_AFTER or abs(time.time() - checked[1]) > RECHECK_AFTER:
-            self._fence.ensure()
+        # its lease may have lapsed, been revoked, or been taken over (a read,
+        # unless the intent's own fenced commit is that fresh: Fence.ensure).
+        self._fence.ensure()
         token = FenceToken(self._fence.run_id, self._fence.epoch, int(rec["attempt"]), key)
         result = _call(fn, key, token=token)
         text = _json.dumps(result)
@@ -428,10 +423,6 @@ class EffectLedger:
             self._store.update_run(conn, self._fence.run_id, {"effects_last": prev})
             self.head = prev
 
-
-#: Seconds after an intent's fenced transaction began past which the lease
-#: is read again before the effect's function is called (`Fence.ensure`).
-RECHECK_AFTER = 0.001
 
 #: The operator name automatic resolutions are recorded under.
 RECONCILER = "phasegate"
