@@ -10,6 +10,8 @@ The runner holds only that sequence. What it composes:
 - `RunJournal` (journal.py) writes the chain: checkpoints and markers;
 - `EffectLedger` (ledger.py) and `StepLog` (steplog.py) record effects and
   durable steps, handed to each phase's `PhaseContext`;
+- `Completions` (completions.py): effect completions waiting to ride with the
+  run's next transaction; the runner commits them before the run's end;
 - `plan_start` (planner.py) decides, purely, what the start does;
 - `DecisionApplier` (applying.py) carries out the decisions it plans.
 """
