@@ -28,7 +28,8 @@ def test_the_next_effects_intent_carries_the_last_completion(h):
     # Killed right after charge1 returned, with nothing written since: in doubt.
     assert _effects(h) == {"charge1": "in_doubt"}
     assert h.resume("d1", env=NEVER).returncode == 3
-    assert h.decide("d1", "confirm_effect", "--effect", "d1/pay/charge1", "--result", '{"id": "ch-charge1"}').returncode == 0
+    p = h.decide("d1", "confirm_effect", "--effect", "d1/pay/charge1", "--result", '{"id": "ch-charge1"}')
+    assert p.returncode == 0, p
 
     p = h.resume("d1", kill="after:2", env=NEVER)
     assert p.killed
