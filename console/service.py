@@ -71,6 +71,13 @@ class RunsPage:
     """Rows the store returned (before dropping live/dead runs the filter excludes)."""
     total: int
     counts: dict[str, int]
+    workers: int | None = None
+    """Workers alive now (by their heartbeats), read with the page."""
+
+
+def workers_alive(engine: Engine) -> int:
+    """How many `phasegate worker` processes are alive (`phasegate workers`)."""
+    return sum(1 for w in engine.workers() if w.alive)
 
 
 def read_page(engine: Engine, *, offset: int, limit: int, filter_index: int, text: str, order: str) -> RunsPage:
@@ -84,7 +91,7 @@ def read_page(engine: Engine, *, offset: int, limit: int, filter_index: int, tex
     elif label == "running":
         rows = [r for r in rows if r.status is RunStatus.RUNNING]
     total = engine.count_runs(statuses=statuses, text=text or None)
-    return RunsPage(rows, offset, fetched, total, engine.counts())
+    return RunsPage(rows, offset, fetched, total, engine.counts(), workers_alive(engine))
 
 
 def allowed(engine: Engine, view: RunView) -> list[str]:
@@ -221,11 +228,13 @@ def apply(engine: Engine, result: ActionResult) -> str:
         expect_env=result.expect_env if name == "approve" else None,
         **({"result": json.loads(result.result_json)} if result.result_json is not None else {}),
     )
-    when = (
-        "applied"
-        if d.state == "applied"
-        else "recorded; it applies at the run's next start (a worker's, or e resumes it now)"
-    )
+    if d.state == "applied":
+        when = "applied"
+    elif workers_alive(engine):
+        when = "recorded; a worker is alive and carries it out at its next look"
+    else:
+        # Nothing will pick it up on its own: say so, and what moves it now.
+        when = "recorded; NO WORKER IS ALIVE, so it waits: press e to resume the run now (or start phasegate worker)"
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"
 
 

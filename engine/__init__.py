@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .safetext import safe, safe_json
     from .sources import CodeDiff, printable
     from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
+    from .workers import WorkerView
     from .workflow import Workflow
 
 #: Public name -> the private module that defines it.
@@ -106,6 +107,7 @@ _WHERE: dict[str, str] = {
     "safe": ".safetext",
     "safe_json": ".safetext",
     "RunView": ".views",
+    "WorkerView": ".workers",
     "Workflow": ".workflow",
 }
 
@@ -147,6 +149,7 @@ __all__ = [
     "RunView",
     "StoreError",
     "UsageError",
+    "WorkerView",
     "Workflow",
     "WorkflowError",
     "correctable_effects",

@@ -342,7 +342,32 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if not args.verbose:
         logging.getLogger("phasegate.worker").setLevel(logging.INFO)
     with _engine(args) as eng:
-        return Worker(eng, poll=args.poll, jobs=args.jobs).serve(once=args.once)
+        return Worker(eng, poll=args.poll, jobs=args.jobs, heartbeat=args.heartbeat).serve(once=args.once)
+
+
+def cmd_workers(args: argparse.Namespace) -> int:
+    from .workers import ALIVE_BEATS
+
+    with _engine(args) as eng:
+        found = eng.workers()
+    if args.json:
+        print(safe_json(json.dumps([w.to_json() for w in found], indent=2, ensure_ascii=False)))
+        return EXIT_OK
+    if not found:
+        print("no worker has recorded a heartbeat in this store: start one with `phasegate worker`")
+        return EXIT_OK
+    for w in found:
+        state = "alive" if w.alive else ("stopped" if w.state == "stopped" else "not alive")
+        busy = f"  resuming {safe(', '.join(w.resuming))}" if w.resuming else ""
+        print(
+            f"{state:<10} {safe(w.host)}:{w.pid}  started {iso(w.started_at)}  last seen {w.seen_ago:.0f}s ago"
+            f"  jobs {w.jobs}  resumed {w.resumed}{busy}"
+        )
+    alive = sum(w.alive for w in found)
+    print(
+        f"{alive} alive of {len(found)}; alive = a heartbeat within {ALIVE_BEATS} of its intervals, its process not dead"
+    )
+    return EXIT_OK
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -456,8 +481,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--once", action="store_true", help="handle what is waiting, then exit")
     s.add_argument("--poll", type=seconds, default=1.0, help="seconds between looks at the store")
     s.add_argument("--jobs", type=count(1), default=1, help="runs to resume at once (default 1)")
+    s.add_argument(
+        "--heartbeat",
+        type=seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="seconds between this worker's heartbeats in the store (default 5; alive within 3 of them)",
+    )
     _db_arg(s)
     s.set_defaults(fn=cmd_worker)
+
+    s = sub.add_parser("workers", help="list the workers and whether each is alive (by its heartbeat)")
+    s.add_argument("--json", action="store_true")
+    _db_arg(s)
+    s.set_defaults(fn=cmd_workers)
 
     s = sub.add_parser("watch", help="alert when a run stops (blocked or failed): a command and/or a webhook")
     s.add_argument(

@@ -26,6 +26,7 @@ from .runner import Runner, validate_run_id
 from .store import _rowcheck
 from .store.store import ChangeProbe, Store
 from .views import RunSummary, RunView, build, effective_status, frontier_columns, trusted_frontier
+from .workers import WorkerView, list_workers
 from .workflow import Workflow
 
 DEFAULT_DB = "phasegate.db"
@@ -338,6 +339,11 @@ class Engine:
         """A probe whose `changed()` says whether another connection committed
         since it was last asked (SQLite's data_version; PostgreSQL's LISTEN)."""
         return self.store.data_version_probe()
+
+    def workers(self) -> list[WorkerView]:
+        """The workers that recorded a heartbeat, most recently seen first,
+        each with whether it is alive now (`workers.is_alive`)."""
+        return list_workers(self.store, self.clock)
 
     @property
     def db_file(self) -> Path | None:

@@ -12,14 +12,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Rule, Static
 
 from phasegate import PhasegateError, RunSummary, RunView, safe
 
 from .. import service
 from .._format import hashes
 from ..context import ConsoleContext
-from ..widgets import CountsBar, RunsTable
+from ..widgets import CountsBar, KeyBar, RunsTable
 from ..widgets.runs_table import COLUMNS
 from ._run_actions import RunActions
 from .detail import DetailScreen
@@ -62,6 +62,10 @@ class RunsScreen(RunActions):
         """Which request it answers; an older answer arriving late is dropped."""
 
     @dataclass
+    class WorkersCounted(Message):
+        alive: int
+
+    @dataclass
     class SelectionLoaded(Message):
         view: RunView | None
         allowed: list[str]
@@ -90,13 +94,31 @@ class RunsScreen(RunActions):
         yield CountsBar(id="counts")
         yield Input(placeholder="filter: run id, workflow or reason (Enter keeps it, Esc clears)", id="filter")
         yield RunsTable(id="runs")
+        # Apart from the why line, so a new why repaints only its own lines.
+        yield Rule(id="rule")
         yield Static(id="why")
-        # Compact, and no palette key (? Help names it): the footer keeps to 80 columns.
-        yield Footer(show_command_palette=False, compact=True)
+        # No palette key (? Help names it): the footer keeps to 80 columns.
+        yield KeyBar()
+
+    #: Seconds between looks at the workers' heartbeats: a worker that dies
+    #: commits nothing, so no change event would tell the header.
+    WORKERS_EVERY: ClassVar[float] = 5.0
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
         self.load()
+        self.set_interval(self.WORKERS_EVERY, self._count_workers)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="workers")
+    def _count_workers(self) -> None:
+        try:
+            alive = service.workers_alive(self.ctx.engine)
+        except PhasegateError:
+            return  # the page's own read says what is wrong with the store
+        self.post_message(self.WorkersCounted(alive))
+
+    def on_runs_screen_workers_counted(self, message: WorkersCounted) -> None:
+        self.query_one(CountsBar).set_workers(message.alive)
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width)
@@ -200,11 +222,12 @@ class RunsScreen(RunActions):
             sort_label=sort_label,
             text=self.text,
             shown=shown,
-            notice="READ-ONLY: no actions" if self.ctx.read_only else "",
+            notice="READ-ONLY" if self.ctx.read_only else "",
+            workers=page.workers,
         )
         if not page.rows:
             self.query_one("#why", Static).update(
-                Text("no runs match" if (self.text or self.filter_index) else "no runs yet")
+                Text("no runs match" if (self.text or self.filter_index) else "no runs yet"), layout=False
             )
 
     @on(DataTable.RowHighlighted, "#runs")
@@ -224,7 +247,8 @@ class RunsScreen(RunActions):
             line.append(safe(run_id), style="bold")
             line.append(": ")
             line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
-            why.update(line)
+            # Fixed height: no layout pass (it would repaint the table's scrollbar on every j).
+            why.update(line, layout=False)
         # On a move the footer keeps the keys it shows while the new run is
         # read; they act on nothing until it is (`is_current`), and the footer
         # is redrawn only if that run's keys differ (not twice per j).

@@ -6,6 +6,8 @@ effect records in the order they were written. A store written before seals
 existed has nothing to check them against, so the upgrade vouches for the
 records as they are at that moment; damage done before it is not detectable
 afterwards (run `phasegate verify` before upgrading a store you doubt).
+Version 4 added the workers' heartbeat table (nothing to fill: a worker
+writes its row when it starts).
 """
 
 from __future__ import annotations

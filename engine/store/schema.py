@@ -16,7 +16,7 @@ from sqlalchemy import Boolean, Column, Float, Index, Integer, MetaData, String,
 
 #: The schema version this code writes. A store with a higher one was written
 #: by a newer phasegate and is not trusted.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Our own metadata keeps phasegate's tables out of `SQLModel.metadata`, which
 # belongs to the application (an atomic effect's ledger table lives there).
@@ -202,9 +202,32 @@ alerts = Table(
     Index("ix_alerts_run", "run_id"),
 )
 
+# One `phasegate worker` process: its heartbeat, written at its start, every
+# `every` seconds while it runs and at a clean exit (state stopped), so the
+# console and `phasegate workers` can tell whether anything will carry out a
+# decision. Added in schema version 4. Times are the lease clock's (the
+# server's on PostgreSQL), so workers on several hosts compare. state:
+# running | stopped.
+workers = Table(
+    "phasegate_workers",
+    metadata,
+    Column("worker_id", String, primary_key=True),
+    Column("host", String, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("last_seen", Float, nullable=False),
+    Column("every", Float, nullable=False),
+    Column("jobs", Integer, nullable=False, default=1),
+    Column("busy_json", Text, nullable=False, default="[]"),
+    Column("handled", Integer, nullable=False, default=0),
+    Column("state", String, nullable=False, default="running"),
+    Column("stopped_at", Float),
+    Index("ix_workers_last_seen", "last_seen"),
+)
+
 #: Tables added after version 1, by the version that added them: an older
 #: store opened read-only has none of them, and readers answer "nothing stored".
-ADDED_IN: dict[str, int] = {"phasegate_sources": 2, "phasegate_alerts": 2}
+ADDED_IN: dict[str, int] = {"phasegate_sources": 2, "phasegate_alerts": 2, "phasegate_workers": 4}
 
 #: Columns added to existing tables, by (table, column): the version that
 #: added them and the column's SQL type and default, as `ALTER TABLE` takes it.

@@ -29,6 +29,7 @@ from .schema import (
     runs,
     sources,
     steps,
+    workers,
 )
 
 #: The lease a store is opened for when its opener does not say (the engine does).
@@ -671,6 +672,49 @@ class Store:
 
     def settle_alert(self, conn: Connection, key: str, owner: str, values: dict[str, Any]) -> None:
         conn.execute(update(alerts).where(alerts.c.stop_key == key, alerts.c.claimed_by == owner).values(**values))
+
+    # -- workers' heartbeats ---------------------------------------------------
+
+    def beat_worker(self, values: dict[str, Any]) -> float:
+        """Write one worker's heartbeat row (inserted the first time), its
+        `last_seen` the lease clock's now; returns that time."""
+        with self.write() as conn:
+            now = self.lease_clock(conn, float(values["last_seen"]))
+            values = {**values, "last_seen": now}
+            if values.get("state") == "stopped":
+                values["stopped_at"] = now
+            if "phasegate_workers" not in self.tables:
+                return now
+            key = values["worker_id"]
+            n = conn.execute(update(workers).where(workers.c.worker_id == key).values(**values)).rowcount
+            if n == 0:
+                conn.execute(insert(workers).values(**{**values, "started_at": values.get("started_at", now)}))
+            return now
+
+    def worker_rows(self, conn: Connection, *, limit: int = 100) -> list[Row[Any]]:
+        """The workers seen most recently first (at most `limit`)."""
+        if "phasegate_workers" not in self.tables:
+            return []
+        q = select(workers).order_by(workers.c.last_seen.desc(), workers.c.worker_id).limit(limit)
+        return list(conn.execute(q))
+
+    def prune_workers(self, conn: Connection, *, seen_before: float, keep: int) -> int:
+        """Delete the rows of workers not seen since `seen_before` (stopped,
+        or dead without a clean exit), and any stopped rows past the `keep`
+        most recent: the table stays bounded however often workers restart."""
+        if "phasegate_workers" not in self.tables:
+            return 0
+        n = conn.execute(delete(workers).where(workers.c.last_seen < seen_before)).rowcount
+        recent = (
+            select(workers.c.worker_id)
+            .where(workers.c.state == "stopped")
+            .order_by(workers.c.last_seen.desc())
+            .limit(keep)
+        )
+        n += conn.execute(
+            delete(workers).where(workers.c.state == "stopped", workers.c.worker_id.not_in(recent))
+        ).rowcount
+        return int(n)
 
     # -- the hot path -----------------------------------------------------------
     # Checkpoints, effect records and durable steps are written with fixed SQL
