@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 _logging.getLogger("phasegate").addHandler(_logging.NullHandler())
 
 if TYPE_CHECKING:
+    from ._dbpath import default_db
     from ._states import (
         Action,
         ActionName,
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     )
     from .context import PhaseContext
     from .decisions import NO_RESULT, Decision, Preview, correctable_effects
-    from .engine import Engine, default_db
+    from .engine import Engine
     from .errors import (
         AlreadyDecided,
         DecisionError,
@@ -80,7 +81,7 @@ _WHERE: dict[str, str] = {
     "store_files": ".feed",
     "watch_store": ".feed",
     "Engine": ".engine",
-    "default_db": ".engine",
+    "default_db": "._dbpath",
     **dict.fromkeys(
         (
             "AlreadyDecided",

@@ -21,17 +21,19 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import _json
+from ._dbpath import default_db
 from ._states import Action
-from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
-from .engine import Engine, default_db
 from .errors import PhasegateError, UsageError
 from .outcome import Outcome
 from .safetext import safe, safe_json, storable
 from .sources import CodeDiff, printable
-from .views import RunView, iso
+from .views import RunSummary, RunView, iso
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_HELD = 0, 1, 2, 3, 4
 
@@ -94,6 +96,10 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _engine(args: argparse.Namespace, *, create: bool = False) -> Engine:
+    # Imported here, not at the top: the engine loads SQLAlchemy, which most
+    # of a command's start would otherwise be (quickstatus.py does without).
+    from .engine import Engine
+
     return Engine(args.db or default_db(), create=create)
 
 
@@ -170,6 +176,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    if not (args.run_id or args.json or args.diff):
+        from .quickstatus import runs
+
+        quick = runs(args.db or default_db())
+        if quick is not None:
+            return _print_runs(quick)
     with _engine(args) as eng:
         if args.run_id:
             view = eng.status(args.run_id)
@@ -192,14 +204,17 @@ def cmd_status(args: argparse.Namespace) -> int:
                 first = False
             print("\n]")
             return EXIT_OK
-        rows = eng.runs()
-        if not rows:
-            print("no runs")
-        for r in rows:
-            fr = f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}"
-            fr = safe(fr)
-            print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {safe(r.reason)}")
-        return EXIT_OK
+        return _print_runs(eng.runs())
+
+
+def _print_runs(rows: Sequence[RunSummary]) -> int:
+    if not rows:
+        print("no runs")
+    for r in rows:
+        fr = f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}"
+        fr = safe(fr)
+        print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {safe(r.reason)}")
+    return EXIT_OK
 
 
 def _print_view(v: RunView) -> None:
@@ -244,6 +259,8 @@ def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
+    from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
+
     result: Any = NO_RESULT
     if args.result is not None:
         result = _parse_json(args.result, "--result")

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from sqlalchemy import Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text
 
-#: The schema version this code writes. A store with a higher one was written
-#: by a newer phasegate and is not trusted.
-SCHEMA_VERSION = 4
+from .version import SCHEMA_VERSION
+
+__all__ = ["SCHEMA_VERSION"]  # declared in version.py, importable from here as always
 
 # Our own metadata keeps phasegate's tables out of `SQLModel.metadata`, which
 # belongs to the application (an atomic effect's ledger table lives there).
@@ -69,8 +69,18 @@ runs = Table(
     # else names it.
     Column("effects_last", String),
     Column("effects_count", Integer, nullable=False, default=0),
+    # Version 4 (store/_paging.py): the run's place in the attention order
+    # as far as it does not depend on the time, kept where its status and
+    # decisions change, so the console's default order reads an index.
+    Column("attention_rank", Integer, nullable=False, default=3),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
+
+#: Version 4: the runs list in attention order, read a page at a time by
+#: keyset; and the running runs whose lease has lapsed (interrupted), found
+#: without reading the live ones.
+ix_runs_rank = Index("ix_runs_rank", runs.c.attention_rank, runs.c.updated_at.desc(), runs.c.run_id)
+ix_runs_status_lease = Index("ix_runs_status_lease", runs.c.status, runs.c.lease_expires_at)
 
 
 # One entry of a run's hash chain. `envelope` is the hashed record (position,
@@ -239,4 +249,11 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_effects", "reconcilable"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),
     ("phasegate_effects", "redo_on_rewind"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),
     ("phasegate_effects", "reconcile_json"): (3, "TEXT"),
+    ("phasegate_runs", "attention_rank"): (4, "INTEGER NOT NULL DEFAULT 3"),
+}
+
+#: Indexes added to existing tables, by the version that added them.
+ADDED_INDEXES: dict[str, tuple[int, Index]] = {
+    "ix_runs_rank": (4, ix_runs_rank),
+    "ix_runs_status_lease": (4, ix_runs_status_lease),
 }
