@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from phasegate.store.schema import SCHEMA_VERSION
 from tests.support import cli
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "store_0_1" / "demo.db"
@@ -57,7 +58,7 @@ def test_the_0_1_store_is_upgraded_verified_and_resumed(tmp_path: Path, workdir:
     shutil.copy(FIXTURE, db)
     assert _version(db) == "1"
     p = cli.run(["verify", "--json", "--db", str(db)])
-    assert _version(db) == "3"
+    assert _version(db) == str(SCHEMA_VERSION)
     reports = {r["run_id"]: r for r in json.loads(p.stdout)}
     # the demo damaged one run's checkpoint on purpose; no effect record is damaged
     assert [rid for rid, r in reports.items() if not r["ok"]] == ["research-heat-pumps"]
