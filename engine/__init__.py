@@ -35,22 +35,37 @@ if TYPE_CHECKING:
     from .engine import Engine, default_db
     from .errors import (
         AlreadyDecided,
+        ClaimedByOther,
         DecisionError,
         LeaseLost,
         PhasegateError,
         RunHeld,
         RunNotFound,
+        SameOperator,
         StoreError,
         UsageError,
         WorkflowError,
     )
     from .feed import store_files, watch_store
+    from .identity import Who, whoami
     from .outcome import BlockReason, Outcome
+    from .policy import Policy
     from .prune import PruneCandidate
     from .reconcile import Reconciled
     from .safetext import safe, safe_json
     from .sources import CodeDiff, printable
-    from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
+    from .views import (
+        ClaimEvent,
+        ClaimView,
+        DecisionView,
+        EffectView,
+        Frontier,
+        LeaseView,
+        OutputView,
+        PhaseView,
+        RunSummary,
+        RunView,
+    )
     from .workflow import Workflow
 
 #: Public name -> the private module that defines it.
@@ -83,23 +98,39 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(
         (
             "AlreadyDecided",
+            "ClaimedByOther",
             "DecisionError",
             "LeaseLost",
             "PhasegateError",
             "RunHeld",
             "RunNotFound",
+            "SameOperator",
             "StoreError",
             "UsageError",
             "WorkflowError",
         ),
         ".errors",
     ),
+    "Who": ".identity",
+    "whoami": ".identity",
+    "Policy": ".policy",
     "BlockReason": ".outcome",
     "Outcome": ".outcome",
     "PruneCandidate": ".prune",
     "Reconciled": ".reconcile",
     **dict.fromkeys(
-        ("RunSummary", "DecisionView", "EffectView", "Frontier", "LeaseView", "OutputView", "PhaseView"), ".views"
+        (
+            "RunSummary",
+            "ClaimEvent",
+            "ClaimView",
+            "DecisionView",
+            "EffectView",
+            "Frontier",
+            "LeaseView",
+            "OutputView",
+            "PhaseView",
+        ),
+        ".views",
     ),
     "CodeDiff": ".sources",
     "printable": ".sources",
@@ -116,6 +147,9 @@ __all__ = [
     "BlockKind",
     "BlockKindName",
     "BlockReason",
+    "ClaimEvent",
+    "ClaimView",
+    "ClaimedByOther",
     "Decision",
     "CodeDiff",
     "DecisionError",
@@ -136,6 +170,7 @@ __all__ = [
     "PhaseStateName",
     "PhaseView",
     "PhasegateError",
+    "Policy",
     "Preview",
     "PruneCandidate",
     "Reconciled",
@@ -145,8 +180,10 @@ __all__ = [
     "RunStatusName",
     "RunSummary",
     "RunView",
+    "SameOperator",
     "StoreError",
     "UsageError",
+    "Who",
     "Workflow",
     "WorkflowError",
     "correctable_effects",
@@ -156,6 +193,7 @@ __all__ = [
     "safe_json",
     "store_files",
     "watch_store",
+    "whoami",
 ]
 assert set(__all__) == set(_WHERE)  # one list for tools, one map for loading
 

@@ -203,12 +203,7 @@ class Engine:
             rules = _policy.current(self.store, conn)
             proposed = rules.needs_second(act)
             if proposed:
-                for d in view.proposals:
-                    if d.action == act.value and (chosen.effect_key is None or d.effect == chosen.effect_key):
-                        raise AlreadyDecided(
-                            f"run {run_id!r} already has this proposed: {d.action} by {d.operator}"
-                            f" (decision {d.id}), waiting for a second operator until {d.expires_at}"
-                        )
+                self._one_proposal(conn, view, act, chosen.effect_key, now)
             state = PROPOSED if proposed else ("applied" if act is Action.RESET else "pending")
             decision_id = self.store.insert_decision(
                 conn,
@@ -237,6 +232,21 @@ class Engine:
             else:
                 self._carry(conn, run, view, act, who.operator, now)
         return _decisions.Decision(decision_id, run_id, act, who.operator, reason, phase, chosen.effect_key, state)
+
+    def _one_proposal(self, conn: Any, view: RunView, act: Action, effect: str | None, now: float) -> None:
+        """One proposal of an action (of an effect) at a time: a second is
+        refused while the first would still fit; one the run has moved past
+        (an approval of values since replaced) is voided by the new one."""
+        rows = {int(r.id): r for r in self.store.decisions_for(conn, view.run_id)}
+        for d in view.proposals:
+            if d.action != act.value or (effect is not None and d.effect != effect):
+                continue
+            if _proposal_fits(view, rows[d.id]):
+                raise AlreadyDecided(
+                    f"run {view.run_id!r} already has this proposed: {d.action} by {d.operator}"
+                    f" (decision {d.id}), waiting for a second operator until {d.expires_at}"
+                )
+            self.store.settle_decision(conn, d.id, "void", now)
 
     def _carry(self, conn: Any, run: Any, view: RunView, act: Action, who: str, now: float) -> None:
         """What recording a decision that takes effect does to the run, in the
@@ -294,17 +304,8 @@ class Engine:
             if view.claim is not None and not same_person(Who(view.claim.operator, view.claim.account), proposer):
                 claims.check(view.claim, who, run_id, override=override_claim, what="second it")
             act = Action(prop.action)
-            detail = _json.loads(prop.detail_json or "{}")
             # Validated again as the run is now: the proposal may be a day old.
-            _decisions.fit(
-                view,
-                act,
-                phase=prop.phase,
-                effect=prop.effect_key,
-                result=detail.get("result", _decisions.NO_RESULT),
-                expect_env=detail.get("env_hash") if act is Action.APPROVE else None,
-                force=True,  # a stalled holder was the proposer's to weigh; its lease is revoked below
-            )
+            _refit(view, prop)
             second_id = self.store.insert_decision(
                 conn,
                 {
@@ -739,6 +740,31 @@ def _lost_outputs(v: chain.Verified) -> list[dict[str, Any]]:
         if why is not None:
             out.append({"phase": name, "seq": int(d.entry.row.seq), "message": f"output of {name} is lost: {why}"})
     return out
+
+
+def _refit(view: RunView, row: Any) -> _decisions.Fit:
+    """`decisions.fit` of a recorded proposal against the run as it is now:
+    the same action, phase, effect and result, and for an approval the same
+    changed values (its env hash)."""
+    act = Action(row.action)
+    detail = _json.loads(row.detail_json or "{}")
+    return _decisions.fit(
+        view,
+        act,
+        phase=row.phase,
+        effect=row.effect_key,
+        result=detail.get("result", _decisions.NO_RESULT),
+        expect_env=detail.get("env_hash") if act is Action.APPROVE else None,
+        force=True,  # a stalled holder was the proposer's to weigh; its lease is revoked when it applies
+    )
+
+
+def _proposal_fits(view: RunView, row: Any) -> bool:
+    try:
+        _refit(view, row)
+    except PhasegateError:
+        return False
+    return True
 
 
 def _alive(row: Any, now: float) -> bool:

@@ -99,3 +99,22 @@ def test_bad_claim_input_is_one_line_and_changes_nothing(h):
         assert p.returncode == 2, (args, p)
         _one_line(p)
     assert h.dump() == before
+
+
+def test_a_version_3_store_is_upgraded_for_claims_and_proposals(h):
+    """A store written before claims (schema 3) gains the tables and columns
+    the first time it is opened for writing, and keeps its decisions."""
+    _completed(h)
+    assert h.decide("r1", "rewind", "--phase", "price").returncode == 0
+    # Wound back to version 3: what version 4 added is taken away again.
+    h.sql("DROP TABLE phasegate_claims")
+    h.sql("DROP TABLE phasegate_policy")
+    for column in ("account", "expires_at", "seconded_by"):
+        h.sql(f"ALTER TABLE phasegate_decisions DROP COLUMN {column}")
+    h.sql("UPDATE phasegate_meta SET value = '3' WHERE key = 'schema_version'")
+    assert h.cli("claim", "r1", env=ADA).returncode == 0
+    assert h.sql("SELECT value FROM phasegate_meta WHERE key = 'schema_version'") == [("4",)]
+    st = h.status("r1")
+    assert st["claim"]["operator"] == "ada"
+    assert [(d["action"], d["state"]) for d in st["decisions"]] == [("rewind", "pending")]
+    assert "account" not in st["decisions"][0]  # recorded before accounts were
