@@ -28,6 +28,7 @@ from .store.store import ChangeProbe, Store
 from .views import (
     PROPOSED,
     ClaimView,
+    DecisionView,
     RunSummary,
     RunView,
     build,
@@ -356,6 +357,20 @@ class Engine:
         with self.store.read() as conn:
             rows = self.store.current_claims(conn, list(run_ids), now)
         return {rid: ClaimView.from_row(r) for rid, r in rows.items()}
+
+    def claimed_by_other(self, view: RunView, operator: str | None = None) -> bool:
+        """Whether someone other than this operator claimed the run (a
+        decision then needs `override_claim`)."""
+        held = view.claim
+        return held is not None and not same_person(Who(held.operator, held.account), whoami(operator))
+
+    def secondable(self, view: RunView, operator: str | None = None) -> list[DecisionView]:
+        """The proposals on the run this operator may second: those proposed
+        from another account (`identity.different_operators`, the one rule)."""
+        if not view.proposals:
+            return []
+        me, web = whoami(operator), self.policy().web_account
+        return [d for d in view.proposals if different_operators(Who(d.operator, d.account or ""), me, web_account=web)]
 
     def policy(self) -> _policy.Policy:
         with self.store.read() as conn:

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from phasegate import PhasegateError, RunSummary, RunView, safe
 
 from .. import service
-from .._format import hashes
+from .._format import claimed, hashes
 from ..context import ConsoleContext
 from ..widgets import CountsBar, RunsTable
 from ..widgets.runs_table import COLUMNS
@@ -169,7 +169,7 @@ class RunsScreen(RunActions):
         keep_row, scroll_y = table.cursor_row, table.scroll_y
         rows = self._arrange(list(page.rows), cursor)
         self._shown = [r.run_id for r in rows]
-        table.show(rows, self.ctx.clock())
+        table.show(rows, self.ctx.clock(), page.claims)
         table.has_previous = page.offset > 0
         table.has_next = page.offset + page.fetched < page.total
         if cursor == "first":
@@ -223,6 +223,9 @@ class RunsScreen(RunActions):
             line = Text()
             line.append(safe(run_id), style="bold")
             line.append(": ")
+            held = page.claims.get(run_id) if page else None
+            if held is not None:
+                line.append(claimed(held.operator, held.claimed_ts, self.ctx.clock()) + "; ")
             line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
             why.update(line)
         # On a move the footer keeps the keys it shows while the new run is
