@@ -75,6 +75,8 @@ class RunsPage:
     counts: dict[str, int]
     claims: dict[str, ClaimView] = field(default_factory=dict)
     """Who is looking at the page's runs: one query by the page's run ids."""
+    proposals: dict[str, list[DecisionView]] = field(default_factory=dict)
+    """Decisions of the page's runs waiting for a second operator (one query too)."""
 
 
 def read_page(engine: Engine, *, offset: int, limit: int, filter_index: int, text: str, order: str) -> RunsPage:
@@ -88,7 +90,14 @@ def read_page(engine: Engine, *, offset: int, limit: int, filter_index: int, tex
     elif label == "running":
         rows = [r for r in rows if r.status is RunStatus.RUNNING]
     total = engine.count_runs(statuses=statuses, text=text or None)
-    return RunsPage(rows, offset, fetched, total, engine.counts(), engine.claims([r.run_id for r in rows]))
+    ids = [r.run_id for r in rows]
+    return RunsPage(rows, offset, fetched, total, engine.counts(), engine.claims(ids), engine.proposals(ids))
+
+
+def waiting_words(proposals: list[DecisionView]) -> str:
+    """The runs list's words for a run's proposals: "waiting for a second operator: reset by ada"."""
+    said = ", ".join(f"{d.action} by {d.operator}" for d in proposals)
+    return f"waiting for a second operator: {said}" if said else ""
 
 
 def allowed(engine: Engine, view: RunView) -> list[str]:
@@ -190,13 +199,13 @@ def _typed_why(view: RunView, name: str, effect: str | None, claim: str = "") ->
     return ""
 
 
-def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
-    """What the modal for `name` on `run_id` will say, from a fresh read."""
+def build_request(engine: Engine, run_id: str, name: str, now: float = 0.0) -> ActionRequest:
+    """What the modal for `name` on `run_id` will say, from a fresh read
+    (`now`: the console's clock, for how long ago someone claimed the run)."""
     spec = BY_NAME[name]
     view = engine.status(run_id)
     override = claimed_by_other(engine, view)
     held = view.claim
-    now = engine.clock()
     claim = claimed(held.operator, held.claimed_ts, now) if override and held is not None else ""
     if name == "second":
         return _second_request(engine, view, claim)

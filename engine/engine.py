@@ -32,6 +32,7 @@ from .views import (
     RunSummary,
     RunView,
     build,
+    decision_view,
     effective_status,
     frontier_columns,
     iso,
@@ -224,13 +225,10 @@ class Engine:
                     **({"expires_at": now + rules.proposal_seconds} if proposed else {}),
                 },
             )
-            if proposed:
-                # Nothing about the run changes yet: not its lease, not its state.
-                attention = (
-                    f"waiting for a second operator: {act.value} proposed by {who.operator} (decision {decision_id})"
-                )
-                self.store.update_run(conn, run_id, {"updated_at": now, "attention": attention})
-            else:
+            # A proposal changes nothing about the run yet: not its lease, not
+            # its state, not why it stopped (the list and the detail say it
+            # waits, read from the proposal itself, so they stop when it lapses).
+            if not proposed:
                 self._carry(conn, run, view, act, who.operator, now)
         return _decisions.Decision(decision_id, run_id, act, who.operator, reason, phase, chosen.effect_key, state)
 
@@ -357,6 +355,16 @@ class Engine:
         with self.store.read() as conn:
             rows = self.store.current_claims(conn, list(run_ids), now)
         return {rid: ClaimView.from_row(r) for rid, r in rows.items()}
+
+    def proposals(self, run_ids: Sequence[str]) -> dict[str, list[DecisionView]]:
+        """Proposals waiting for a second operator on these runs, in one query (a page of the runs list)."""
+        now = self.clock()
+        with self.store.read() as conn:
+            rows = self.store.open_proposals(conn, list(run_ids), now)
+        out: dict[str, list[DecisionView]] = {}
+        for r in rows:
+            out.setdefault(str(r.run_id), []).append(decision_view(r, now))
+        return out
 
     def claimed_by_other(self, view: RunView, operator: str | None = None) -> bool:
         """Whether someone other than this operator claimed the run (a

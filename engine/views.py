@@ -447,24 +447,7 @@ def build(
         )
         for e in effects
     )
-    decs = tuple(
-        DecisionView(
-            id=int(d.id),
-            action=d.action,
-            operator=d.operator,
-            reason=d.reason,
-            at=iso(d.at),
-            state=shown_state(d, now),
-            phase=d.phase,
-            effect=d.effect_key,
-            answers=d.answers,
-            applied_at=iso(d.applied_at),
-            account=getattr(d, "account", None),
-            expires_at=iso(getattr(d, "expires_at", None)),
-            seconded_by=getattr(d, "seconded_by", None),
-        )
-        for d in decisions
-    )
+    decs = tuple(decision_view(d, now) for d in decisions)
     outputs = []
     for d in state.done.values():
         r = d.entry.row
@@ -522,6 +505,25 @@ def build(
                 frontier_phase,
             )
         ),
+    )
+
+
+def decision_view(d: Any, now: float) -> DecisionView:
+    """A decision row as the operator sees it (a lapsed proposal as "expired")."""
+    return DecisionView(
+        id=int(d.id),
+        action=d.action,
+        operator=d.operator,
+        reason=d.reason,
+        at=iso(d.at),
+        state=shown_state(d, now),
+        phase=d.phase,
+        effect=d.effect_key,
+        answers=d.answers,
+        applied_at=iso(d.applied_at),
+        account=getattr(d, "account", None),
+        expires_at=iso(getattr(d, "expires_at", None)),
+        seconded_by=getattr(d, "seconded_by", None),
     )
 
 

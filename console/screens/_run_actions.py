@@ -212,7 +212,7 @@ class RunActions(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="prepare")
     def _prepare(self, run_id: str, name: str) -> None:
         try:
-            request = service.build_request(self.ctx.engine, run_id, name)
+            request = service.build_request(self.ctx.engine, run_id, name, self.ctx.clock())
         except PhasegateError as exc:
             self.failed(exc)
             return

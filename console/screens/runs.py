@@ -169,7 +169,8 @@ class RunsScreen(RunActions):
         keep_row, scroll_y = table.cursor_row, table.scroll_y
         rows = self._arrange(list(page.rows), cursor)
         self._shown = [r.run_id for r in rows]
-        table.show(rows, self.ctx.clock(), page.claims)
+        waiting = {rid: safe(service.waiting_words(ds)) for rid, ds in page.proposals.items()}
+        table.show(rows, self.ctx.clock(), page.claims, waiting)
         table.has_previous = page.offset > 0
         table.has_next = page.offset + page.fetched < page.total
         if cursor == "first":
@@ -224,6 +225,9 @@ class RunsScreen(RunActions):
             line.append(safe(run_id), style="bold")
             line.append(": ")
             held = page.claims.get(run_id) if page else None
+            waits = service.waiting_words(page.proposals.get(run_id, [])) if page else ""
+            if waits:
+                line.append(safe(waits) + "; ")
             if held is not None:
                 line.append(claimed(held.operator, held.claimed_ts, self.ctx.clock()) + "; ")
             line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))

@@ -108,13 +108,20 @@ class RunsTable(DataTable[Text]):
     #: ticking column would resend every row on every refresh.
     AGE_STEP: ClassVar[float] = 10.0
 
-    def show(self, rows: Sequence[RunSummary], now: float, claims: Mapping[str, ClaimView] | None = None) -> None:
+    def show(
+        self,
+        rows: Sequence[RunSummary],
+        now: float,
+        claims: Mapping[str, ClaimView] | None = None,
+        waiting: Mapping[str, str] | None = None,
+    ) -> None:
         """Show `rows` in this order. The same runs in the same order (a live
         refresh) update only the cells whose text changed, so only they repaint.
-        `claims`: who is looking at which of them, said first in the reason."""
+        `claims`: who is looking at which of them; `waiting`: what waits for
+        a second operator on which; both said first in the reason."""
         now -= now % self.AGE_STEP
-        held = claims or {}
-        new = {r.run_id: self._cells(r, now, held.get(r.run_id)) for r in rows}
+        held, wait = claims or {}, waiting or {}
+        new = {r.run_id: self._cells(r, now, held.get(r.run_id), wait.get(r.run_id, "")) for r in rows}
         keys = [str(row.key.value) for row in self.ordered_rows]
         if keys == list(new) and len(new) == len(rows) and self._shown_cells.keys() == new.keys():
             for run_id, cells in new.items():
@@ -132,7 +139,7 @@ class RunsTable(DataTable[Text]):
             cells = self._shown_cells[r.run_id] = new[r.run_id]
             self.add_row(*cells.values(), key=r.run_id)
 
-    def _cells(self, r: RunSummary, now: float, claim: ClaimView | None = None) -> dict[str, Text]:
+    def _cells(self, r: RunSummary, now: float, claim: ClaimView | None = None, waiting: str = "") -> dict[str, Text]:
         id_width = self.widths.get("run_id", 22)
         cells = {
             # Escaped before it is cut, so the cut never splits an escape.
@@ -143,8 +150,12 @@ class RunsTable(DataTable[Text]):
             "age": Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
             "reason": plain(r.reason or "-"),
         }
+        said = [waiting] if waiting else []
         if claim is not None:
-            cells["reason"] = Text(claimed(claim.operator, claim.claimed_ts, now) + "; ", style="bold")
+            said.append(claimed(claim.operator, claim.claimed_ts, now))
+        if said:
+            # Escaped already (`claimed`, and `waiting` by its caller): shown as plain text.
+            cells["reason"] = Text("; ".join(said) + "; ", style="bold")
             cells["reason"].append_text(plain(r.reason or "-"))
         return {k: cells[k] for k, *_rest in COLUMNS if k in self.widths}
 

@@ -625,6 +625,22 @@ class Store:
     def update_decision(self, conn: Connection, decision_id: int, values: dict[str, Any]) -> None:
         conn.execute(update(decisions).where(decisions.c.id == decision_id).values(**values))
 
+    def open_proposals(self, conn: Connection, run_ids: Sequence[str], now: float) -> list[Row[Any]]:
+        """Proposals of these runs still waiting for a second operator (one
+        query for a page of the runs list, by its run ids)."""
+        if not run_ids:
+            return []
+        q = (
+            select(decisions)
+            .where(
+                decisions.c.run_id.in_(list(run_ids)),
+                decisions.c.state == "proposed",
+                decisions.c.expires_at > now,
+            )
+            .order_by(decisions.c.id)
+        )
+        return _rowcheck.check_all(decisions, conn.execute(q))
+
     # -- claims and the policy (version 4) ----------------------------------------
 
     def current_claims(self, conn: Connection, run_ids: Sequence[str], now: float) -> dict[str, Row[Any]]:

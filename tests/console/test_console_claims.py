@@ -140,6 +140,10 @@ async def test_ones_own_proposal_is_not_offered_to_second(store: Path, make_app:
         eng.decide(fx.ENV_MISMATCH, "approve", reason="fine", operator="ada")
     app = make_app(store)
     async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RunsTable)
+        reason = table.get_cell(fx.ENV_MISMATCH, "reason").plain
+        assert reason.startswith("waiting for a second operator: approve by ada; "), reason
         detail = await open_detail(pilot, fx.ENV_MISMATCH)
         assert "waiting for a second operator: approve proposed by ada" in str(detail.query_one("#summary").render())
         assert "2" not in offered(app)

@@ -110,7 +110,7 @@ def test_a_proposal_waits_for_another_account_then_the_worker_applies_it(two):
     prop = st["decisions"][0]
     assert (prop["state"], prop["proposer"], prop["account"]) == ("proposed", "tester", "root")
     assert prop["expires_at"] > prop["at"]
-    assert "waiting for a second operator" in st["attention"]
+    assert st["status"] == "blocked" and "env_mismatch" in st["attention"]  # why it stopped is kept
 
     # The worker does not apply a proposal.
     assert h.cli("worker", "--once").returncode == 0
