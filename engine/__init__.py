@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         WorkflowError,
     )
     from .feed import store_files, watch_store
-    from .identity import Who, whoami
+    from .identity import WEB_USER_ENV, Who, whoami
     from .outcome import BlockReason, Outcome
     from .policy import Policy
     from .prune import PruneCandidate
@@ -112,6 +112,7 @@ _WHERE: dict[str, str] = {
         ".errors",
     ),
     "Who": ".identity",
+    "WEB_USER_ENV": ".identity",
     "whoami": ".identity",
     "Policy": ".policy",
     "BlockReason": ".outcome",
@@ -183,6 +184,7 @@ __all__ = [
     "SameOperator",
     "StoreError",
     "UsageError",
+    "WEB_USER_ENV",
     "Who",
     "Workflow",
     "WorkflowError",

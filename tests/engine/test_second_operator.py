@@ -218,3 +218,22 @@ def test_second_needs_a_proposal_and_takes_no_other_option(h):
         assert p.returncode == 2, (args, p)
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     assert h.dump() == before
+
+
+def test_behind_the_web_view_another_authenticated_user_may_second(h):
+    """Under one OS account, sessions of `serve --operator-header` count as
+    different operators only where the policy names that account."""
+    _blocked_on_tax(h)
+    _policy(h, "--require-second", "approve")
+    ann, bob = {"PHASEGATE_WEB_USER": "ann"}, {"PHASEGATE_WEB_USER": "bob"}
+    assert h.decide("r1", "approve", reason="v2 is right", env=ann).returncode == 0
+    assert h.status("r1")["decisions"][0]["account"].endswith("/web:ann")
+    second = ("decide", "r1", "second", "--decision", "1", "--reason", "agreed")
+    p = h.cli(*second, env=bob)
+    assert p.returncode == 2 and "another operator's account" in p.stderr  # no web account named yet
+    account = h.status("r1")["decisions"][0]["account"].split("/")[0]
+    _policy(h, "--web-account", account)
+    assert h.cli(*second, env=ann).returncode == 2  # the proposer again
+    p = h.cli(*second, env=bob)
+    assert p.returncode == 0, p
+    assert [d["state"] for d in h.status("r1")["decisions"]] == ["pending", "applied"]
