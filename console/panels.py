@@ -199,18 +199,20 @@ def prune(v: RunView) -> tuple[RenderableType, bool]:
 
 
 def decisions(v: RunView) -> tuple[RenderableType, bool]:
-    if not v.decisions:
+    """The run's audit: its decisions, and its claims (claimed, released,
+    taken over, expired), in the order they happened."""
+    if not v.decisions and not v.claims:
         return NONE, True
     t = _table("when", "who", "what", "state", "why")
+    # (when, then, who, what, state, why): in the same second a claim event
+    # comes first (one claims a run, then decides on it).
+    rows: list[tuple[str, int, str, str, str, str]] = []
     for d in v.decisions:
         what = d.action + (f" {d.phase}" if d.phase else "") + (f" {d.effect}" if d.effect else "")
-        t.add_row(
-            plain(str(d.at or "-").replace("T", " ").rstrip("Z")),
-            plain(d.operator),
-            plain(what),
-            plain(d.state),
-            plain(d.reason),
-        )
+        rows.append((str(d.at or "-"), 1, d.operator, what, d.state, d.reason))
+    rows += [(str(e.at or "-"), 0, e.operator, e.kind, "-", "-") for e in v.claims]
+    for at, _then, who, what, state, why in sorted(rows, key=lambda r: r[:2]):
+        t.add_row(plain(at.replace("T", " ").rstrip("Z")), plain(who), plain(what), plain(state), plain(why))
     return t, False
 
 

@@ -3,6 +3,7 @@ through Pilot on a real store; what landed is read back from the store."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import tempfile
@@ -11,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from phasegate import Engine
+from phasegate.console import panels
 from phasegate.console.screens.action_modal import ActionModal
 from phasegate.console.widgets import RunsTable
 from tests.console import fixtures as fx
@@ -49,6 +52,12 @@ async def test_m_claims_and_releases_the_run(store: Path, make_app: Any) -> None
         st = status(store, fx.ENV_MISMATCH)
         assert st.claim is None
         assert [(e.kind, e.operator) for e in st.claims] == [("claim", fx.OPERATOR), ("release", fx.OPERATOR)]
+        # The detail's audit (decision log) lists the claim and its release.
+        audit, _empty = panels.decisions(st)
+        out = Console(width=120, record=True, file=io.StringIO())
+        out.print(audit)
+        lines = [line for line in out.export_text().splitlines() if fx.OPERATOR in line]
+        assert [line.split()[3] for line in lines] == ["claim", "release"], lines
 
 
 async def test_the_list_says_who_claimed_and_m_does_not_take_it_over(store: Path, make_app: Any) -> None:
