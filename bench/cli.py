@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     group("postgres", lambda: postgres.run(a.quick, rounds))
     with scratch("pgbench-stores-") as d:
         resume_sizes = [10, 1_000] if a.quick else [10, 1_000, 100_000]
-        console_sizes = [100, 2_000] if a.quick else [100, 10_000, 100_000]
+        console_sizes = [100, 20_000] if a.quick else [100, 10_000, 100_000, 1_000_000]
         needed = sorted(
             set(
                 (resume_sizes if not only or "resume" in only else [])
@@ -61,7 +61,13 @@ def main(argv: list[str] | None = None) -> int:
         stores, info = resume.build_stores(d, needed)
         meta["fixtures"] = {str(k): v for k, v in info.items()}
         group("resume", lambda: resume.run(a.quick, rounds, {n: stores[n] for n in resume_sizes}))
-        group("console", lambda: console.run_scale(a.quick, rounds, {n: stores[n] for n in console_sizes}))
+
+        def _console() -> list[Figure]:
+            figs = console.run_scale(a.quick, rounds, {n: stores[n] for n in console_sizes})
+            big = console_sizes[-1]
+            return figs + console.run_live(a.quick, stores[big], runs=big)
+
+        group("console", _console)
 
         def _verify() -> list[Figure]:
             path = d / "verify.db"

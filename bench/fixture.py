@@ -63,6 +63,30 @@ def _templates(engine: Engine) -> None:
     _world["tariff"] = "2026-01"
 
 
+def _plan(ck: sqlite3.Row, rid: str, cols: list[str]) -> tuple[list[str], list[str], list[Any]]:
+    """A template checkpoint cut where a copy's run id and its link go: the
+    pieces around them, which goes in each gap ("id" or "prev"), and its row."""
+    env = ck["envelope"]
+    marks = [("id", '"run_id":"', rid)]
+    if ck["prev_hash"] != "genesis":
+        marks.append(("prev", '"prev":"', ck["prev_hash"]))
+    found = []
+    for slot, key, value in marks:
+        text = key + value + '"'
+        if env.count(text) != 1:
+            raise RuntimeError(f"a template envelope of {rid} holds {text!r} {env.count(text)} times")
+        at = env.index(text) + len(key)
+        found.append((at, at + len(value), slot))
+    found.sort()
+    parts, slots, last = [], [], 0
+    for start, stop, slot in found:
+        parts.append(env[last:start])
+        slots.append(slot)
+        last = stop
+    parts.append(env[last:])
+    return parts, slots, [ck[c] for c in cols]
+
+
 def build(path: Path, runs: int) -> dict[str, Any]:
     """A store at `path` holding `runs` runs (plus the three templates)."""
     with Engine(path) as engine:
@@ -70,6 +94,11 @@ def build(path: Path, runs: int) -> dict[str, Any]:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA synchronous=OFF")
+        # A rollback journal for the bulk load, not the WAL: pages appended to
+        # the file are not journaled, where the WAL would write every byte
+        # twice (to the log, then to the file). WAL again afterwards.
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("PRAGMA cache_size=-262144")
         conn.row_factory = sqlite3.Row
         run_cols = [r[1] for r in conn.execute("PRAGMA table_info(phasegate_runs)")]
         ck_cols = [r[1] for r in conn.execute("PRAGMA table_info(phasegate_checkpoints)") if r[1] != "id"]
@@ -88,6 +117,10 @@ def build(path: Path, runs: int) -> dict[str, Any]:
         ck_batch: list[tuple[Any, ...]] = []
         copies: list[str] = []
         cum = [(rid, sum(s for _r, s in MIX[: i + 1])) for i, (rid, _s) in enumerate(MIX)]
+        r_id, r_head, r_upd, r_cre = (run_cols.index(c) for c in ("run_id", "head_hash", "updated_at", "created_at"))
+        c_id, c_env, c_hash, c_prev = (ck_cols.index(c) for c in ("run_id", "envelope", "payload_hash", "prev_hash"))
+        plans = {rid: (list(run), [_plan(ck, rid, ck_cols) for ck in cks]) for rid, (run, cks) in tmpl.items()}
+        sha = hashlib.sha256
         for i in range(runs):
             frac = (i * 0.6180339887) % 1.0  # spread the kinds evenly through the ids
             rid = next(r for r, c in cum if frac < c)
@@ -95,34 +128,30 @@ def build(path: Path, runs: int) -> dict[str, Any]:
             new_id = f"{rid.removeprefix('tmpl-')}-{i:07d}"
             if len(copies) < 30:
                 copies.append(new_id)
-            run, cks = tmpl[rid]
+            run_row, ck_plans = plans[rid]
             prev = "genesis"
-            for ck in cks:
-                env = ck["envelope"].replace(f'"run_id":"{rid}"', f'"run_id":"{new_id}"')
-                if ck["prev_hash"] != "genesis":
-                    env = env.replace(f'"prev":"{ck["prev_hash"]}"', f'"prev":"{prev}"')
-                digest = hashlib.sha256(env.encode()).hexdigest()
-                vals = dict(ck)
-                vals.update(run_id=new_id, envelope=env, payload_hash=digest, prev_hash=prev)
-                ck_batch.append(tuple(vals[c] for c in ck_cols))
+            for parts, slots, row in ck_plans:
+                # The template's envelope with the new run id and link spliced in; its hash chained on.
+                fill = {"id": new_id, "prev": prev}
+                env = parts[0] + "".join(fill[slot] + part for slot, part in zip(slots, parts[1:], strict=True))
+                digest = sha(env.encode()).hexdigest()
+                row[c_id], row[c_env], row[c_hash], row[c_prev] = new_id, env, digest, prev
+                ck_batch.append(tuple(row))
                 prev = digest
-            rv = dict(run)
-            rv.update(
-                run_id=new_id,
-                head_hash=prev,
-                updated_at=run["updated_at"] - (runs - i),
-                created_at=run["created_at"] - (runs - i),
-            )
-            run_batch.append(tuple(rv[c] for c in run_cols))
-            if len(ck_batch) > 20000:
+            rv = list(run_row)
+            rv[r_id], rv[r_head] = new_id, prev
+            rv[r_upd] -= runs - i
+            rv[r_cre] -= runs - i
+            run_batch.append(tuple(rv))
+            if len(ck_batch) > 50000:
                 conn.executemany(run_sql, run_batch)
                 conn.executemany(ck_sql, ck_batch)
                 run_batch, ck_batch = [], []
         conn.executemany(run_sql, run_batch)
         conn.executemany(ck_sql, ck_batch)
         conn.execute("COMMIT")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.execute("ANALYZE")
+        conn.execute("PRAGMA journal_mode=WAL")
     finally:
         conn.close()
     # The copies must be runs the engine accepts, not lookalikes.

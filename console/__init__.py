@@ -8,8 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from phasegate import Engine
-
 
 def run_console(
     db: str,
@@ -27,6 +25,10 @@ def run_console(
 
     Opening the store happens before the screen takes over the terminal, so a
     bad path is one line on stderr (a `PhasegateError`), not a broken screen."""
+    # Imported when the console opens: every `phasegate` command imports this
+    # package to register `console`, and the engine loads SQLAlchemy.
+    from phasegate import Engine
+
     from . import service
     from .app import ConsoleApp
 

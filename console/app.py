@@ -183,6 +183,10 @@ class ConsoleApp(App[int]):
                     )
             if actor.resume_fits():
                 yield SystemCommand("run: resume now", "start phasegate resume for this run (e)", actor.action_resume)
+            if actor.run_view is not None:
+                yield SystemCommand(
+                    "copy: run id or hash", "the run id or a hash, whole, by OSC 52 (y)", actor.action_copy
+                )
         for title, help_text, action in getattr(screen, "PALETTE", ()):
             yield SystemCommand(title, help_text, partial(screen.run_action, action))
         yield SystemCommand("console: help", "every key binding (?)", self.action_help)

@@ -9,6 +9,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 from phasegate import (
     ClaimView,
@@ -69,29 +70,102 @@ def start_at(engine: Engine, run_id: str | None, show: str | None, text: str | N
 class RunsPage:
     rows: list[RunSummary]
     offset: int
+    """Where the page starts in the list (kept by the screen as it pages; a
+    change before it since is not counted)."""
     fetched: int
     """Rows the store returned (before dropping live/dead runs the filter excludes)."""
     total: int
     counts: dict[str, int]
+    workers: int | None = None
+    """Workers alive now (by their heartbeats), read with the page."""
+    has_previous: bool = False
+    has_next: bool = False
+    first_key: tuple[Any, ...] | None = None
+    """The sort key of the page's first row as read: a reload starts there."""
+    last_key: tuple[Any, ...] | None = None
+    """The sort key of its last row as read: the next page starts after it."""
     claims: dict[str, ClaimView] = field(default_factory=dict)
     """Who is looking at the page's runs: one query by the page's run ids."""
     proposals: dict[str, list[DecisionView]] = field(default_factory=dict)
     """Decisions of the page's runs waiting for a second operator (one query too)."""
 
 
-def read_page(engine: Engine, *, offset: int, limit: int, filter_index: int, text: str, order: str) -> RunsPage:
+def workers_alive(engine: Engine) -> int:
+    """How many `phasegate worker` processes are alive (`phasegate workers`)."""
+    return sum(1 for w in engine.workers() if w.alive)
+
+
+#: Which page to read: the first; the one after `anchor`; the one before it;
+#: the same page again (from `anchor`, inclusive); the last.
+Where = Literal["first", "next", "previous", "reload", "last"]
+
+
+def read_page(
+    engine: Engine,
+    *,
+    limit: int,
+    filter_index: int,
+    text: str,
+    order: str,
+    where: Where = "first",
+    anchor: tuple[Any, ...] | None = None,
+    offset: int = 0,
+) -> RunsPage:
+    """One page of the runs list, by keyset (`Engine.runs(after=...)`): the
+    last page costs what the first does. `offset` is where the caller's page
+    was; the page read says where it is."""
     label, statuses = STATUS_FILTERS[filter_index]
-    rows = engine.runs(limit=limit, offset=offset, statuses=statuses, text=text or None, order=order)
+    texts = text or None
+    total = engine.count_runs(statuses=statuses, text=texts)
+    if anchor is None and where in ("next", "previous", "reload"):
+        where = "first"
+    if where == "last":
+        # The last page holds what is left after whole pages, as an offset would.
+        size = total - (total - 1) // limit * limit if total else limit
+        rows = engine.runs(limit=size, statuses=statuses, text=texts, order=order, backward=True)
+        has_previous, has_next, start = len(rows) < total, False, max(0, total - len(rows))
+    elif where == "previous":
+        rows = engine.runs(limit=limit + 1, statuses=statuses, text=texts, order=order, after=anchor, backward=True)
+        has_previous = len(rows) > limit
+        rows = rows[-limit:] if has_previous else rows
+        has_next, start = True, max(0, offset - len(rows)) if has_previous else 0
+    else:
+        rows = engine.runs(
+            limit=limit + 1,
+            statuses=statuses,
+            text=texts,
+            order=order,
+            after=anchor if where != "first" else None,
+            inclusive=where == "reload",
+        )
+        has_next = len(rows) > limit
+        rows = rows[:limit]
+        start = {"first": 0, "next": offset, "reload": offset}[where]
+        has_previous = start > 0
     fetched = len(rows)
+    first_key = rows[0].sort_key if rows else None
+    last_key = rows[-1].sort_key if rows else None
     # Stored "running" covers both live runs and interrupted ones (a dead
     # holder); the engine tells them apart with the clock, so this filter does.
     if label == "needs attention":
         rows = [r for r in rows if r.needs_attention]
     elif label == "running":
         rows = [r for r in rows if r.status is RunStatus.RUNNING]
-    total = engine.count_runs(statuses=statuses, text=text or None)
     ids = [r.run_id for r in rows]
-    return RunsPage(rows, offset, fetched, total, engine.counts(), engine.claims(ids), engine.proposals(ids))
+    return RunsPage(
+        rows,
+        start,
+        fetched,
+        total,
+        engine.counts(),
+        workers_alive(engine),
+        has_previous,
+        has_next,
+        first_key,
+        last_key,
+        engine.claims(ids),
+        engine.proposals(ids),
+    )
 
 
 def waiting_words(proposals: list[DecisionView]) -> str:
@@ -321,13 +395,15 @@ def apply(engine: Engine, result: ActionResult) -> str:
         expect_env=result.expect_env if name == "approve" else None,
         **({"result": json.loads(result.result_json)} if result.result_json is not None else {}),
     )
-    when = (
-        "applied"
-        if d.state == "applied"
-        else "proposed; it waits for a second operator (another account)"
-        if d.state == "proposed"
-        else "recorded; it applies at the run's next start (a worker's, or e resumes it now)"
-    )
+    if d.state == "applied":
+        when = "applied"
+    elif d.state == "proposed":
+        when = "proposed; it waits for a second operator (another account)"
+    elif workers_alive(engine):
+        when = "recorded; a worker is alive and carries it out at its next look"
+    else:
+        # Nothing will pick it up on its own: say so, and what moves it now.
+        when = "recorded; NO WORKER IS ALIVE, so it waits: press e to resume the run now (or start phasegate worker)"
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"
 
 

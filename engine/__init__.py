@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 _logging.getLogger("phasegate").addHandler(_logging.NullHandler())
 
 if TYPE_CHECKING:
+    from ._dbpath import default_db
     from ._states import (
         Action,
         ActionName,
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     )
     from .context import PhaseContext
     from .decisions import NO_RESULT, Decision, Preview, correctable_effects
-    from .engine import Engine, default_db
+    from .engine import Engine
     from .errors import (
         AlreadyDecided,
         ClaimedByOther,
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
         RunSummary,
         RunView,
     )
+    from .workers import WorkerView
     from .workflow import Workflow
 
 #: Public name -> the private module that defines it.
@@ -94,7 +96,7 @@ _WHERE: dict[str, str] = {
     "store_files": ".feed",
     "watch_store": ".feed",
     "Engine": ".engine",
-    "default_db": ".engine",
+    "default_db": "._dbpath",
     **dict.fromkeys(
         (
             "AlreadyDecided",
@@ -138,6 +140,7 @@ _WHERE: dict[str, str] = {
     "safe": ".safetext",
     "safe_json": ".safetext",
     "RunView": ".views",
+    "WorkerView": ".workers",
     "Workflow": ".workflow",
 }
 
@@ -186,6 +189,7 @@ __all__ = [
     "UsageError",
     "WEB_USER_ENV",
     "Who",
+    "WorkerView",
     "Workflow",
     "WorkflowError",
     "correctable_effects",

@@ -161,6 +161,18 @@ def loads_canonical(text: str, by_orjson: bool) -> Any:
     return orjson.loads(text) if by_orjson else json.loads(text)
 
 
+def loads_shallow(text: str | bytes) -> Any:
+    """Parse stored JSON whose structure, strings and small numbers are all
+    that will be read from it: what `loads` accepts, faster. orjson first
+    (the standard library's parser where orjson refuses, so NaN and lone
+    surrogates parse as they always have); an integer past 64 bits comes
+    back as a float, so never use it where such a value is read."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def sha256(text: str | bytes) -> str:
     data = text.encode("utf-8") if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()

@@ -151,7 +151,9 @@ def verify(
         if actual != row.payload_hash:
             return fail(row, row.phase, "hash", "envelope hash mismatch", row.payload_hash, actual)
         try:
-            env = _json.loads(row.envelope)
+            # Without outputs to hand on, nothing reads a probe's value from
+            # the envelope, only its identity, links and hashes.
+            env = _json.loads(row.envelope) if parse_outputs else _json.loads_shallow(row.envelope)
             if not isinstance(env, dict):
                 raise ValueError("envelope is not an object")
         except ValueError as exc:

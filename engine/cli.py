@@ -21,17 +21,19 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import _json
+from ._dbpath import default_db
 from ._states import Action
-from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
-from .engine import Engine, default_db
 from .errors import PhasegateError, UsageError
 from .outcome import Outcome
 from .safetext import safe, safe_json, storable
 from .sources import CodeDiff, printable
-from .views import RunView, iso
+from .views import RunSummary, RunView, iso
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_HELD = 0, 1, 2, 3, 4
 
@@ -94,6 +96,10 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
 
 
 def _engine(args: argparse.Namespace, *, create: bool = False) -> Engine:
+    # Imported here, not at the top: the engine loads SQLAlchemy, which most
+    # of a command's start would otherwise be (quickstatus.py does without).
+    from .engine import Engine
+
     return Engine(args.db or default_db(), create=create)
 
 
@@ -170,6 +176,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    if not (args.run_id or args.json or args.diff):
+        from .quickstatus import runs
+
+        quick = runs(args.db or default_db())
+        if quick is not None:
+            return _print_runs(quick)
     with _engine(args) as eng:
         if args.run_id:
             view = eng.status(args.run_id)
@@ -192,14 +204,17 @@ def cmd_status(args: argparse.Namespace) -> int:
                 first = False
             print("\n]")
             return EXIT_OK
-        rows = eng.runs()
-        if not rows:
-            print("no runs")
-        for r in rows:
-            fr = f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}"
-            fr = safe(fr)
-            print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {safe(r.reason)}")
-        return EXIT_OK
+        return _print_runs(eng.runs())
+
+
+def _print_runs(rows: Sequence[RunSummary]) -> int:
+    if not rows:
+        print("no runs")
+    for r in rows:
+        fr = f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}"
+        fr = safe(fr)
+        print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {safe(r.reason)}")
+    return EXIT_OK
 
 
 def _print_view(v: RunView) -> None:
@@ -257,6 +272,8 @@ def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
+    from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
+
     if args.action == "second":
         return _second(args)
     if args.decision is not None:
@@ -430,7 +447,32 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if not args.verbose:
         logging.getLogger("phasegate.worker").setLevel(logging.INFO)
     with _engine(args) as eng:
-        return Worker(eng, poll=args.poll, jobs=args.jobs).serve(once=args.once)
+        return Worker(eng, poll=args.poll, jobs=args.jobs, heartbeat=args.heartbeat).serve(once=args.once)
+
+
+def cmd_workers(args: argparse.Namespace) -> int:
+    from .workers import ALIVE_BEATS
+
+    with _engine(args) as eng:
+        found = eng.workers()
+    if args.json:
+        print(safe_json(json.dumps([w.to_json() for w in found], indent=2, ensure_ascii=False)))
+        return EXIT_OK
+    if not found:
+        print("no worker has recorded a heartbeat in this store: start one with `phasegate worker`")
+        return EXIT_OK
+    for w in found:
+        state = "alive" if w.alive else ("stopped" if w.state == "stopped" else "not alive")
+        busy = f"  resuming {safe(', '.join(w.resuming))}" if w.resuming else ""
+        print(
+            f"{state:<10} {safe(w.host)}:{w.pid}  started {iso(w.started_at)}  last seen {w.seen_ago:.0f}s ago"
+            f"  jobs {w.jobs}  resumed {w.resumed}{busy}"
+        )
+    alive = sum(w.alive for w in found)
+    print(
+        f"{alive} alive of {len(found)}; alive = a heartbeat within {ALIVE_BEATS} of its intervals, its process not dead"
+    )
+    return EXIT_OK
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -582,8 +624,20 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--once", action="store_true", help="handle what is waiting, then exit")
     s.add_argument("--poll", type=seconds, default=1.0, help="seconds between looks at the store")
     s.add_argument("--jobs", type=count(1), default=1, help="runs to resume at once (default 1)")
+    s.add_argument(
+        "--heartbeat",
+        type=seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="seconds between this worker's heartbeats in the store (default 5; alive within 3 of them)",
+    )
     _db_arg(s)
     s.set_defaults(fn=cmd_worker)
+
+    s = sub.add_parser("workers", help="list the workers and whether each is alive (by its heartbeat)")
+    s.add_argument("--json", action="store_true")
+    _db_arg(s)
+    s.set_defaults(fn=cmd_workers)
 
     s = sub.add_parser("watch", help="alert when a run stops (blocked or failed): a command and/or a webhook")
     s.add_argument(

@@ -16,6 +16,8 @@ from . import decisions as _decisions
 from . import policy as _policy
 from . import prune as _prune
 from . import sources as _sources
+from ._dbpath import default_db
+from ._host import HOST
 from ._states import Action, RunStatus
 from .applying import apply_reset
 from .errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, SameOperator, StoreError, UsageError
@@ -39,13 +41,8 @@ from .views import (
     shown_state,
     trusted_frontier,
 )
+from .workers import WorkerView, list_workers
 from .workflow import Workflow
-
-DEFAULT_DB = "phasegate.db"
-
-
-def default_db() -> str:
-    return os.environ.get("PHASEGATE_DB") or DEFAULT_DB
 
 
 def _env_float(name: str, default: float) -> float:
@@ -82,6 +79,8 @@ def _checked_retention(value: float) -> float:
 
 _VERIFY_PAGE = 500
 """Runs verified per read transaction: one streamed query for their chains."""
+_Checked = tuple[dict[str, Any], dict[str, tuple[dict[str, Any], Any]], dict[str, list[Any]]]
+"""A verified page: its run rows, each run's report and failure, its effect damage."""
 
 
 class Engine:
@@ -453,26 +452,50 @@ class Engine:
         statuses: Sequence[str] | None = None,
         text: str | None = None,
         order: str = "attention",
+        after: Sequence[Any] | None = None,
+        inclusive: bool = False,
+        backward: bool = False,
     ) -> list[RunSummary]:
         """A page of the runs list, needs-attention first (or by `order`: run_id,
         workflow, status, frontier, last_checkpoint_at; "-" prefix descends);
-        reads the runs table only."""
+        reads the runs table only.
+
+        Paged by keyset: `after` is a row's `sort_key` (read in the same
+        order), and the page holds the rows after it (at or after it with
+        `inclusive`; before it with `backward`, the last page when `after` is
+        None). Every page costs the same, wherever it is in the list;
+        `offset` skips rows read and is there for small lists only."""
         now = self.clock()
         with self.store.read() as conn:
             dead: list[str] = []
             if order.lstrip("-") == "attention":
                 # A dead holder on this host is interrupted at once, not when
                 # its lease lapses: the list places it there from the first look.
-                dead = [r.run_id for r in self.store.list_runs(conn, statuses=["running"]) if not _alive(r, now)]
-            rows = self.store.list_runs(
-                conn, limit=limit, offset=offset, statuses=statuses, text=text, order=order, now=now, dead=dead
+                dead = [
+                    r.run_id
+                    for r in self.store.running_candidates(conn, now, HOST)
+                    if r.lease_host == HOST and not _alive(r, now)
+                ]
+            keyed = self.store.page_runs(
+                conn,
+                limit=None if limit is None else limit + offset,
+                order=order,
+                statuses=statuses,
+                text=text,
+                now=now,
+                dead=dead,
+                after=after,
+                inclusive=inclusive,
+                backward=backward,
             )
+        if offset:
+            keyed = keyed[:-offset] if backward else keyed[offset:]
         out = []
-        for r in rows:
+        for r, key in keyed:
             try:
-                out.append(RunSummary.from_row(_rowcheck.check(r), now))
+                out.append(RunSummary.from_row(_rowcheck.check(r), now, key))
             except StoreError as exc:
-                out.append(RunSummary.damaged(r, exc.message))
+                out.append(RunSummary.damaged(r, exc.message, key))
         return out
 
     def count_runs(self, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
@@ -482,11 +505,12 @@ class Engine:
 
     def counts(self) -> dict[str, int]:
         """Runs by status as an operator sees it (a dead holder's run counts
-        as interrupted). Reads one grouped count plus the running rows only."""
+        as interrupted). Reads one grouped count plus the running rows whose
+        holder may be gone (a lapsed lease, or one held from this host)."""
         now = self.clock()
         with self.store.read() as conn:
             counts = self.store.count_runs(conn)
-            running = self.store.list_runs(conn, statuses=["running"]) if counts.get("running") else []
+            running = self.store.running_candidates(conn, now, HOST) if counts.get("running") else []
         for r in running:
             try:
                 seen = effective_status(_rowcheck.check(r), now)
@@ -542,6 +566,11 @@ class Engine:
         since it was last asked (SQLite's data_version; PostgreSQL's LISTEN)."""
         return self.store.data_version_probe()
 
+    def workers(self) -> list[WorkerView]:
+        """The workers that recorded a heartbeat, most recently seen first,
+        each with whether it is alive now (`workers.is_alive`)."""
+        return list_workers(self.store, self.clock)
+
     @property
     def db_file(self) -> Path | None:
         """The SQLite database file, or None for a PostgreSQL store: what
@@ -562,19 +591,12 @@ class Engine:
         if self.store.schema_problem:
             return [{"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.store.schema_problem}}]
         ids = [run_id] if run_id else list(self.run_ids())
-        for start in range(0, len(ids), _VERIFY_PAGE):
-            page = ids[start : start + _VERIFY_PAGE]
-            with self.store.read() as conn:
-                run_rows = self.store.runs_by_id(conn, page)
-                if run_id and run_id not in run_rows:
-                    raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
-                # Verified as they stream: one run's outputs in memory at a time.
-                found = {
-                    rid: self._verify_one(run_rows[rid], rows, deep)
-                    for rid, rows in self.store.live_chains(conn, {r: int(row.epoch) for r, row in run_rows.items()})
-                }
-                damage = {rid: seals.check(self.store.effects_for(conn, rid), run_rows[rid].effects_last,
-                                           run_rows[rid].effects_count) for rid in run_rows}  # fmt: skip
+        # Pages one after the other: verifying two side by side in threads
+        # was slower here (bench/RESULTS.md): the hashing lets go of the GIL,
+        # but the rest of a page's work holds it.
+        pages = [ids[i : i + _VERIFY_PAGE] for i in range(0, len(ids), _VERIFY_PAGE)]
+        checked = (self._verify_page(page, run_id, deep) for page in pages)
+        for page, (run_rows, found, damage) in zip(pages, checked, strict=True):
             for rid in page:
                 run = run_rows.get(rid)
                 if run is None:
@@ -595,6 +617,25 @@ class Engine:
                     )
                     self._record_integrity(rid, reasons)
         return reports
+
+    def _verify_page(self, page: list[str], run_id: str | None, deep: bool) -> _Checked:
+        """One read transaction: the page's run rows, each chain verified as
+        it streams (one run's outputs in memory at a time), and the page's
+        effect records in one query."""
+        with self.store.read() as conn:
+            run_rows = self.store.runs_by_id(conn, page)
+            if run_id and run_id not in run_rows:
+                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            found = {
+                rid: self._verify_one(run_rows[rid], rows, deep)
+                for rid, rows in self.store.live_chains(conn, {r: int(row.epoch) for r, row in run_rows.items()})
+            }
+            by_run = self.store.effects_of_runs(conn, list(run_rows))
+            damage = {
+                rid: seals.check(by_run.get(rid, []), row.effects_last, row.effects_count)
+                for rid, row in run_rows.items()
+            }
+        return run_rows, found, damage
 
     def _verify_one(
         self, run: Any, rows: list[Any], deep: bool

@@ -17,11 +17,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._host import HOST, pid_alive
 from .errors import LeaseLost
-from .store.store import HotTx, Store
+
+if TYPE_CHECKING:  # the store's module loads SQLAlchemy: `phasegate status` reads leases without it
+    from .store.store import HotTx, Store
 
 log = logging.getLogger("phasegate.lease")
 

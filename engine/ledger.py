@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _json, seals
 from ._pause import pause_point
@@ -23,7 +23,9 @@ from .errors import StoreError, UsageError
 from .lease import Fence, FenceToken
 from .outcome import BlockReason
 from .reconcile import Reconciled, ask
-from .store.store import Store
+
+if TYPE_CHECKING:  # the store's module loads SQLAlchemy: the views import this module without it
+    from .store.store import Store
 
 
 def needs_answer(effect: Any) -> bool:

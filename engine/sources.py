@@ -15,15 +15,16 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
+from typing import TYPE_CHECKING, Any
 
 from .outcome import BlockReason
 from .safetext import safe
-from .store.store import Store
 from .workflow import Phase, Workflow
+
+if TYPE_CHECKING:  # SQLAlchemy only where a store is written: the views import this module without it
+    from sqlalchemy.engine import Connection
+
+    from .store.store import Store
 
 #: Fingerprints each open store is known to hold: after the first checkpoint
 #: of a phase, the check costs a set look-up, not a query.
@@ -48,6 +49,8 @@ def remember(
     todo = {p.code_hash: p.source for p in phases if p.code_hash not in known and p.source}
     if not todo:
         return
+    from sqlalchemy.exc import IntegrityError  # loaded already: the store is open
+
     try:
         with store.write() as conn:
             have = store.known_sources(conn, list(todo))

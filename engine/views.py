@@ -69,6 +69,8 @@ class RunSummary:
     blocked_kinds: tuple[str, ...]
     pending_decision: bool = False
     """An operator's decision waits to be carried out (at the run's next start)."""
+    sort_key: tuple[Any, ...] = ()
+    """Its place in the order it was listed in: `Engine.runs(after=...)` pages on from it."""
 
     @property
     def needs_attention(self) -> bool:
@@ -89,7 +91,7 @@ class RunSummary:
         return "completed (degraded)" if self.degraded else self.status.value
 
     @classmethod
-    def damaged(cls, row: Any, why: str) -> RunSummary:
+    def damaged(cls, row: Any, why: str, sort_key: tuple[Any, ...] = ()) -> RunSummary:
         """A line for a run whose own row is damaged: shown, not hidden, and
         not allowed to break the list around it."""
         rid = getattr(row, "_mapping", {}).get("run_id")
@@ -105,10 +107,11 @@ class RunSummary:
             updated_at=0.0,
             attention=f"damaged record: {why}"[:300],
             blocked_kinds=("integrity",),
+            sort_key=sort_key,
         )
 
     @classmethod
-    def from_row(cls, row: Any, now: float) -> RunSummary:
+    def from_row(cls, row: Any, now: float, sort_key: tuple[Any, ...] = ()) -> RunSummary:
         blocked = _json.loads(row.blocked_json or "[]")
         return cls(
             run_id=row.run_id,
@@ -123,6 +126,7 @@ class RunSummary:
             attention=row.attention or "",
             blocked_kinds=tuple(b.get("kind", "") for b in blocked),
             pending_decision=bool(getattr(row, "pending_decision", False)),
+            sort_key=sort_key,
         )
 
 

@@ -33,6 +33,7 @@ from .errors import PhasegateError, RunHeld, StoreError
 from .lease import HolderState, holder_name, holder_state
 from .loader import load
 from .outcome import Outcome
+from .workers import DEFAULT_EVERY, Beacon
 
 log = logging.getLogger("phasegate.worker")
 
@@ -42,9 +43,12 @@ _Handler = Callable[[int, FrameType | None], Any] | int | None
 class Worker:
     """Polls one store and resumes what is waiting, `jobs` runs at a time."""
 
-    def __init__(self, engine: Engine, *, poll: float = 1.0, jobs: int = 1) -> None:
+    def __init__(self, engine: Engine, *, poll: float = 1.0, jobs: int = 1, heartbeat: float = DEFAULT_EVERY) -> None:
         self.engine = engine
         self.poll = poll
+        self.heartbeat = heartbeat
+        """Seconds between this worker's heartbeats in the store (workers.py)."""
+        self._busy: set[str] = set()
         self.jobs = max(1, int(jobs))
         """How many runs to resume at once; more than one lets a decision be
         carried out while a long run is being resumed."""
@@ -151,6 +155,20 @@ class Worker:
         """Resume one run with its stored target and inputs (on `engine`, a
         thread's own, or the worker's)."""
         eng = engine or self.engine
+        with self._lock:
+            self._busy.add(row.run_id)
+        try:
+            return self._handle(row, eng)
+        finally:
+            with self._lock:
+                self._busy.discard(row.run_id)
+
+    def _doing(self) -> tuple[list[str], int]:
+        """What the heartbeat records: the runs being resumed, and how many were."""
+        with self._lock:
+            return sorted(self._busy), self.handled
+
+    def _handle(self, row: Any, eng: Engine) -> Outcome | None:
         log.info("run %s: resuming (%s)", row.run_id, self._why(eng, row))
         outcome: Outcome | None = None
         retry = False
@@ -229,6 +247,10 @@ class Worker:
     def serve(self, *, once: bool = False) -> int:
         """Handle what is waiting until stopped (or, with `once`, one pass)."""
         previous = self._install_signals()
+        beacon = Beacon(
+            self.engine.store, jobs=self.jobs, every=self.heartbeat, clock=self.engine.clock, doing=self._doing
+        )
+        beacon.start()
         log.info(
             "watching %s%s%s",
             getattr(self.engine.store, "where", self.engine.store.path),
@@ -244,6 +266,7 @@ class Worker:
             log.warning("stopped at once")
             return 130
         finally:
+            beacon.stop()
             self._restore_signals(previous)
         log.info("stopped after resuming %d run(s)", self.handled)
         return 0

@@ -4,6 +4,7 @@ worker that writes the confirmed decision."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
@@ -13,12 +14,13 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
-from phasegate import PhasegateError, RunView
+from phasegate import PhasegateError, RunView, safe
 
 from .. import service
 from ..actions import ACTIONS, BY_KEY, BY_NAME, ActionRequest, ActionResult
 from ..context import ConsoleContext
 from .action_modal import ActionModal
+from .copy_modal import CopyModal, copy_choices
 
 
 class RunActions(Screen[None]):
@@ -31,6 +33,8 @@ class RunActions(Screen[None]):
         Binding("e", "resume", "Resume", id="run.resume"),
         # Not in the footer (it keeps to 80 columns); `?` lists it.
         Binding("m", "claim", "Claim or release (say you are looking at it)", show=False, id="run.claim"),
+        # Not in the footer (it keeps to 80 columns): help and the palette list it.
+        Binding("y", "copy", "Copy", show=False, id="run.copy"),
     ]
 
     @dataclass
@@ -139,6 +143,29 @@ class RunActions(Screen[None]):
             self.failed(exc)
             return
         self.app.post_message(self.Decided(run_id, text))
+
+    def action_copy(self) -> None:
+        view = self.run_view
+        if view is None or not self.is_current(view):
+            self.notify(
+                "copy: no run selected (or it is still being read)", title="copy", severity="warning", timeout=4
+            )
+            return
+        self.app.push_screen(CopyModal(view.run_id, copy_choices(view)), callback=self._copied)
+
+    def _copied(self, chosen: tuple[str, str] | None) -> None:
+        if chosen is None:
+            return
+        what, value = chosen
+        shown = safe(value)
+        if os.environ.get("PHASEGATE_CONSOLE_OSC52", "on").strip().lower() in ("0", "off", "no", "false"):
+            self.notify(
+                f"{safe(what)}: {shown}", title="not copied: OSC 52 is off; select it here", markup=False, timeout=15
+            )
+            return
+        # OSC 52: the terminal (local, or at the far end of SSH) puts it on its clipboard.
+        self.app.copy_to_clipboard(value)
+        self.notify(f"copied {safe(what)} (OSC 52): {shown}", title="copied", markup=False, timeout=8)
 
     def action_resume(self) -> None:
         if self.run_view is not None and self.resume_fits():

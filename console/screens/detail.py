@@ -12,13 +12,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from phasegate import PhasegateError, RunView, safe
 
 from .. import panels, service
 from ..context import ConsoleContext
-from ..widgets import InfoPanel, PhaseStrip
+from ..widgets import InfoPanel, KeyBar, PhaseStrip
 from ._run_actions import RunActions
 
 PANELS: tuple[tuple[str, str], ...] = (
@@ -75,8 +75,8 @@ class DetailScreen(RunActions):
             yield PhaseStrip(id="strip")
             for key, title in PANELS:
                 yield InfoPanel(title, id=f"panel-{key}")
-        # Compact, and no palette key (? Help names it): the footer keeps to 80 columns.
-        yield Footer(show_command_palette=False, compact=True)
+        # No palette key (? Help names it): the footer keeps to 80 columns.
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#detail").focus()

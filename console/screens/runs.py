@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -12,14 +12,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Rule, Static
 
 from phasegate import PhasegateError, RunSummary, RunView, safe
 
 from .. import service
 from .._format import claimed, hashes
 from ..context import ConsoleContext
-from ..widgets import CountsBar, RunsTable
+from ..widgets import CountsBar, KeyBar, RunsTable
 from ..widgets.runs_table import COLUMNS
 from ._run_actions import RunActions
 from .detail import DetailScreen
@@ -62,6 +62,10 @@ class RunsScreen(RunActions):
         """Which request it answers; an older answer arriving late is dropped."""
 
     @dataclass
+    class WorkersCounted(Message):
+        alive: int
+
+    @dataclass
     class SelectionLoaded(Message):
         view: RunView | None
         allowed: list[str]
@@ -90,13 +94,31 @@ class RunsScreen(RunActions):
         yield CountsBar(id="counts")
         yield Input(placeholder="filter: run id, workflow or reason (Enter keeps it, Esc clears)", id="filter")
         yield RunsTable(id="runs")
+        # Apart from the why line, so a new why repaints only its own lines.
+        yield Rule(id="rule")
         yield Static(id="why")
-        # Compact, and no palette key (? Help names it): the footer keeps to 80 columns.
-        yield Footer(show_command_palette=False, compact=True)
+        # No palette key (? Help names it): the footer keeps to 80 columns.
+        yield KeyBar()
+
+    #: Seconds between looks at the workers' heartbeats: a worker that dies
+    #: commits nothing, so no change event would tell the header.
+    WORKERS_EVERY: ClassVar[float] = 5.0
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
         self.load()
+        self.set_interval(self.WORKERS_EVERY, self._count_workers)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="workers")
+    def _count_workers(self) -> None:
+        try:
+            alive = service.workers_alive(self.ctx.engine)
+        except PhasegateError:
+            return  # the page's own read says what is wrong with the store
+        self.post_message(self.WorkersCounted(alive))
+
+    def on_runs_screen_workers_counted(self, message: WorkersCounted) -> None:
+        self.query_one(CountsBar).set_workers(message.alive)
 
     def on_resize(self, event: Resize) -> None:
         self._layout(event.size.width)
@@ -120,9 +142,21 @@ class RunsScreen(RunActions):
             order = order[1:] if order.startswith("-") else "-" + order
         return order
 
-    def load(self, cursor: str = "keep") -> None:
+    def load(self, cursor: str = "keep", where: service.Where = "reload") -> None:
+        """Read a page: `where` says which, from the page shown (keyset paging:
+        the next page starts after the last row read, not at an offset)."""
         self._generation += 1
-        self._read(self.page_offset, self.filter_index, self.text, self.order, cursor, self._generation)
+        page = self._page
+        anchor: tuple[Any, ...] | None = None
+        offset = self.page_offset
+        if where == "next" and page is not None:
+            anchor, offset = page.last_key, page.offset + page.fetched
+        elif where in ("previous", "reload") and page is not None:
+            anchor = page.first_key
+        if where == "reload" and self.page_offset == 0:
+            where = "first"  # the top of the list: a new arrival there is read too
+        request = _Request(where, anchor, offset)
+        self._read(request, self.filter_index, self.text, self.order, cursor, self._generation)
 
     def refresh_data(self) -> None:
         # "live": rows keep their places; only an operator's key re-sorts.
@@ -131,10 +165,17 @@ class RunsScreen(RunActions):
             self._read_selection(self._selected)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
-    def _read(self, offset: int, filter_index: int, text: str, order: str, cursor: str, generation: int) -> None:
+    def _read(self, request: _Request, filter_index: int, text: str, order: str, cursor: str, generation: int) -> None:
         try:
             page = service.read_page(
-                self.ctx.engine, offset=offset, limit=self.page_size, filter_index=filter_index, text=text, order=order
+                self.ctx.engine,
+                limit=self.page_size,
+                filter_index=filter_index,
+                text=text,
+                order=order,
+                where=request.where,
+                anchor=request.anchor,
+                offset=request.offset,
             )
         except PhasegateError as exc:
             self.failed(exc)
@@ -171,8 +212,8 @@ class RunsScreen(RunActions):
         self._shown = [r.run_id for r in rows]
         waiting = {rid: safe(service.waiting_words(ds)) for rid, ds in page.proposals.items()}
         table.show(rows, self.ctx.clock(), page.claims, waiting)
-        table.has_previous = page.offset > 0
-        table.has_next = page.offset + page.fetched < page.total
+        table.has_previous = page.has_previous
+        table.has_next = page.has_next
         if cursor == "first":
             row = 0
         elif cursor == "last":
@@ -201,11 +242,12 @@ class RunsScreen(RunActions):
             sort_label=sort_label,
             text=self.text,
             shown=shown,
-            notice="READ-ONLY: no actions" if self.ctx.read_only else "",
+            notice="READ-ONLY" if self.ctx.read_only else "",
+            workers=page.workers,
         )
         if not page.rows:
             self.query_one("#why", Static).update(
-                Text("no runs match" if (self.text or self.filter_index) else "no runs yet")
+                Text("no runs match" if (self.text or self.filter_index) else "no runs yet"), layout=False
             )
 
     @on(DataTable.RowHighlighted, "#runs")
@@ -231,7 +273,8 @@ class RunsScreen(RunActions):
             if held is not None:
                 line.append(claimed(held.operator, held.claimed_ts, self.ctx.clock()) + "; ")
             line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
-            why.update(line)
+            # Fixed height: no layout pass (it would repaint the table's scrollbar on every j).
+            why.update(line, layout=False)
         # On a move the footer keeps the keys it shows while the new run is
         # read; they act on nothing until it is (`is_current`), and the footer
         # is redrawn only if that run's keys differ (not twice per j).
@@ -264,19 +307,17 @@ class RunsScreen(RunActions):
 
     @on(RunsTable.PageRequested)
     def _page_requested(self, event: RunsTable.PageRequested) -> None:
-        size = self.page_size
-        total = self._page.total if self._page else 0
+        where: service.Where
         if event.where == "next":
-            self.page_offset += size
-            cursor = "first"
+            where, cursor = "next", "first"
         elif event.where == "previous":
-            self.page_offset = max(0, self.page_offset - size)
-            cursor = "last"
+            where, cursor = "previous", "last"
         elif event.where == "first":
-            self.page_offset, cursor = 0, "first"
+            self.page_offset = 0
+            where, cursor = "first", "first"
         else:
-            self.page_offset, cursor = max(0, (total - 1) // size * size), "last"
-        self.load(cursor)
+            where, cursor = "last", "last"
+        self.load(cursor, where)
 
     @on(DataTable.RowSelected, "#runs")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
@@ -295,7 +336,7 @@ class RunsScreen(RunActions):
     def _filter_changed(self, event: Input.Changed) -> None:
         self.text = event.value.strip()
         self.page_offset = 0
-        self.load("first")
+        self.load("first", "first")
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
@@ -311,23 +352,23 @@ class RunsScreen(RunActions):
             self.query_one(RunsTable).focus()
 
     def action_resort(self) -> None:
-        self.load("keep")
+        self.load("keep")  # the same page, read again in the store's order
 
     def action_cycle_status(self) -> None:
         self.filter_index = (self.filter_index + 1) % len(service.STATUS_FILTERS)
         self.page_offset = 0
-        self.load("first")
+        self.load("first", "first")
 
     def action_cycle_sort(self) -> None:
         self.sort_index = (self.sort_index + 1) % len(SORTS)
         self.descending = False
         self.page_offset = 0
-        self.load("first")
+        self.load("first", "first")
 
     def action_reverse_sort(self) -> None:
         self.descending = not self.descending
         self.page_offset = 0
-        self.load("first")
+        self.load("first", "first")
 
     @on(DataTable.HeaderSelected, "#runs")
     def _header(self, event: DataTable.HeaderSelected) -> None:
@@ -339,7 +380,16 @@ class RunsScreen(RunActions):
         else:
             self.sort_index, self.descending = index, False
         self.page_offset = 0
-        self.load("first")
+        self.load("first", "first")
+
+
+@dataclass(frozen=True)
+class _Request:
+    """Which page a read asks for (service.read_page's `where`, `anchor`, `offset`)."""
+
+    where: service.Where
+    anchor: tuple[Any, ...] | None
+    offset: int
 
 
 def _longest_rising(values: list[int]) -> int:

@@ -6,13 +6,12 @@ command runs, and a missing `web` extra is one line, not a traceback."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import logging
 import sys
 from typing import Any
 
-from phasegate import Engine, PhasegateError, UsageError, default_db
+from phasegate import PhasegateError, UsageError, default_db
 
 from . import guard
 
@@ -75,6 +74,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     db = args.db or default_db()
     # Opened once here, so a wrong path is one line now, not an error in every browser session.
+    from phasegate import Engine  # here: every command registers `serve`, few run it
+
     Engine(db, create=False, readonly=True).close()
     config = ServeConfig(
         db=db,
@@ -89,6 +90,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _log_to_stderr()
     server = ConsoleServer(config, console_argv(db, read_only=config.read_only))
     try:
+        import asyncio
+
         asyncio.run(server.run())
     except ListenError as exc:
         raise ServeError(str(exc)) from None

@@ -12,8 +12,13 @@ from phasegate import Frontier, PhaseView, safe
 
 from .._format import PHASE_MARKS, marked
 
+LEGEND = "[x] done  [~] partial  [ ] open  [!] failed  [-] degraded"
 
-def strip(phases: Sequence[PhaseView], frontier: Frontier) -> Text:
+
+def strip(phases: Sequence[PhaseView], frontier: Frontier, width: int = 0) -> Text:
+    """The strip, the frontier line, and the marks' legend: beside the
+    frontier when it fits in `width` columns, else on a line of its own
+    (never wrapped mid-legend at 80 columns)."""
     line = Text()
     for i, p in enumerate(phases):
         if i:
@@ -30,7 +35,9 @@ def strip(phases: Sequence[PhaseView], frontier: Frontier) -> Text:
         tail.append("frontier: ")
         tail.append(safe(frontier.phase), style="bold")
         tail.append(f" (phase {frontier.index + 1} of {frontier.of}, {frontier.steps_done} step(s) done in it)")
-    tail.append("   [x] done  [~] partial  [ ] open  [!] failed  [-] degraded", style="dim")
+    used = len(tail.plain.rsplit("\n", 1)[-1])
+    tail.append("   " if width and used + 3 + len(LEGEND) <= width else "\n")
+    tail.append(LEGEND, style="dim")
     line.append_text(tail)
     return line
 
@@ -38,5 +45,12 @@ def strip(phases: Sequence[PhaseView], frontier: Frontier) -> Text:
 class PhaseStrip(Static):
     """One line of phases, then where the frontier is."""
 
+    _shown: tuple[Sequence[PhaseView], Frontier] | None = None
+
     def show(self, phases: Sequence[PhaseView], frontier: Frontier) -> None:
-        self.update(strip(phases, frontier))
+        self._shown = (phases, frontier)
+        self.update(strip(phases, frontier, self.content_size.width or self.app.size.width - 4))
+
+    def on_resize(self) -> None:
+        if self._shown is not None:
+            self.update(strip(*self._shown, self.content_size.width))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import DataTable
 
@@ -124,11 +125,22 @@ class RunsTable(DataTable[Text]):
         new = {r.run_id: self._cells(r, now, held.get(r.run_id), wait.get(r.run_id, "")) for r in rows}
         keys = [str(row.key.value) for row in self.ordered_rows]
         if keys == list(new) and len(new) == len(rows) and self._shown_cells.keys() == new.keys():
-            for run_id, cells in new.items():
-                old = self._shown_cells[run_id]
-                for key, cell in cells.items():
-                    if (cell.plain, cell.style) != (old[key].plain, old[key].style):
+            changed: list[tuple[str, str]] = []
+            # `update_cell` repaints the whole table (every row, ~4 KB at
+            # 80x24); its own refresh is held back and only the cells that
+            # changed are repainted (an age ticking is five cells a row).
+            self._rows_only = True
+            try:
+                for run_id, cells in new.items():
+                    old = self._shown_cells[run_id]
+                    diff = [(k, c) for k, c in cells.items() if (c.plain, c.style) != (old[k].plain, old[k].style)]
+                    for key, cell in diff:
                         self.update_cell(run_id, key, cell)
+                        changed.append((run_id, key))
+            finally:
+                self._rows_only = False
+            for run_id, key in changed:
+                self.refresh_coordinate(Coordinate(self.get_row_index(run_id), self.get_column_index(key)))
             self._shown_cells = new
             return
         self.clear()
@@ -159,6 +171,13 @@ class RunsTable(DataTable[Text]):
             cells["reason"].append_text(plain(r.reason or "-"))
         return {k: cells[k] for k, *_rest in COLUMNS if k in self.widths}
 
+    _rows_only = False
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
+        if self._rows_only and not regions and not layout and not recompose:
+            return self  # a whole-table repaint asked by `update_cell`: the changed rows are repainted instead
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
     def run_id_at(self, row: int) -> str | None:
         if 0 <= row < self.row_count:
             key = self.coordinate_to_cell_key(Coordinate(row, 0)).row_key
@@ -177,11 +196,19 @@ class RunsTable(DataTable[Text]):
         else:
             inner()
 
+    # Textual's own cursor keys also repaint the mouse's hover row, one more
+    # row sent per key over a slow link: these move the cursor only.
+    def _down(self) -> None:
+        self.cursor_coordinate = self.cursor_coordinate.down()
+
+    def _up(self) -> None:
+        self.cursor_coordinate = self.cursor_coordinate.up()
+
     def action_cursor_down(self) -> None:
-        self._edge("next", super().action_cursor_down, self.cursor_row >= self.row_count - 1, self.has_next)
+        self._edge("next", self._down, self.cursor_row >= self.row_count - 1, self.has_next)
 
     def action_cursor_up(self) -> None:
-        self._edge("previous", super().action_cursor_up, self.cursor_row <= 0, self.has_previous)
+        self._edge("previous", self._up, self.cursor_row <= 0, self.has_previous)
 
     def action_page_down(self) -> None:
         self._edge("next", super().action_page_down, self.cursor_row >= self.row_count - 1, self.has_next)

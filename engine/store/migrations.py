@@ -6,6 +6,10 @@ effect records in the order they were written. A store written before seals
 existed has nothing to check them against, so the upgrade vouches for the
 records as they are at that moment; damage done before it is not detectable
 afterwards (run `phasegate verify` before upgrading a store you doubt).
+Version 4 added the workers' heartbeat table (nothing to fill: a worker
+writes its row when it starts), and each run's stored attention rank
+(runorder.py), filled from its status and decisions, with the indexes the
+runs list pages by.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 from sqlalchemy import Connection, inspect, select, text, update
 
 from .. import seals
-from .schema import ADDED_COLUMNS, ADDED_IN, effects, metadata, runs
+from . import _paging
+from .schema import ADDED_COLUMNS, ADDED_IN, ADDED_INDEXES, effects, metadata, runs
 
 
 def upgrade(conn: Connection, version: int) -> set[str]:
@@ -32,6 +37,12 @@ def upgrade(conn: Connection, version: int) -> set[str]:
             conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
     if version < 3:
         _seal_effects(conn)
+    if version < 4:
+        # Every run's stored attention rank, from its status and decisions, in one statement.
+        conn.execute(update(runs).values(attention_rank=_paging.rank_sql()))
+    for _name, (since, index) in ADDED_INDEXES.items():
+        if version < since:
+            index.create(conn, checkfirst=True)
     return {t.name for t in added}
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from sqlalchemy import Boolean, Column, Float, Index, Integer, MetaData, String, Table, Text
 
-#: The schema version this code writes. A store with a higher one was written
-#: by a newer phasegate and is not trusted.
-SCHEMA_VERSION = 4
+from .version import SCHEMA_VERSION
+
+__all__ = ["SCHEMA_VERSION"]  # declared in version.py, importable from here as always
 
 # Our own metadata keeps phasegate's tables out of `SQLModel.metadata`, which
 # belongs to the application (an atomic effect's ledger table lives there).
@@ -69,8 +69,18 @@ runs = Table(
     # else names it.
     Column("effects_last", String),
     Column("effects_count", Integer, nullable=False, default=0),
+    # Version 4 (store/_paging.py): the run's place in the attention order
+    # as far as it does not depend on the time, kept where its status and
+    # decisions change, so the console's default order reads an index.
+    Column("attention_rank", Integer, nullable=False, default=3),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
+
+#: Version 4: the runs list in attention order, read a page at a time by
+#: keyset; and the running runs whose lease has lapsed (interrupted), found
+#: without reading the live ones.
+ix_runs_rank = Index("ix_runs_rank", runs.c.attention_rank, runs.c.updated_at.desc(), runs.c.run_id)
+ix_runs_status_lease = Index("ix_runs_status_lease", runs.c.status, runs.c.lease_expires_at)
 
 
 # One entry of a run's hash chain. `envelope` is the hashed record (position,
@@ -243,11 +253,36 @@ policy = Table(
     Column("reason", Text, nullable=False),
 )
 
+
+# One `phasegate worker` process: its heartbeat, written at its start, every
+# `every` seconds while it runs and at a clean exit (state stopped), so the
+# console and `phasegate workers` can tell whether anything will carry out a
+# decision. Added in schema version 4. Times are the lease clock's (the
+# server's on PostgreSQL), so workers on several hosts compare. state:
+# running | stopped.
+workers = Table(
+    "phasegate_workers",
+    metadata,
+    Column("worker_id", String, primary_key=True),
+    Column("host", String, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("started_at", Float, nullable=False),
+    Column("last_seen", Float, nullable=False),
+    Column("every", Float, nullable=False),
+    Column("jobs", Integer, nullable=False, default=1),
+    Column("busy_json", Text, nullable=False, default="[]"),
+    Column("handled", Integer, nullable=False, default=0),
+    Column("state", String, nullable=False, default="running"),
+    Column("stopped_at", Float),
+    Index("ix_workers_last_seen", "last_seen"),
+)
+
 #: Tables added after version 1, by the version that added them: an older
 #: store opened read-only has none of them, and readers answer "nothing stored".
 ADDED_IN: dict[str, int] = {
     "phasegate_sources": 2,
     "phasegate_alerts": 2,
+    "phasegate_workers": 4,
     "phasegate_claims": 4,
     "phasegate_policy": 4,
 }
@@ -265,4 +300,11 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_decisions", "account"): (4, "TEXT"),
     ("phasegate_decisions", "expires_at"): (4, "FLOAT"),
     ("phasegate_decisions", "seconded_by"): (4, "INTEGER"),
+    ("phasegate_runs", "attention_rank"): (4, "INTEGER NOT NULL DEFAULT 3"),
+}
+
+#: Indexes added to existing tables, by the version that added them.
+ADDED_INDEXES: dict[str, tuple[int, Index]] = {
+    "ix_runs_rank": (4, ix_runs_rank),
+    "ix_runs_status_lease": (4, ix_runs_status_lease),
 }

@@ -16,8 +16,9 @@ from sqlalchemy import and_, case, delete, func, insert, inspect, or_, select, u
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
+from .. import runorder
 from ..errors import StoreError
-from . import _postgres, _rowcheck, _sqlite, migrations
+from . import _paging, _postgres, _rowcheck, _sqlite, migrations
 from .schema import (
     SCHEMA_VERSION,
     alerts,
@@ -31,6 +32,7 @@ from .schema import (
     runs,
     sources,
     steps,
+    workers,
 )
 
 #: The lease a store is opened for when its opener does not say (the engine does).
@@ -286,6 +288,7 @@ class Store:
         return _rowcheck.check(conn.execute(q).first())
 
     def insert_run(self, conn: Connection, values: dict[str, Any]) -> None:
+        values = {"attention_rank": runorder.stored_rank(str(values.get("status")), False), **values}
         conn.execute(insert(runs).values(**values))
 
     def update_run(
@@ -304,7 +307,14 @@ class Store:
             cond = and_(cond, runs.c.lease_owner == owner)
         if held_at is not None:
             cond = and_(cond, runs.c.lease_expires_at > self._lease_now(held_at))
+        if "status" in values:
+            # The stored attention rank follows the status in the same write.
+            values = {**values, "attention_rank": _paging.rank_for(str(values["status"]))}
         return conn.execute(update(runs).where(cond).values(**values)).rowcount
+
+    def _rerank(self, conn: Connection, run_id: Any) -> None:
+        """Its decisions changed: the run's stored attention rank may have."""
+        conn.execute(update(runs).where(runs.c.run_id == run_id).values(attention_rank=_paging.rank_sql()))
 
     # -- the lease ------------------------------------------------------------
     # Lease times come from one clock for every process that shares the store:
@@ -376,72 +386,85 @@ class Store:
         self,
         conn: Connection,
         *,
-        limit: int | None = None,
-        offset: int = 0,
         statuses: Sequence[str] | None = None,
-        text: str | None = None,
-        order: str = "attention",
-        now: float | None = None,
-        dead: Sequence[str] = (),
+        order: str = "run_id",
     ) -> list[Row[Any]]:
-        """A page of run rows, each with `pending_decision` (an operator's
-        decision waits to be carried out). `dead`: running runs whose holder
-        is known dead (a pid on this host), interrupted before their lease lapses."""
-        pending = (
-            select(decisions.c.id)
-            .where(and_(decisions.c.run_id == runs.c.run_id, decisions.c.state == "pending"))
-            .exists()
-        )
-        q = select(runs, pending.label("pending_decision"))
+        """Every run row with these stored statuses, in a column's order (no
+        attention rank: `page_runs` reads the operator's list)."""
+        q = self._filtered(select(runs), statuses, None)
+        o = runorder.Order.parse(order if order.lstrip("-") != "attention" else "run_id")
+        return _paging.keyset(conn, q, o, after=None, inclusive=False, backward=False, limit=None)
+
+    def _filtered(self, q: Any, statuses: Sequence[str] | None, text: str | None) -> Any:
         if statuses:
             q = q.where(runs.c.status.in_(list(statuses)))
         if text:
             like = f"%{text}%"
             q = q.where(or_(runs.c.run_id.like(like), runs.c.workflow.like(like), runs.c.attention.like(like)))
-        key, desc = order.lstrip("-"), order.startswith("-")
-        if key == "attention":
-            # An operator works down the list: what needs a person (blocked,
-            # failed, interrupted) first; then what was decided and waits to
-            # be carried out (or a reset waiting to start over); then live
-            # runs; then the rest. Interrupted: a lapsed lease, or a holder
-            # the caller knows is dead.
-            gone = or_(runs.c.lease_expires_at.is_(None), runs.c.lease_expires_at < (now or 0.0))
-            if dead:
-                gone = or_(gone, runs.c.run_id.in_(list(dead)))
-            running = runs.c.status == "running"
-            rank = case(
-                (and_(running, ~gone), 2),
-                (pending, 1),
-                (or_(runs.c.status.in_(["blocked", "failed"]), running), 0),
-                (runs.c.status == "reset", 1),
-                else_=3,
-            )
-            q = q.order_by(rank, runs.c.updated_at.desc(), runs.c.run_id)
+        return q
+
+    def running_candidates(self, conn: Connection, now: float, host: str) -> list[Row[Any]]:
+        """The running runs whose holder may be gone: a lease lapsed or no
+        one's, or held from `host` (whose pid the caller can ask about). Live
+        runs held from other hosts are not read."""
+        q = select(runs).where(runs.c.status == "running", or_(_paging.gone_sql(now), runs.c.lease_host == host))
+        return list(conn.execute(q))
+
+    def page_runs(
+        self,
+        conn: Connection,
+        *,
+        limit: int | None,
+        order: str = "attention",
+        statuses: Sequence[str] | None = None,
+        text: str | None = None,
+        now: float = 0.0,
+        dead: Sequence[str] = (),
+        after: Sequence[Any] | None = None,
+        inclusive: bool = False,
+        backward: bool = False,
+    ) -> list[tuple[Row[Any], tuple[Any, ...]]]:
+        """A page of the runs list by keyset (store/_paging.py): the rows
+        after the key `after` in `order` (before it with `backward`), each with
+        its key and `pending_decision`, in the list's order. `dead`: running
+        runs whose holder on this host is known dead, interrupted before
+        their lease lapses."""
+        o = runorder.Order.parse(order)
+        pending = _paging.pending_exists()
+        base = self._filtered(select(runs, pending.label("pending_decision")), statuses, text)
+        n = limit if limit is not None else -1
+        if o.name != "attention":
+            got = _paging.keyset(conn, base, o, after=after, inclusive=inclusive, backward=backward, limit=limit)
+            rows = [(r, o.key_of(r)) for r in got]
         else:
-            # Sortable columns of the console's runs table; a "-" prefix sorts descending.
-            col = {
-                "workflow": runs.c.workflow,
-                "status": runs.c.status,
-                "frontier": runs.c.frontier_index,
-                "last_checkpoint_at": runs.c.last_checkpoint_at,
-            }.get(key, runs.c.run_id)
-            q = q.order_by(col.desc() if desc else col.asc(), runs.c.run_id.desc() if desc else runs.c.run_id)
-        if limit is not None:
-            q = q.limit(limit).offset(offset)
+            gone = and_(runs.c.status == "running", or_(_paging.gone_sql(now), runs.c.run_id.in_(list(dead))))
+            # Interrupted runs sit where their rank says, not where their
+            # stored (live) rank does: read apart through the lease index,
+            # the rest from the rank index, and merged.
+            lost = [
+                (r, o.key_of(r, runorder.interrupted_rank(bool(r.pending_decision))))
+                for r in conn.execute(base.where(gone))
+            ]
+            got = _paging.keyset(
+                conn, base.where(~gone), o, after=after, inclusive=inclusive, backward=backward, limit=limit
+            )
+            rows = [(r, o.key_of(r)) for r in got]
+            if lost:
+                rows += runorder.beyond(o, lost, after, inclusive=inclusive, backward=backward)
+                rows.sort(key=lambda rk: o.sort_tuple(rk[1]), reverse=backward)
+                if n >= 0:
+                    rows = rows[:n]
+        if backward:
+            rows.reverse()
         # Unchecked: one damaged row must not hide the others from the list;
         # the caller checks each and shows a damaged one as such.
-        return list(conn.execute(q))
+        return rows
 
     def count_matching(
         self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None
     ) -> int:
         """How many rows `list_runs` would return with the same filters (for paging)."""
-        q = select(func.count()).select_from(runs)
-        if statuses:
-            q = q.where(runs.c.status.in_(list(statuses)))
-        if text:
-            like = f"%{text}%"
-            q = q.where(or_(runs.c.run_id.like(like), runs.c.workflow.like(like), runs.c.attention.like(like)))
+        q = self._filtered(select(func.count()).select_from(runs), statuses, text)
         return int(conn.execute(q).scalar() or 0)
 
     def count_runs(self, conn: Connection) -> dict[str, int]:
@@ -592,6 +615,16 @@ class Store:
             effects, conn.execute(select(effects).where(effects.c.run_id == run_id).order_by(effects.c.id))
         )
 
+    def effects_of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
+        """`effects_for` of several runs in one query (verify reads a page at a time)."""
+        if not run_ids:
+            return {}
+        q = select(effects).where(effects.c.run_id.in_(list(run_ids))).order_by(effects.c.run_id, effects.c.id)
+        out: dict[str, list[Row[Any]]] = {}
+        for row in _rowcheck.check_all(effects, conn.execute(q)):
+            out.setdefault(row.run_id, []).append(row)
+        return out
+
     def effect_by_key(self, conn: Connection, key: str) -> Row[Any] | None:
         found = _rowcheck.check_all(effects, conn.execute(select(effects).where(effects.c.key == key)).fetchmany(1))
         return found[0] if found else None
@@ -617,10 +650,12 @@ class Store:
     def insert_decision(self, conn: Connection, values: dict[str, Any]) -> int:
         res = conn.execute(insert(decisions).values(**values))
         pk = res.inserted_primary_key
+        self._rerank(conn, values["run_id"])
         return int(pk[0]) if pk else 0
 
     def settle_decision(self, conn: Connection, decision_id: int, state: str, at: float) -> None:
         conn.execute(update(decisions).where(decisions.c.id == decision_id).values(state=state, applied_at=at))
+        self._rerank(conn, select(decisions.c.run_id).where(decisions.c.id == decision_id).scalar_subquery())
 
     def update_decision(self, conn: Connection, decision_id: int, values: dict[str, Any]) -> None:
         conn.execute(update(decisions).where(decisions.c.id == decision_id).values(**values))
@@ -726,6 +761,49 @@ class Store:
 
     def settle_alert(self, conn: Connection, key: str, owner: str, values: dict[str, Any]) -> None:
         conn.execute(update(alerts).where(alerts.c.stop_key == key, alerts.c.claimed_by == owner).values(**values))
+
+    # -- workers' heartbeats ---------------------------------------------------
+
+    def beat_worker(self, values: dict[str, Any]) -> float:
+        """Write one worker's heartbeat row (inserted the first time), its
+        `last_seen` the lease clock's now; returns that time."""
+        with self.write() as conn:
+            now = self.lease_clock(conn, float(values["last_seen"]))
+            values = {**values, "last_seen": now}
+            if values.get("state") == "stopped":
+                values["stopped_at"] = now
+            if "phasegate_workers" not in self.tables:
+                return now
+            key = values["worker_id"]
+            n = conn.execute(update(workers).where(workers.c.worker_id == key).values(**values)).rowcount
+            if n == 0:
+                conn.execute(insert(workers).values(**{**values, "started_at": values.get("started_at", now)}))
+            return now
+
+    def worker_rows(self, conn: Connection, *, limit: int = 100) -> list[Row[Any]]:
+        """The workers seen most recently first (at most `limit`)."""
+        if "phasegate_workers" not in self.tables:
+            return []
+        q = select(workers).order_by(workers.c.last_seen.desc(), workers.c.worker_id).limit(limit)
+        return list(conn.execute(q))
+
+    def prune_workers(self, conn: Connection, *, seen_before: float, keep: int) -> int:
+        """Delete the rows of workers not seen since `seen_before` (stopped,
+        or dead without a clean exit), and any stopped rows past the `keep`
+        most recent: the table stays bounded however often workers restart."""
+        if "phasegate_workers" not in self.tables:
+            return 0
+        n = conn.execute(delete(workers).where(workers.c.last_seen < seen_before)).rowcount
+        recent = (
+            select(workers.c.worker_id)
+            .where(workers.c.state == "stopped")
+            .order_by(workers.c.last_seen.desc())
+            .limit(keep)
+        )
+        n += conn.execute(
+            delete(workers).where(workers.c.state == "stopped", workers.c.worker_id.not_in(recent))
+        ).rowcount
+        return int(n)
 
     # -- the hot path -----------------------------------------------------------
     # Checkpoints, effect records and durable steps are written with fixed SQL

@@ -11,6 +11,7 @@ import pytest
 from engine_harness import Harness
 
 from phasegate import Engine, StoreError, Workflow, WorkflowError
+from phasegate.store.schema import SCHEMA_VERSION
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -108,7 +109,7 @@ def test_a_version_1_store_is_upgraded_and_an_old_shape_still_reads(tmp_path: Pa
         Engine(h.db, create=False, readonly=True)
     assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [("1",)]
     assert h.cli("status", "r1").returncode == 0  # a writable open upgrades
-    assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [("3",)]
+    assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [(str(SCHEMA_VERSION),)]
     with Engine(h.db, create=False, readonly=True) as eng:
         assert eng.status("r1").runbooks == () and eng.status("r1").code_diffs == ()
     assert h.sql("SELECT count(*) FROM phasegate_alerts") == [(0,)]

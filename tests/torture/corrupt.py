@@ -415,7 +415,7 @@ def _console_reads(db: Path, run_ids: list[str]) -> str | None:
     try:
         with Engine(db, create=False) as eng:
             for i in range(len(service.STATUS_FILTERS)):
-                service.read_page(eng, offset=0, limit=50, filter_index=i, text="", order="attention")
+                service.read_page(eng, limit=50, filter_index=i, text="", order="attention")
             for rid in run_ids:
                 try:
                     service.allowed(eng, eng.status(rid))

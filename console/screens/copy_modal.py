@@ -1,0 +1,90 @@
+"""The copy action (`y`): the selected run's id and every hash it carries,
+whole, one a line; Enter copies the highlighted one to the terminal's
+clipboard with OSC 52 (which travels over SSH), and nothing else in the
+console ever sends OSC 52. The values are shown in full, so a terminal
+without OSC 52 (or `PHASEGATE_CONSOLE_OSC52=off`) still lets the operator
+select one by hand."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from phasegate import RunView, safe
+
+_WHOLE_DIGEST = re.compile(r"(?:sha256:)?(?=[0-9a-f]*[a-f])[0-9a-f]{16,}")
+"""A stored value that is a digest as a whole (as `_format.hashes` shortens)."""
+
+
+def copy_choices(view: RunView) -> list[tuple[str, str]]:
+    """(what, value): the run id, then each distinct hash in the run's
+    `--json`, named by where it sits there."""
+    out: list[tuple[str, str]] = [("run id", view.run_id)]
+    seen: set[str] = set()
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{where}.{k}" if where else str(k))
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                walk(v, f"{where}[{i}]")
+        elif isinstance(value, str) and _WHOLE_DIGEST.fullmatch(value) and value not in seen:
+            seen.add(value)
+            out.append((where, value))
+
+    walk(view.to_json(), "")
+    return out
+
+
+class CopyModal(ModalScreen[tuple[str, str] | None]):
+    """Choose what to copy; Enter copies, Esc closes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="copy.cancel"),
+        Binding("j", "move(1)", "Down", show=False, id="copy.down"),
+        Binding("k", "move(-1)", "Up", show=False, id="copy.up"),
+    ]
+
+    def __init__(self, run_id: str, choices: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="copy-dialog") as box:
+            box.border_title = "copy (y): Enter copies with OSC 52, Esc closes"
+            yield Static(Text("copy from ") + Text(safe(self.run_id), style="bold"))
+            options = []
+            for i, (what, value) in enumerate(self.choices):
+                label = Text(safe(what), style="dim")
+                label.append("\n")
+                label.append(safe(value))  # whole, on a line of its own
+                options.append(Option(label, id=str(i)))
+            yield OptionList(*options, id="copy-choices")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def action_move(self, step: int) -> None:
+        box = self.query_one(OptionList)
+        if step > 0:
+            box.action_cursor_down()
+        else:
+            box.action_cursor_up()
+
+    @on(OptionList.OptionSelected, "#copy-choices")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.choices[int(event.option.id or 0)])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
