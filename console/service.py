@@ -251,6 +251,10 @@ def _check_first(view: RunView, key: str) -> tuple[str, ...]:
     its key in the outside system, and the workflow's runbook for it."""
     eff = next((e for e in view.effects if e.key == key), None)
     lines = [f"look key {key} up in the target system"]
+    if eff is not None and eff.reconcile is not None:
+        answer = eff.reconcile
+        why = f": {answer.get('why')}" if answer.get("why") else ""
+        lines.append(f"its reconcile hook last answered {answer.get('answer')}{why}")
     if eff is not None and not eff.idempotent:
         lines.append("its target does not deduplicate: a retry of a charge that happened charges twice")
     lines += [str(b.get("runbook")) for b in view.runbooks if b.get("kind") == "in_doubt_effect" and b.get("runbook")]

@@ -20,6 +20,7 @@ from ._dbpath import default_db
 from ._host import HOST
 from ._states import Action, RunStatus
 from .applying import apply_reset
+from .completions import DEFAULT_DELAY
 from .errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, SameOperator, StoreError, UsageError
 from .identity import Who, different_operators, same_person, whoami
 from .lease import HolderState, holder_alive, holder_state
@@ -71,6 +72,14 @@ def _checked_claim(value: float) -> float:
     return value
 
 
+def _checked_flush(value: float) -> float:
+    # How long an effect's completion may wait to commit with the run's next
+    # write (completions.py): a negative or endless wait would strand it.
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"PHASEGATE_EFFECT_FLUSH_MS must be a finite number of milliseconds >= 0, not {value * 1000}")
+    return value
+
+
 def _checked_retention(value: float) -> float:
     if math.isnan(value) or value < 0:
         raise UsageError(f"the retention (PHASEGATE_RETENTION_DAYS) must be a number of days >= 0, not {value}")
@@ -100,10 +109,18 @@ class Engine:
         claim_seconds: float | None = None,
         create: bool = True,
         readonly: bool = False,
+        effect_flush: float | None = None,
     ) -> None:
         # Settings first: a bad one is refused before any store is created.
         self.lease_seconds = _checked_lease(
             lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
+        )
+        #: Seconds an effect's completion may wait to commit with the run's next
+        #: transaction (0: committed before `ctx.effect` returns).
+        self.effect_flush = _checked_flush(
+            effect_flush
+            if effect_flush is not None
+            else _env_float("PHASEGATE_EFFECT_FLUSH_MS", DEFAULT_DELAY * 1000) / 1000
         )
         self.retention_days = _checked_retention(
             retention_days if retention_days is not None else _env_float("PHASEGATE_RETENTION_DAYS", 30.0)
@@ -152,6 +169,7 @@ class Engine:
             lease_seconds=self.lease_seconds,
             should_stop=self.should_stop,
             force=force,
+            effect_flush=self.effect_flush,
         )
         return runner.execute()
 

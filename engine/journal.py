@@ -16,7 +16,7 @@ from typing import Any
 
 from . import _json, chain, environment
 from ._pause import pause_point
-from .errors import LeaseLost
+from .completions import Completions
 from .lease import Fence
 from .store.store import Store
 from .workflow import Phase, Workflow
@@ -42,8 +42,11 @@ class RunJournal:
         *,
         epoch: int,
         inputs_hash: str,
+        completions: Completions | None = None,
     ) -> None:
         self._store = store
+        self._completions = completions if completions is not None else Completions(store, fence)
+        """Effect completions waiting for a transaction: a checkpoint carries them."""
         self._wf = wf
         self._fence = fence
         self._clock = clock
@@ -127,40 +130,46 @@ class RunJournal:
             extra={"missing": missing, "next": {"phase": nxt.name if nxt else None, "needs": next_needs}},
         )
         frontier = nxt if nxt is not None else p
-        with self._store.hot_tx() as tx:
-            tx.run(
-                "checkpoint",
-                {
-                    "run_id": self.run_id,
-                    "epoch": self.epoch,
-                    "seq": seq,
-                    "kind": "phase",
-                    "phase": p.name,
-                    "envelope": env_text,
-                    "payload_hash": env_hash,
-                    "prev_hash": self.head,
-                    "output_json": text,
-                    "output_state": "present",
-                    "output_bytes": size,
-                    "created_at": now,
-                },
-            )
-            n = tx.run(
-                "advance",
-                {
-                    "head_seq": seq,
-                    "head_hash": env_hash,
-                    "frontier_phase": frontier.name,
-                    "frontier_index": frontier.index + (0 if nxt is not None else 1),
-                    "steps_done": 0 if nxt is not None else steps_done,
-                    "now": now,
-                    "run_id": self.run_id,
-                    "owner": self._fence.owner,
-                },
-            )
+        entry = {
+            "run_id": self.run_id,
+            "epoch": self.epoch,
+            "seq": seq,
+            "kind": "phase",
+            "phase": p.name,
+            "envelope": env_text,
+            "payload_hash": env_hash,
+            "prev_hash": self.head,
+            "output_json": text,
+            "output_state": "present",
+            "output_bytes": size,
+            "created_at": now,
+        }
+        head = {
+            "head_seq": seq,
+            "head_hash": env_hash,
+            "frontier_phase": frontier.name,
+            "frontier_index": frontier.index + (0 if nxt is not None else 1),
+            "steps_done": 0 if nxt is not None else steps_done,
+            "now": now,
+            "run_id": self.run_id,
+            "owner": self._fence.owner,
+        }
+        began = self._fence.stamp()
+        # The phase's effects' completions still waiting commit with it.
+        with self._completions.hot_tx() as tx:
+            if self._store.checkpoint_in_one:
+                # One statement, one round trip: the fenced head move, and
+                # the entry inserted only when it moved (PostgreSQL).
+                n = tx.run("checkpoint_advance", {**entry, **head})
+            else:
+                tx.run("checkpoint", entry)
+                n = tx.run("advance", head)
             if n == 0:
-                raise LeaseLost(f"run {self.run_id!r}: lease lost before checkpoint of {p.name}; nothing recorded")
+                raise self._fence.lost(
+                    f"run {self.run_id!r}: lease lost before checkpoint of {p.name}; nothing recorded"
+                )
             pause_point("in-commit", p.name)
+        self._fence.verified(began)
         self.next_seq = seq + 1
         self.head = env_hash
         self.shape = shape

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -26,6 +27,13 @@ if TYPE_CHECKING:  # the store's module loads SQLAlchemy: `phasegate status` rea
     from .store.store import HotTx, Store
 
 log = logging.getLogger("phasegate.lease")
+
+
+#: Seconds after a committed fenced transaction began within which
+#: `Fence.ensure` trusts it instead of reading the lease again: longer than a
+#: local commit (PostgreSQL's fsync included), far shorter than any freeze
+#: that can let a lease lapse (it lasts seconds, and is extended every third).
+RECHECK_AFTER = 0.005
 
 
 class HolderState(StrEnum):
@@ -99,9 +107,27 @@ class Fence:
         self.clock = clock
         self.epoch = 0
         """The run's epoch when the lease was taken (a reset starts a new one)."""
+        self._verified: tuple[float, float] | None = None
+        """When the last fenced transaction that committed began (`verified`)."""
 
     def _lost(self) -> LeaseLost:
+        self._verified = None
         return LeaseLost(f"run {self.run_id!r}: lease lost; nothing recorded")
+
+    @staticmethod
+    def stamp() -> tuple[float, float]:
+        """Taken just before a fenced transaction begins (both clocks)."""
+        return time.monotonic(), time.time()
+
+    def verified(self, at: tuple[float, float]) -> None:
+        """A fenced transaction that began at `at` (`stamp`) committed: the
+        lease was ours, and held by its lock, from then until its commit."""
+        self._verified = at
+
+    def lost(self, message: str) -> LeaseLost:
+        """The error for a fenced write that found the lease gone."""
+        self._verified = None
+        return LeaseLost(message)
 
     def check(self, conn: Any, now: float) -> None:
         """For an ordinary write transaction: touch the run row as its owner."""
@@ -113,9 +139,26 @@ class Fence:
         if not tx.fenced(self.run_id, self.owner, self.clock()):
             raise self._lost()
 
+    def check_rows(self, n: int) -> None:
+        """For a hot transaction whose own write to the run row was fenced:
+        0 rows written means the lease is gone."""
+        if n == 0:
+            raise self._lost()
+
     def ensure(self) -> None:
-        """Immediately before an effect's function is called: is the lease
-        still ours and unexpired? A read on the reused connection, no lock."""
+        """Immediately before an effect's function or a phase is called: is
+        the lease still ours and unexpired? A read on the reused connection,
+        no lock; skipped when a fenced transaction that began less than
+        RECHECK_AFTER ago committed (`verified`): the lease was checked, and
+        held by that transaction's lock, that recently, and a revocation in
+        so short a gap is no different from one landing just after the call
+        starts, which no check can see. Both clocks: a suspended VM stops the
+        monotonic one, a clock step moves the wall one; either forces the read."""
+        at = self._verified
+        if at is not None:
+            if time.monotonic() - at[0] <= RECHECK_AFTER and abs(time.time() - at[1]) <= RECHECK_AFTER:
+                return
+            self._verified = None
         if not self.store.lease_held(self.run_id, self.owner, self.clock()):
             raise self._lost()
 

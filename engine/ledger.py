@@ -1,9 +1,11 @@
 """Where an effect is recorded: the run's effect ledger.
 
 An effect is an action on the outside world that must not happen twice. Its
-intent is committed (fsync) before its function is called and its completion
-after, each fenced by the run's lease, so a resume can tell done from in
-doubt. An atomic effect and its record commit in one transaction instead.
+intent is committed (fsync) before its function is called, fenced by the
+run's lease, so a resume can tell done from in doubt. Its completion is
+committed after the call, with the run's next transaction or on a short timer
+(completions.py: one fsync per effect, and what that does to the in-doubt
+window). An atomic effect and its record commit in one transaction instead.
 
 `needs_answer` is the one rule for "is this effect in doubt": the start
 sequence, `decide`, the views and the console all ask it.
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable
+from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 from . import _json, seals
 from ._pause import pause_point
 from ._states import Action, BlockKind
 from ._stop import Stop, damaged, read_saved
+from .completions import Completions
 from .errors import StoreError, UsageError
 from .lease import Fence, FenceToken
 from .outcome import BlockReason
@@ -71,10 +75,14 @@ class EffectLedger:
     Every write re-seals the record (seals.py), and a new record is linked
     after the run's last one, so the start sequence can verify the ledger."""
 
-    def __init__(self, store: Store, fence: Fence, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, store: Store, fence: Fence, clock: Callable[[], float], completions: Completions | None = None
+    ) -> None:
         self._store = store
         self._fence = fence
         self._clock = clock
+        self.completions = completions if completions is not None else Completions(store, fence)
+        """Completions not yet committed; every hot transaction of the run carries them."""
         self.effects: dict[str, EffectRecord] = {}
         """The run's effect records by key, as last read or written."""
         self.head: str | None = None
@@ -86,6 +94,8 @@ class EffectLedger:
         for phases re-opened by a rewind or a reset; set by the runner."""
 
     def load(self) -> None:
+        # A completion still waiting would read back as an intent: in doubt.
+        self.completions.flush()
         with self._store.read() as conn:
             self._read(conn)
 
@@ -173,35 +183,43 @@ class EffectLedger:
                 reconcilable=reconcile is not None,
             )
         seals.sealed(rec)
-        # The intent is durable (synchronous=FULL commit) before fn runs.
+        began = self._fence.stamp()
+        # The intent is durable (synchronous=FULL commit) before fn runs; the
+        # completion of the effect before it, if still waiting, commits with it.
         try:
-            with self._store.hot_tx() as tx:
+            with self.completions.hot_tx() as tx:
                 if row is None:
                     tx.run("intent", {k: rec[k] for k in _INTENT})
-                    tx.run("effects_head", {"run_id": rec.run_id, "key": key, "owner": self._fence.owner})
+                    # Fenced: the run row's write is the lease check (no extra read).
+                    n = tx.run(
+                        "effects_head",
+                        {"run_id": rec.run_id, "key": key, "owner": self._fence.owner, "now": self._clock()},
+                    )
+                    self._fence.check_rows(n)
                 else:
                     tx.run("reintent", {k: rec[k] for k in _REINTENT})
-                self._fence.check_hot(tx)
+                    self._fence.check_hot(tx)
         except StoreError:
             self._check_foreign(row, key, name)
             raise
+        self._fence.verified(began)
         self.effects[key] = rec
         if row is None:
             self.head = key
             self.count += 1
         pause_point("after-intent", name)
         # A process frozen since its intent committed must not call fn now:
-        # its lease may have lapsed, been revoked, or been taken over.
+        # its lease may have lapsed, been revoked, or been taken over (a read,
+        # unless the intent's own fenced commit is that fresh: Fence.ensure).
         self._fence.ensure()
         token = FenceToken(self._fence.run_id, self._fence.epoch, int(rec["attempt"]), key)
         result = _call(fn, key, token=token)
         text = _json.dumps(result)
         done = EffectRecord(rec, state="done", done_at=self._clock(), result_json=text, result_hash=_json.sha256(text))
         seals.sealed(done)
-        with self._store.hot_tx() as tx:
-            tx.run("effect_done", {k: done[k] for k in _DONE})
-            self._fence.check_hot(tx)
         self.effects[key] = done
+        # Committed with the run's next transaction, or by the timer (completions.py).
+        self.completions.add(done)
         return _json.loads(text)
 
     def _intent(
@@ -243,6 +261,7 @@ class EffectLedger:
         # line start should not pay for it.
         from sqlmodel import Session
 
+        self.completions.flush()
         now = self._clock()
         with self._store.hot() as conn:
             with Session(bind=conn) as session:
@@ -304,6 +323,7 @@ class EffectLedger:
         """Ask the outside system about an in-doubt effect, and write down what
         it said: an answer that settles it is a decision by "phasegate", with
         the hook's answer as its evidence, applied at once."""
+        self.completions.flush()
         got = ask(hook, row.key, timeout)
         if got.answer == "done":
             try:
@@ -422,7 +442,6 @@ _INTENT = (
     "redo_on_rewind",
 )
 _REINTENT = ("key", "attempt", "intent_at", "idempotent", "reconcilable", "seal")
-_DONE = ("key", "done_at", "result_json", "result_hash", "seal")
 
 
 def _call(fn: Callable[..., Any], key: str, session: Any = None, *, token: FenceToken | None = None) -> Any:
@@ -430,6 +449,31 @@ def _call(fn: Callable[..., Any], key: str, session: Any = None, *, token: Fence
     (`fn(key)`), and for an atomic effect the session too (`fn(key, session)`,
     or `fn(session)` when it takes one argument); `fn()` when it takes none.
     A function with a parameter named `fence` gets the fencing token there."""
+    params, varargs, wants_fence = _shape(fn)
+    kw = {"fence": token} if wants_fence else {}
+    args: tuple[Any, ...] = (key,) if session is None else (key, session)
+    if varargs or params >= len(args):
+        return fn(*args, **kw)
+    if session is not None and params == 1:
+        return fn(session, **kw)
+    return fn(*args[:params], **kw)
+
+
+_shapes: dict[tuple[Any, ...], tuple[int, bool, bool]] = {}
+
+
+def _shape(fn: Callable[..., Any]) -> tuple[int, bool, bool]:
+    """(required positional parameters other than `fence`, takes *args,
+    takes `fence`). A plain function's answer depends only on its code and
+    which parameters have defaults, so it is kept: inspect.signature costs
+    ~10 us, a tenth of an effect's CPU (effect functions are often lambdas,
+    a new object each call, with the same code)."""
+    key: tuple[Any, ...] | None = None
+    if type(fn) is FunctionType and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__"):
+        key = (fn.__code__, len(fn.__defaults__ or ()), tuple(fn.__kwdefaults__ or ()))
+        got = _shapes.get(key)
+        if got is not None:
+            return got
     try:
         sig = inspect.signature(fn).parameters
         params = [
@@ -440,11 +484,8 @@ def _call(fn: Callable[..., Any], key: str, session: Any = None, *, token: Fence
         varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.values())
         wants_fence = "fence" in sig and sig["fence"].kind is not inspect.Parameter.POSITIONAL_ONLY
     except (TypeError, ValueError):  # a builtin without a signature: give it everything
-        params, varargs, wants_fence = [], True, False
-    kw = {"fence": token} if wants_fence else {}
-    args: tuple[Any, ...] = (key,) if session is None else (key, session)
-    if varargs or len(params) >= len(args):
-        return fn(*args, **kw)
-    if session is not None and len(params) == 1:
-        return fn(session, **kw)
-    return fn(*args[: len(params)], **kw)
+        return 0, True, False
+    shape = (len(params), varargs, wants_fence)
+    if key is not None and len(_shapes) < 4096:
+        _shapes[key] = shape
+    return shape

@@ -10,6 +10,8 @@ The runner holds only that sequence. What it composes:
 - `RunJournal` (journal.py) writes the chain: checkpoints and markers;
 - `EffectLedger` (ledger.py) and `StepLog` (steplog.py) record effects and
   durable steps, handed to each phase's `PhaseContext`;
+- `Completions` (completions.py): effect completions waiting to ride with the
+  run's next transaction; the runner commits them before the run's end;
 - `plan_start` (planner.py) decides, purely, what the start does;
 - `DecisionApplier` (applying.py) carries out the decisions it plans.
 """
@@ -30,6 +32,7 @@ from ._pause import pause_point
 from ._states import BlockKind, OutcomeStatus, RunStatus
 from ._stop import Stop
 from .applying import DecisionApplier
+from .completions import DEFAULT_DELAY, Completions
 from .context import PhaseContext
 from .errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
 from .journal import RunJournal
@@ -76,6 +79,7 @@ class Runner:
         lease_seconds: float,
         should_stop: Callable[[], bool] | None = None,
         force: bool = False,
+        effect_flush: float = DEFAULT_DELAY,
     ) -> None:
         self.store = store
         self.wf = wf
@@ -89,8 +93,10 @@ class Runner:
         self.force = force
         """Take the run over even from a stalled holder (`HolderStalled`)."""
         self.fence = Fence(store, self.run_id, new_owner(), clock)
-        self.steps = StepLog(store, self.fence, clock)
-        self.effects = EffectLedger(store, self.fence, clock)
+        # Effect completions not yet committed: every write of the run carries them.
+        self.completions = Completions(store, self.fence, effect_flush)
+        self.steps = StepLog(store, self.fence, clock, self.completions)
+        self.effects = EffectLedger(store, self.fence, clock, self.completions)
         self.outputs = PhaseOutputs(wf)
         self.phases_run: list[str] = []
         self.state: Any = None
@@ -126,14 +132,23 @@ class Runner:
             except Stop as stop:
                 return self._block([stop.reason])
         except BaseException:
-            # Stopped by an error (the store, a lost lease, a signal): give
-            # the lease up now, so the run reads as interrupted and can be
+            # Stopped by an error (the store, a lost lease, a signal): record
+            # the effects that did complete, if the lease still allows, then
+            # give the lease up now, so the run reads as interrupted and can be
             # resumed at once, even while this process (a worker) lives on.
             beat.stop()
+            self._flush_quietly()
             self.fence.release()
             raise
         finally:
+            self.completions.close()
             beat.stop()
+
+    def _flush_quietly(self) -> None:
+        try:
+            self.completions.flush()
+        except Exception as exc:  # noqa: BLE001 - they stay intents: in doubt at the next start, never repeated
+            log.warning("run %s: effect completions not recorded: %s", self.run_id, exc)
 
     def _acquire(self) -> Any:
         owner = self.fence.owner
@@ -218,7 +233,13 @@ class Runner:
         self.inputs_text = row.inputs_json
         inputs = _json.loads(row.inputs_json)
         journal = RunJournal(
-            self.store, self.wf, self.fence, self.clock, epoch=int(row.epoch), inputs_hash=row.inputs_hash
+            self.store,
+            self.wf,
+            self.fence,
+            self.clock,
+            epoch=int(row.epoch),
+            inputs_hash=row.inputs_hash,
+            completions=self.completions,
         )
         last_codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
         self._codes = last_codes
@@ -415,6 +436,8 @@ class Runner:
         row's frontier from the verified chain, so the runs list shows the
         frontier that the detail and `status --json` show (after an integrity
         failure the head is past what is trusted)."""
+        # The run's end is observable: what its effects did is recorded first.
+        self.completions.flush()
         now = self.clock()
         base = {
             "status": status.value,

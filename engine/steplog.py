@@ -13,6 +13,7 @@ from typing import Any
 
 from . import _json
 from ._stop import damaged, read_saved
+from .completions import Completions
 from .lease import Fence
 from .store.store import Store
 
@@ -20,8 +21,13 @@ from .store.store import Store
 class StepLog:
     """A run's saved durable steps: read once per start, written as they finish."""
 
-    def __init__(self, store: Store, fence: Fence, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, store: Store, fence: Fence, clock: Callable[[], float], completions: Completions | None = None
+    ) -> None:
         self._store = store
+        self._completions = completions if completions is not None else Completions(store, fence)
+        """Effect completions waiting for a transaction: a durable step's carries
+        them, so a saved result that may depend on an effect never outlives it."""
         self._fence = fence
         self._clock = clock
         self._saved: dict[str, dict[str, tuple[str, str]]] = {}
@@ -61,7 +67,7 @@ class StepLog:
 
     def save(self, phase: str, key: str, text: str) -> None:
         now = self._clock()
-        with self._store.hot_tx() as tx:
+        with self._completions.hot_tx() as tx:
             tx.run(
                 "step",
                 {

@@ -155,6 +155,8 @@ class Worker:
         """Resume one run with its stored target and inputs (on `engine`, a
         thread's own, or the worker's)."""
         eng = engine or self.engine
+        if self._moved(eng, row):
+            return None
         with self._lock:
             self._busy.add(row.run_id)
         try:
@@ -205,6 +207,21 @@ class Worker:
                 self._handled[row.run_id] = after.updated_at
         return outcome
 
+    @staticmethod
+    def _moved(eng: Engine, row: Any) -> bool:
+        """Whether the run changed since the list it came from was read:
+        another worker took it (or finished it) meanwhile. Several workers
+        walk the same list, and a resume costs a workflow load, a lease and
+        the start sequence, even to find a run held or already completed;
+        one indexed read saves that. A run that is still waiting is listed
+        again at the next look."""
+        try:
+            with eng.store.read() as conn:
+                now = eng.store.get_run(conn, row.run_id)
+        except PhasegateError:
+            return False  # let the resume say what is wrong
+        return now is None or now.updated_at != row.updated_at
+
     def _handle_in_thread(self, row: Any) -> Outcome | None:
         # Each thread gets its own engine (its own connections and its own
         # `should_stop`), so concurrent runs share nothing but the store file.
@@ -217,6 +234,7 @@ class Worker:
                 retention_days=e.retention_days,
                 archive_dir=str(e.archive_dir),
                 create=False,
+                effect_flush=e.effect_flush,
             )
         except PhasegateError as exc:
             log.error("run %s: cannot open the store: %s", row.run_id, exc)

@@ -4,7 +4,6 @@ worker that writes the confirmed decision."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
@@ -14,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
-from phasegate import PhasegateError, RunView, safe
+from phasegate import PhasegateError, RunView
 
 from .. import service
 from ..actions import ACTIONS, BY_KEY, BY_NAME, ActionRequest, ActionResult
@@ -151,21 +150,7 @@ class RunActions(Screen[None]):
                 "copy: no run selected (or it is still being read)", title="copy", severity="warning", timeout=4
             )
             return
-        self.app.push_screen(CopyModal(view.run_id, copy_choices(view)), callback=self._copied)
-
-    def _copied(self, chosen: tuple[str, str] | None) -> None:
-        if chosen is None:
-            return
-        what, value = chosen
-        shown = safe(value)
-        if os.environ.get("PHASEGATE_CONSOLE_OSC52", "on").strip().lower() in ("0", "off", "no", "false"):
-            self.notify(
-                f"{safe(what)}: {shown}", title="not copied: OSC 52 is off; select it here", markup=False, timeout=15
-            )
-            return
-        # OSC 52: the terminal (local, or at the far end of SSH) puts it on its clipboard.
-        self.app.copy_to_clipboard(value)
-        self.notify(f"copied {safe(what)} (OSC 52): {shown}", title="copied", markup=False, timeout=8)
+        self.app.push_screen(CopyModal(view.run_id, copy_choices(view)))
 
     def action_resume(self) -> None:
         if self.run_view is not None and self.resume_fits():

@@ -19,6 +19,7 @@ from ..actions import ACTIONS
 from ..widgets.runs_table import RunsTable
 from ._run_actions import RunActions
 from .action_modal import ActionModal
+from .copy_modal import CopyModal
 from .detail import DetailScreen
 from .runs import RunsScreen
 
@@ -59,6 +60,10 @@ def rows(classes: tuple[type[DOMNode], ...], display: Callable[[Binding], str]) 
     return out
 
 
+#: Said beside a heading (the key column is too narrow for it at 80 columns).
+HEADING_NOTES: dict[str, str] = {"on a run": "in the list and in the detail", "in the copy list": "opened with y"}
+
+
 class HelpScreen(ModalScreen[None]):
     """Every screen's keys (wherever it was opened), and each action's
     command-line twin. Scrolls with the keys that move the lists."""
@@ -84,8 +89,9 @@ class HelpScreen(ModalScreen[None]):
         listed = [
             ("the runs list", [r for r in rows((RunsScreen, RunsTable), show) if r not in shared] + list(PAGING)),
             ("one run's detail", [r for r in rows((DetailScreen,), show) if r not in shared] + list(PAGING[:1])),
-            ("on a run (list and detail)", shared),
+            ("on a run", shared),
             ("in a confirmation", [("enter", "confirm"), *rows((ActionModal,), show)]),
+            ("in the copy list", [("enter", "copy it (OSC 52)"), *rows((CopyModal,), show)]),
             ("everywhere", rows((type(self.app),), show)),
         ]
         if isinstance(self.under, DetailScreen):
@@ -97,7 +103,7 @@ class HelpScreen(ModalScreen[None]):
         t.add_column("key", no_wrap=True, width=18)
         t.add_column("does", ratio=1)
         for heading, keys in self._sections():
-            t.add_row(Text(heading, style="bold"), Text(""))
+            t.add_row(Text(heading, style="bold"), Text(HEADING_NOTES.get(heading, ""), style="dim"))
             for key, does in keys:
                 t.add_row(Text("  " + key), Text(does))
         twins = Table(box=None, expand=True, header_style="bold", padding=(0, 1))
@@ -106,6 +112,7 @@ class HelpScreen(ModalScreen[None]):
         for spec in ACTIONS:
             twins.add_row(Text(f"{spec.key}  {spec.label}"), Text(spec.cli))
         twins.add_row(Text("e  resume now"), Text("phasegate resume RUN"))
+        twins.add_row(Text("y  copy id/hash"), Text("phasegate status RUN --json (every hash whole)"))
         with VerticalScroll(id="help"):
             yield Static(Text("Keys (Esc closes; j/k, PgUp/PgDn scroll)", style="bold"))
             yield Static(t)

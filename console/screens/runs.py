@@ -246,9 +246,10 @@ class RunsScreen(RunActions):
             workers=page.workers,
         )
         if not page.rows:
-            self.query_one("#why", Static).update(
-                Text("no runs match" if (self.text or self.filter_index) else "no runs yet"), layout=False
-            )
+            self._why_shown = Text("no runs match" if (self.text or self.filter_index) else "no runs yet")
+            self.query_one("#why", Static).update(self._why_shown, layout=False)
+        elif self._selected is not None:
+            self._show_why(self._selected)
 
     @on(DataTable.RowHighlighted, "#runs")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -256,29 +257,39 @@ class RunsScreen(RunActions):
 
     def _select(self, run_id: str | None) -> None:
         self._selected = run_id
-        why = self.query_one("#why", Static)
         if run_id is None:
             self.set_target(None, [])
             return
-        page = self._page
-        summary = next((r for r in page.rows if r.run_id == run_id), None) if page else None
-        if summary is not None:
-            line = Text()
-            line.append(safe(run_id), style="bold")
-            line.append(": ")
-            held = page.claims.get(run_id) if page else None
-            waits = service.waiting_words(page.proposals.get(run_id, [])) if page else ""
-            if waits:
-                line.append(safe(waits) + "; ")
-            if held is not None:
-                line.append(claimed(held.operator, held.claimed_ts, self.ctx.clock()) + "; ")
-            line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
-            # Fixed height: no layout pass (it would repaint the table's scrollbar on every j).
-            why.update(line, layout=False)
+        self._show_why(run_id)
         # On a move the footer keeps the keys it shows while the new run is
         # read; they act on nothing until it is (`is_current`), and the footer
         # is redrawn only if that run's keys differ (not twice per j).
         self._read_selection(run_id)
+
+    _why_shown: Text | None = None
+
+    def _show_why(self, run_id: str) -> None:
+        """The selected run's reason under the table (after a move, or when
+        a refresh changed it), sent only when its text changed."""
+        page = self._page
+        summary = next((r for r in page.rows if r.run_id == run_id), None) if page else None
+        if summary is None:
+            return
+        line = Text()
+        line.append(safe(run_id), style="bold")
+        line.append(": ")
+        held = page.claims.get(run_id) if page else None
+        waits = service.waiting_words(page.proposals.get(run_id, [])) if page else ""
+        if waits:
+            line.append(safe(waits) + "; ")
+        if held is not None:
+            line.append(claimed(held.operator, held.claimed_ts, self.ctx.clock()) + "; ")
+        line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
+        if line == self._why_shown:
+            return
+        self._why_shown = line
+        # Fixed height: no layout pass (it would repaint the table's scrollbar on every j).
+        self.query_one("#why", Static).update(line, layout=False)
 
     def is_current(self, view: RunView) -> bool:
         return view.run_id == self._selected

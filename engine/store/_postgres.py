@@ -48,6 +48,8 @@ row_locks = True
 #: The hot transaction's lease check locks the run's row until commit, so a
 #: takeover cannot slip between the check and the write it guards.
 FENCE_LOCK = " FOR UPDATE"
+#: A checkpoint as one statement (store.py `_CHECKPOINT_ADVANCE`): a round trip a boundary.
+CHECKPOINT_IN_ONE = True
 
 
 #: The lease clock in SQL: the server's, shared by every host.

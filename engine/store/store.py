@@ -91,6 +91,13 @@ class Store:
             for k, v in self._HOT_SQL.items()
         }
         self._hot_sql["fence"] += self.dialect.FENCE_LOCK
+        #: Whether a checkpoint is one statement (`checkpoint_advance`): a
+        #: round trip saved per boundary where statements cross a network.
+        self.checkpoint_in_one = self.dialect.CHECKPOINT_IN_ONE
+        if self.checkpoint_in_one:
+            self._hot_sql["checkpoint_advance"] = self.dialect.hot_sql(
+                self._CHECKPOINT_ADVANCE.replace(":lease_now", self.dialect.LEASE_NOW_SQL)
+            )
         self._hot_lock = threading.Lock()
         self._hot: Connection | None = None
         try:
@@ -848,7 +855,7 @@ class Store:
         # intent, in its transaction, so a deleted last record is seen.
         "effects_head": (
             "UPDATE phasegate_runs SET effects_last = :key, effects_count = effects_count + 1"
-            " WHERE run_id = :run_id AND lease_owner = :owner"
+            " WHERE run_id = :run_id AND lease_owner = :owner AND lease_expires_at > :lease_now"
         ),
         "reintent": (
             "UPDATE phasegate_effects SET attempt = :attempt, retry_ok = FALSE, intent_at = :intent_at,"
@@ -859,6 +866,20 @@ class Store:
             " result_hash = :result_hash, seal = :seal WHERE key = :key"
         ),
     }
+
+    # The head moved under the lease, and the entry inserted only when it
+    # did (0 rows: the lease is gone, nothing written). A data-modifying CTE:
+    # PostgreSQL only (SQLite's WITH takes no UPDATE, and needs no round trips).
+    _CHECKPOINT_ADVANCE = (
+        "WITH moved AS (UPDATE phasegate_runs SET head_seq = :head_seq, head_hash = :head_hash,"
+        " frontier_phase = :frontier_phase, frontier_index = :frontier_index, steps_done = :steps_done,"
+        " last_checkpoint_at = :now WHERE run_id = :run_id AND lease_owner = :owner"
+        " AND lease_expires_at > :lease_now RETURNING run_id)"
+        " INSERT INTO phasegate_checkpoints (run_id, epoch, seq, kind, phase, envelope, payload_hash,"
+        " prev_hash, output_json, output_state, output_bytes, archive_path, created_at, status)"
+        " SELECT run_id, :epoch, :seq, :kind, :phase, :envelope, :payload_hash, :prev_hash,"
+        " :output_json, :output_state, :output_bytes, NULL, :created_at, 'live' FROM moved"
+    )
 
     @contextmanager
     def hot_tx(self) -> Iterator[HotTx]:

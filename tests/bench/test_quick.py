@@ -55,6 +55,7 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
         "live latency",
         "phasegate status cold start",
         "PostgreSQL checkpoint",
+        "PostgreSQL runs drained",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
     # --quick runs no peers; they are reported as skipped, never faked.

@@ -220,7 +220,10 @@ def test_a_phase_that_catches_every_exception_cannot_swallow_a_damaged_record(h)
     from engine_harness import HERE_WORKFLOWS
 
     target = f"{HERE_WORKFLOWS / 'swallow.py'}:wf"
-    p = h.cli("run", target, "--run-id", "s1", "--input", h.inputs(), env={"PHASEGATE_TEST_KILL_AT": "after:effect"})
+    # Completions committed before ctx.effect returns: the kill right after
+    # it then finds the record done (by default it could still be waiting).
+    env = {"PHASEGATE_TEST_KILL_AT": "after:effect", "PHASEGATE_EFFECT_FLUSH_MS": "0"}
+    p = h.cli("run", target, "--run-id", "s1", "--input", h.inputs(), env=env)
     assert p.killed
     h.sql("UPDATE phasegate_effects SET result_json='{\"ok\":false}' WHERE run_id='s1'")
     p = h.resume("s1")
