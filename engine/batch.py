@@ -20,6 +20,7 @@ from . import decisions as _decisions
 from ._states import Action
 from .causes import cause_id, reasons_of_view, signature, views
 from .errors import DecisionError, PhasegateError, RunNotFound, StoreError
+from .identity import Who
 from .recording import Chosen, record
 from .store.store import OwnRows, Store
 from .views import RunView
@@ -142,15 +143,21 @@ def _check(view: RunView, act: Action, opts: Options, cause: str | None, ask: Ca
     return ask(view, act)
 
 
+Admit = Callable[[Any, RunView, _decisions.Fit], tuple[str, "float | None"]]
+"""The checks besides `fit` (a claim, the policy): the state to record a
+decision in and a proposal's expiry, or the error that refuses it."""
+
+
 def decide(
     store: Store,
     view_of: ViewOf,
+    admit: Admit,
     run_ids: Sequence[str],
     act: Action,
     opts: Options,
     *,
     reason: str,
-    who: str,
+    who: Who,
     now: float,
     skip_unfit: bool = False,
     cause: str | None = None,
@@ -159,6 +166,7 @@ def decide(
     `cause`: the cause the runs were chosen by; a run whose cause changed is unfit."""
     fitting: list[Chosen] = []
     unfit: list[Unfit] = []
+    states: set[tuple[str, float | None]] = set()
     ids = sorted(set(run_ids))  # two group decisions over the same runs lock them in one order
     with store.write() as conn:
         for rid, got in _read(store, conn, ids, view_of, lock=True).items():
@@ -166,7 +174,9 @@ def decide(
                 if isinstance(got, PhasegateError):
                     raise got
                 run, view = got
-                fitting.append((run, view, _check(view, act, opts, cause, opts.fit)))
+                chosen = _check(view, act, opts, cause, opts.fit)
+                states.add(admit(conn, view, chosen))
+                fitting.append((run, view, chosen))
             except PhasegateError as exc:
                 unfit.append(Unfit(rid, exc.message))
         total = len(fitting) + len(unfit)
@@ -174,8 +184,21 @@ def decide(
             raise GroupRefused(unfit, total)
         if not fitting:
             raise GroupRefused(unfit, total, none_fit=True)
+        # One action under one store-wide policy: every run gets the same state.
+        ((state, expires),) = states
         batch_id = "b-" + secrets.token_hex(5)
-        decided = record(store, conn, fitting, reason=reason, who=who, phase=opts.phase, now=now, batch_id=batch_id)
+        decided = record(
+            store,
+            conn,
+            fitting,
+            reason=reason,
+            who=who,
+            phase=opts.phase,
+            now=now,
+            state=state,
+            expires_at=expires,
+            batch_id=batch_id,
+        )
     return BatchResult(batch_id, tuple(decided), tuple(unfit))
 
 
@@ -187,16 +210,21 @@ def preview(
     opts: Options,
     *,
     cause: str | None = None,
+    check: Callable[[RunView], None] | None = None,
 ) -> list[PreviewLine]:
     """What the decision would do to each run (`decisions.preview`), or why
-    it would be refused; one read transaction, nothing recorded."""
+    it would be refused (`check`: the claim rule, as `decide` applies it);
+    one read transaction, nothing recorded."""
     out: list[PreviewLine] = []
     with store.read() as conn:
         for rid, got in _read(store, conn, sorted(set(run_ids)), view_of, lock=False).items():
             try:
                 if isinstance(got, PhasegateError):
                     raise got
-                out.append(PreviewLine(rid, _check(got[1], act, opts, cause, opts.preview)))
+                pv = _check(got[1], act, opts, cause, opts.preview)
+                if check is not None:
+                    check(got[1])
+                out.append(PreviewLine(rid, pv))
             except PhasegateError as exc:
                 out.append(PreviewLine(rid, None, exc.message))
     return out

@@ -245,3 +245,27 @@ def test_the_text_listing_fits_80_columns_and_escapes_stored_text(h):
     assert lines[0].startswith("c-") and "probe_change" in lines[0] and "2 runs" in lines[0]
     assert "runs: t-1, t-2" in p.stdout and "fits: approve, rewind, reset" in p.stdout
     assert h.cli("status", "--by-cause", "--json").stdout.count("\\u001b") == 1
+
+
+def test_a_group_respects_claims_and_the_second_operator_policy(h):
+    _block_on_tax(h, ["a-1", "a-2"])
+    h.tax.write_text("vat-2026-v2")
+    _worker(h)
+    (cause,) = _causes(h)
+    # Someone else is looking at a-2: the group is refused without --force.
+    assert h.cli("claim", "a-2", "--operator", "ada").returncode == 0
+    p = h.cli("decide", "--cause", cause["cause"], "approve", "--reason", "fine", "--operator", "bob")
+    assert p.returncode == 2, p
+    assert p.stderr.startswith("a-2: does not fit:") and "ada" in p.stderr.splitlines()[0]
+    assert _decisions(h) == []
+    p = h.cli("decide", "--cause", cause["cause"], "approve", "--reason", "fine", "--operator", "bob", "--dry-run")
+    assert p.returncode == 2 and "a-2: does not fit: run 'a-2' is claimed by ada" in p.stdout, p
+    # The policy asks a second operator for approvals: each run's is proposed, in one batch.
+    p = h.cli("policy", "--require-second", "approve", "--reason", "two people approve")
+    assert p.returncode == 0, p
+    p = h.cli("decide", "--cause", cause["cause"], "approve", "--reason", "fine", "--operator", "bob", "--force")
+    assert p.returncode == 0, p
+    assert "proposed" in p.stdout
+    rows = _decisions(h)
+    assert [(r[0], r[1], r[2]) for r in rows] == [("a-1", "approve", "proposed"), ("a-2", "approve", "proposed")]
+    assert rows[0][3] == rows[1][3] is not None
