@@ -72,6 +72,16 @@ def age(seconds: float | None) -> str:
     return f"{s // 86400}d"
 
 
+AGE_STEP = 10.0
+"""Ages move on screen in steps of this many seconds: over a slow link a
+ticking age would resend its line (or a column of them) on every refresh."""
+
+
+def age_now(now: float) -> float:
+    """`now` rounded down to an AGE_STEP, the "now" ages are shown against."""
+    return now - now % AGE_STEP
+
+
 def size(n: int) -> str:
     if n < 1024:
         return f"{n} B"

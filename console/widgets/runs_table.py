@@ -15,7 +15,7 @@ from textual.widgets import DataTable
 
 from phasegate import RunSummary, safe
 
-from .._format import age, middle, plain, run_status
+from .._format import age, age_now, middle, plain, run_status
 
 #: (key, label, width or None for "what is left", store order when sorted by it)
 COLUMNS: tuple[tuple[str, str, int | None, str], ...] = (
@@ -105,14 +105,10 @@ class RunsTable(DataTable[Text]):
             if key in self.widths:
                 self.add_column(label, width=self.widths[key], key=key)
 
-    #: Ages move on screen in steps of this many seconds: over a slow link a
-    #: ticking column would resend every row on every refresh.
-    AGE_STEP: ClassVar[float] = 10.0
-
     def show(self, rows: Sequence[RunSummary], now: float) -> None:
         """Show `rows` in this order. The same runs in the same order (a live
         refresh) update only the cells whose text changed, so only they repaint."""
-        now -= now % self.AGE_STEP
+        now = age_now(now)
         new = {r.run_id: self._cells(r, now) for r in rows}
         keys = [str(row.key.value) for row in self.ordered_rows]
         if keys == list(new) and len(new) == len(rows) and self._shown_cells.keys() == new.keys():
