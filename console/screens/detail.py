@@ -112,8 +112,9 @@ class DetailScreen(RunActions):
         v = message.view
         put = self._painter.put
         # Ages in 10-second steps, as the list's: a ticking age would resend the line every refresh.
-        put(self.query_one("#header", Static), panels.header(v, age_now(self.ctx.clock())))
-        put(self.query_one("#summary", Static), panels.summary(v))
+        now = age_now(self.ctx.clock())
+        put(self.query_one("#header", Static), panels.header(v, now))
+        put(self.query_one("#summary", Static), panels.summary(v, now))
         strip = self.query_one(PhaseStrip)
         put(strip, strip.text(v.phases, v.frontier))
         for key, _title in PANELS:
