@@ -148,11 +148,12 @@ class ConsoleApp(App[int]):
         # screen on top (a live run's detail over the list: 21 KB/s).
         seen = True
         for screen in reversed(self.screen_stack):
-            if isinstance(screen, RunActions):
-                if seen:
-                    screen.refresh_data()
-                else:
-                    screen.stale = True
+            if isinstance(screen, RunActions) and not seen:
+                screen.stale = True
+            else:
+                refresh = getattr(screen, "refresh_data", None)
+                if refresh is not None:
+                    refresh()
             if not isinstance(screen, ModalScreen):
                 seen = False
 
