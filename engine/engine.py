@@ -272,6 +272,9 @@ class Engine:
         if act is Action.RESET:
             pending = [d.id for d in view.pending_decisions]
             apply_reset(self.store, conn, run, pending=pending, who=who, now=now)
+            # What was proposed for the epoch a reset archives answers nothing now
+            # (the reset being seconded is no longer "proposed" by this point).
+            self.store.void_proposals(conn, [d.id for d in view.proposals], now)
         else:
             attention = f"decided: {act.value} by {who}; applies at the next run"
             self.store.update_run(conn, run.run_id, {"updated_at": now, "attention": attention})

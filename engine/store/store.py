@@ -667,6 +667,16 @@ class Store:
     def update_decision(self, conn: Connection, decision_id: int, values: dict[str, Any]) -> None:
         conn.execute(update(decisions).where(decisions.c.id == decision_id).values(**values))
 
+    def void_proposals(self, conn: Connection, ids: Sequence[int], at: float) -> None:
+        """Settle these proposals void, those still proposed only (one seconded
+        meanwhile is a decision now, and is left alone)."""
+        if ids:
+            conn.execute(
+                update(decisions)
+                .where(decisions.c.id.in_(list(ids)), decisions.c.state == "proposed")
+                .values(state="void", applied_at=at)
+            )
+
     def open_proposals(self, conn: Connection, run_ids: Sequence[str], now: float) -> list[Row[Any]]:
         """Proposals of these runs still waiting for a second operator (one
         query for a page of the runs list, by its run ids)."""
