@@ -56,6 +56,7 @@ class Store:
         self.target = str(target)
         self.readonly = readonly
         self.path: Path | None = None
+        self._held: tuple[int, int] | None = None
         #: Set when the stored schema is one this code does not know; the
         #: engine treats it as an integrity failure and writes nothing.
         self.schema_problem: str | None = None
@@ -83,6 +84,9 @@ class Store:
             self.path = Path(raw).expanduser().absolute()
             self.where = str(self.path)
             fresh = _sqlite.check_path(self.path, create=create)
+            # Held from before the first connection: another store of this
+            # process must not read the header (and drop this one's locks) from now on.
+            self._held = _sqlite.hold(self.path)
             self.sa = _sqlite.make_engine(self.path, readonly=readonly, busy_ms=_sqlite.busy_timeout_ms(lease_seconds))
         self._hot_sql = {
             k: self.dialect.hot_sql(v.replace(":lease_now", self.dialect.LEASE_NOW_SQL))
@@ -101,14 +105,20 @@ class Store:
         try:
             self._open(fresh=fresh, create=create)
         except (SQLAlchemyError, self.dialect.DriverError) as exc:
-            self.sa.dispose()
+            self._abandon()
             raise self.explain(exc) from None
         except UnicodeDecodeError:
-            self.sa.dispose()
+            self._abandon()
             raise self._not_utf8() from None
         except StoreError:
-            self.sa.dispose()
+            self._abandon()
             raise
+
+    def _abandon(self) -> None:
+        """The open failed: let go of everything it took."""
+        self.sa.dispose()
+        held, self._held = self._held, None
+        _sqlite.release(held)
 
     @property
     def is_sqlite(self) -> bool:
@@ -193,6 +203,8 @@ class Store:
                 self._hot.close()
                 self._hot = None
         self.sa.dispose()
+        held, self._held = self._held, None
+        _sqlite.release(held)
 
     def explain(self, exc: BaseException) -> StoreError:
         err: StoreError = self.dialect.explain(exc, self.where)
