@@ -36,22 +36,37 @@ if TYPE_CHECKING:
     from .engine import Engine
     from .errors import (
         AlreadyDecided,
+        ClaimedByOther,
         DecisionError,
         LeaseLost,
         PhasegateError,
         RunHeld,
         RunNotFound,
+        SameOperator,
         StoreError,
         UsageError,
         WorkflowError,
     )
     from .feed import store_files, watch_store
+    from .identity import WEB_USER_ENV, Who, whoami
     from .outcome import BlockReason, Outcome
+    from .policy import Policy
     from .prune import PruneCandidate
     from .reconcile import Reconciled
     from .safetext import safe, safe_json
     from .sources import CodeDiff, printable
-    from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
+    from .views import (
+        ClaimEvent,
+        ClaimView,
+        DecisionView,
+        EffectView,
+        Frontier,
+        LeaseView,
+        OutputView,
+        PhaseView,
+        RunSummary,
+        RunView,
+    )
     from .workers import WorkerView
     from .workflow import Workflow
 
@@ -85,23 +100,40 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(
         (
             "AlreadyDecided",
+            "ClaimedByOther",
             "DecisionError",
             "LeaseLost",
             "PhasegateError",
             "RunHeld",
             "RunNotFound",
+            "SameOperator",
             "StoreError",
             "UsageError",
             "WorkflowError",
         ),
         ".errors",
     ),
+    "Who": ".identity",
+    "WEB_USER_ENV": ".identity",
+    "whoami": ".identity",
+    "Policy": ".policy",
     "BlockReason": ".outcome",
     "Outcome": ".outcome",
     "PruneCandidate": ".prune",
     "Reconciled": ".reconcile",
     **dict.fromkeys(
-        ("RunSummary", "DecisionView", "EffectView", "Frontier", "LeaseView", "OutputView", "PhaseView"), ".views"
+        (
+            "RunSummary",
+            "ClaimEvent",
+            "ClaimView",
+            "DecisionView",
+            "EffectView",
+            "Frontier",
+            "LeaseView",
+            "OutputView",
+            "PhaseView",
+        ),
+        ".views",
     ),
     "CodeDiff": ".sources",
     "printable": ".sources",
@@ -119,6 +151,9 @@ __all__ = [
     "BlockKind",
     "BlockKindName",
     "BlockReason",
+    "ClaimEvent",
+    "ClaimView",
+    "ClaimedByOther",
     "Decision",
     "CodeDiff",
     "DecisionError",
@@ -139,6 +174,7 @@ __all__ = [
     "PhaseStateName",
     "PhaseView",
     "PhasegateError",
+    "Policy",
     "Preview",
     "PruneCandidate",
     "Reconciled",
@@ -148,8 +184,11 @@ __all__ = [
     "RunStatusName",
     "RunSummary",
     "RunView",
+    "SameOperator",
     "StoreError",
     "UsageError",
+    "WEB_USER_ENV",
+    "Who",
     "WorkerView",
     "Workflow",
     "WorkflowError",
@@ -160,6 +199,7 @@ __all__ = [
     "safe_json",
     "store_files",
     "watch_store",
+    "whoami",
 ]
 assert set(__all__) == set(_WHERE)  # one list for tools, one map for loading
 

@@ -7,7 +7,7 @@ Exit codes (the contract scripts rely on):
   3  blocked for an operator (reasons printed one a line), or `verify` found damage
   4  the run is held by another live process, or its holder is stalled (alive
      on this host past its lease: `resume --force` / `decide --force`), or this
-     process lost its lease
+     process lost its lease, or someone else claimed the run (`--force`)
 """
 
 from __future__ import annotations
@@ -239,8 +239,21 @@ def _print_view(v: RunView) -> None:
                 print(f"reconcile {safe(ef.reconcile.get('answer'))}: {safe(ef.reconcile.get('why', ''))}")
     for c in v.prune_candidates:
         print(f"prunable  {safe(c.what)} ({c.bytes} B): {safe(c.why_safe)}")
+    held = v.claim
+    if held is not None:
+        print(
+            f"claimed   by {safe(held.operator)} (account {safe(held.account)}) since {held.claimed_at},"
+            f" until {held.expires_at}"
+        )
     for d in v.decisions:
         print(f"decision  {d.at} {safe(d.operator)} {d.action} [{d.state}]: {safe(d.reason)}")
+        if d.proposed:
+            print(
+                f"          waiting for a second operator (another account) until {d.expires_at}:"
+                f" phasegate decide {safe(v.run_id)} second --decision {d.id} --reason ..."
+            )
+    for ev in v.claims:
+        print(f"claim     {ev.at} {ev.kind} by {safe(ev.operator)} (account {safe(ev.account)})")
     for r in v.runbooks:
         where = f" in {safe(r['phase'])}" if r.get("phase") else ""
         print(f"runbook   {safe(r['kind'])}{where}: {printable(r['runbook'])}")
@@ -261,6 +274,10 @@ def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
 def cmd_decide(args: argparse.Namespace) -> int:
     from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
 
+    if args.action == "second":
+        return _second(args)
+    if args.decision is not None:
+        raise UsageError("--decision is for second: the proposal to second (phasegate decide RUN second --decision N)")
     result: Any = NO_RESULT
     if args.result is not None:
         result = _parse_json(args.result, "--result")
@@ -301,9 +318,80 @@ def cmd_decide(args: argparse.Namespace) -> int:
             result=result,
             force=args.force,
             expect_env=args.expect_env,
+            override_claim=args.force,
         )
+    if d.state == "proposed":
+        print(
+            f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} proposed (decision {d.id}); the store's policy"
+            " needs a second operator (another account):"
+            f" phasegate decide {safe(args.run_id)} second --decision {d.id} --reason ..."
+        )
+        return EXIT_OK
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
     print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} {when} (decision {d.id})")
+    return EXIT_OK
+
+
+def _second(args: argparse.Namespace) -> int:
+    if args.decision is None:
+        raise UsageError("second needs --decision N: the proposal to second (phasegate status RUN lists it)")
+    extra = [f"--{k.replace('_', '-')}" for k in ("phase", "effect", "result", "expect_env") if getattr(args, k)]
+    if extra or args.dry_run:
+        raise UsageError(f"{(extra or ['--dry-run'])[0]} is not for second: it seconds the proposal as proposed")
+    with _engine(args) as eng:
+        d = eng.second(
+            args.run_id, args.decision, reason=args.reason, operator=args.operator, override_claim=args.force
+        )
+    when = "applied" if d.state == "applied" else "takes effect; it applies at the next run"
+    print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} seconded, {when} (decision {d.id})")
+    return EXIT_OK
+
+
+def cmd_claim(args: argparse.Namespace) -> int:
+    with _engine(args) as eng:
+        held = eng.claim(args.run_id, operator=args.operator, release=args.release, force=args.force)
+    if held is None:
+        print(f"{safe(args.run_id)}: released")
+    else:
+        print(
+            f"{safe(args.run_id)}: claimed by {safe(held.operator)} (account {safe(held.account)})"
+            f" until {held.expires_at}"
+        )
+    return EXIT_OK
+
+
+def cmd_policy(args: argparse.Namespace) -> int:
+    change = any(v is not None for v in (args.require_second, args.proposal_seconds, args.web_account))
+    if change and args.show:
+        raise UsageError("give --show or a change (--require-second, --proposal-seconds, --web-account), not both")
+    if not change and args.reason is not None:
+        raise UsageError("--reason is for a change of the policy (--require-second, --proposal-seconds, --web-account)")
+    with _engine(args, create=change) as eng:
+        if change:
+            if args.reason is None:
+                raise UsageError("a policy change needs --reason TEXT (it is kept in the audit)")
+            eng.set_policy(
+                reason=args.reason,
+                operator=args.operator,
+                require_second=args.require_second,
+                proposal_seconds=args.proposal_seconds,
+                web_account=args.web_account,
+            )
+        history = eng.policy_history()
+        now = eng.policy()
+    if args.json:
+        print(safe_json(json.dumps({**now.to_json(), "history": [p.to_json() for p in history]}, indent=2)))
+        return EXIT_OK
+    listed = ", ".join(str(a) for a in now.require_second) or "nothing (no decision needs a second operator)"
+    print(f"require second  {listed}")
+    print(f"proposals lapse after {now.proposal_seconds:g} s")
+    print(f"web account     {safe(now.web_account or '-')}")
+    for p in history:
+        acts = ",".join(str(a) for a in p.require_second) or "-"
+        print(
+            f"changed   {iso(p.at)} {safe(p.operator)} (account {safe(p.account)}): require {acts},"
+            f" lapse {p.proposal_seconds:g} s, web account {safe(p.web_account or '-')}: {safe(p.reason)}"
+        )
     return EXIT_OK
 
 
@@ -454,7 +542,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("decide", help="record an operator's decision on a stopped run")
     s.add_argument("run_id")
-    s.add_argument("action", help="approve, degrade, rewind, reset, confirm_effect or retry_effect")
+    s.add_argument(
+        "action", help="approve, degrade, rewind, reset, confirm_effect or retry_effect; second seconds a proposal"
+    )
     s.add_argument("--reason", required=True)
     s.add_argument("--phase", default=None, help="for rewind: the phase to re-run from")
     s.add_argument(
@@ -475,9 +565,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--operator", default=None, help="who decides (default: $PHASEGATE_OPERATOR or the login name)")
     s.add_argument("--dry-run", action="store_true", help="say what the decision would do; record nothing")
-    s.add_argument("--force", action="store_true", help=_FORCE_HELP)
+    s.add_argument(
+        "--decision",
+        type=count(1),
+        default=None,
+        metavar="N",
+        help="for second: the proposed decision to second (another operator's account)",
+    )
+    s.add_argument("--force", action="store_true", help=_FORCE_HELP + "; also: decide on a run someone else claimed")
     _db_arg(s)
     s.set_defaults(fn=cmd_decide)
+
+    s = sub.add_parser("claim", help="say you are looking at a run (others then need --force to decide on it)")
+    s.add_argument("run_id")
+    s.add_argument("--release", action="store_true", help="give the claim up")
+    s.add_argument("--force", action="store_true", help="take over (or release) someone else's claim")
+    s.add_argument("--operator", default=None, help="who claims (default: $PHASEGATE_OPERATOR or the login name)")
+    _db_arg(s)
+    s.set_defaults(fn=cmd_claim)
+
+    s = sub.add_parser("policy", help="show or change the store-wide policy (decisions that need a second operator)")
+    s.add_argument("--show", action="store_true", help="show the policy and its changes (the default)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument(
+        "--require-second",
+        default=None,
+        metavar="ACTIONS",
+        help="comma-separated actions only proposed until another operator seconds them; '' clears the list",
+    )
+    s.add_argument("--proposal-seconds", type=seconds, default=None, help="how long a proposal waits (default 86400)")
+    s.add_argument(
+        "--web-account",
+        default=None,
+        metavar="ACCOUNT",
+        help="the OS account of `phasegate serve`: its authenticated users count as different operators ('' clears)",
+    )
+    s.add_argument("--reason", default=None, help="why the policy changes (required for a change; audited)")
+    s.add_argument("--operator", default=None, help="who changes it (default: $PHASEGATE_OPERATOR or the login name)")
+    _db_arg(s)
+    s.set_defaults(fn=cmd_policy)
 
     s = sub.add_parser("verify", help="verify every run's checkpoints")
     s.add_argument("--json", action="store_true")

@@ -30,6 +30,8 @@ class RunActions(Screen[None]):
         Binding("question_mark", "app.help", "Help", id="app.help"),
         *(Binding(spec.key, f"decide('{spec.name}')", spec.word, id=spec.binding_id) for spec in ACTIONS),
         Binding("e", "resume", "Resume", id="run.resume"),
+        # Not in the footer (it keeps to 80 columns); `?` lists it.
+        Binding("m", "claim", "Claim or release (say you are looking at it)", show=False, id="run.claim"),
         # Not in the footer (it keeps to 80 columns): help and the palette list it.
         Binding("y", "copy", "Copy", show=False, id="run.copy"),
     ]
@@ -109,7 +111,37 @@ class RunActions(Screen[None]):
             return bool(parameters) and self.action_fits(str(parameters[0]))
         if action == "resume":
             return self.resume_fits()
+        if action == "claim":
+            return self.claim_fits()
         return True
+
+    def claim_fits(self) -> bool:
+        view = self.run_view
+        return not self.ctx.read_only and view is not None and self.is_current(view)
+
+    def action_claim(self) -> None:
+        if self.run_view is None or not self.claim_fits():
+            return
+        if service.claimed_by_other(self.ctx.engine, self.run_view) and self.run_view.claim is not None:
+            held = self.run_view.claim
+            self.notify(
+                f"claimed by {held.operator}; to take it over: phasegate claim {self.run_view.run_id} --force",
+                title="claim",
+                severity="warning",
+                markup=False,
+                timeout=6,
+            )
+            return
+        self._claim(self.run_view.run_id)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="claim")
+    def _claim(self, run_id: str) -> None:
+        try:
+            text = service.toggle_claim(self.ctx.engine, run_id)
+        except PhasegateError as exc:
+            self.failed(exc)
+            return
+        self.app.post_message(self.Decided(run_id, text))
 
     def action_copy(self) -> None:
         view = self.run_view
@@ -146,6 +178,11 @@ class RunActions(Screen[None]):
             event.stop()
             self.notify(self.why_not_resume(), title="resume", severity="warning", markup=False, timeout=4)
             return
+        if event.key == "m" and not self.claim_fits():
+            event.stop()
+            why = "read-only (this console was opened with --read-only)" if self.ctx.read_only else "no run selected"
+            self.notify(f"claim: {why}", title="claim", severity="warning", markup=False, timeout=4)
+            return
         spec = BY_KEY.get(event.key)
         if spec is None or self.action_fits(spec.name):
             return
@@ -170,6 +207,10 @@ class RunActions(Screen[None]):
         state = "decided, waiting to be carried out" if view.pending_decisions else view.status.value
         if name == "prune":
             return f"prune does not fit: nothing of {view.run_id} is safe to prune"
+        if name == "second":
+            if view.proposals:
+                return "second: the proposals on this run came from your own account; another operator must second them"
+            return "second: no decision on this run waits for a second operator"
         try:
             self.ctx.engine.preview(view, name)
         except PhasegateError as exc:
@@ -183,7 +224,7 @@ class RunActions(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="prepare")
     def _prepare(self, run_id: str, name: str) -> None:
         try:
-            request = service.build_request(self.ctx.engine, run_id, name)
+            request = service.build_request(self.ctx.engine, run_id, name, self.ctx.clock())
         except PhasegateError as exc:
             self.failed(exc)
             return

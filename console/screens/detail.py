@@ -108,7 +108,7 @@ class DetailScreen(RunActions):
             return
         v = message.view
         self.query_one("#header", Static).update(panels.header(v, self.ctx.clock()))
-        self.query_one("#summary", Static).update(panels.summary(v))
+        self.query_one("#summary", Static).update(panels.summary(v, self.ctx.clock()))
         self.query_one(PhaseStrip).show(v.phases, v.frontier)
         for key, _title in PANELS:
             renderable, empty = getattr(panels, key)(v)

@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Input, Rule, Static
 from phasegate import PhasegateError, RunSummary, RunView, safe
 
 from .. import service
-from .._format import hashes
+from .._format import claimed, hashes
 from ..context import ConsoleContext
 from ..widgets import CountsBar, KeyBar, RunsTable
 from ..widgets.runs_table import COLUMNS
@@ -210,7 +210,8 @@ class RunsScreen(RunActions):
         keep_row, scroll_y = table.cursor_row, table.scroll_y
         rows = self._arrange(list(page.rows), cursor)
         self._shown = [r.run_id for r in rows]
-        table.show(rows, self.ctx.clock())
+        waiting = {rid: safe(service.waiting_words(ds)) for rid, ds in page.proposals.items()}
+        table.show(rows, self.ctx.clock(), page.claims, waiting)
         table.has_previous = page.has_previous
         table.has_next = page.has_next
         if cursor == "first":
@@ -277,6 +278,12 @@ class RunsScreen(RunActions):
         line = Text()
         line.append(safe(run_id), style="bold")
         line.append(": ")
+        held = page.claims.get(run_id) if page else None
+        waits = service.waiting_words(page.proposals.get(run_id, [])) if page else ""
+        if waits:
+            line.append(safe(waits) + "; ")
+        if held is not None:
+            line.append(claimed(held.operator, held.claimed_ts, self.ctx.clock()) + "; ")
         line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
         if line == self._why_shown:
             return

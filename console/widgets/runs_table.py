@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Self
 
@@ -13,9 +13,9 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import DataTable
 
-from phasegate import RunSummary, safe
+from phasegate import ClaimView, RunSummary, safe
 
-from .._format import age, middle, plain, run_status
+from .._format import age, claimed, middle, plain, run_status
 
 #: (key, label, width or None for "what is left", store order when sorted by it)
 COLUMNS: tuple[tuple[str, str, int | None, str], ...] = (
@@ -109,11 +109,20 @@ class RunsTable(DataTable[Text]):
     #: ticking column would resend every row on every refresh.
     AGE_STEP: ClassVar[float] = 10.0
 
-    def show(self, rows: Sequence[RunSummary], now: float) -> None:
+    def show(
+        self,
+        rows: Sequence[RunSummary],
+        now: float,
+        claims: Mapping[str, ClaimView] | None = None,
+        waiting: Mapping[str, str] | None = None,
+    ) -> None:
         """Show `rows` in this order. The same runs in the same order (a live
-        refresh) update only the cells whose text changed, so only they repaint."""
+        refresh) update only the cells whose text changed, so only they repaint.
+        `claims`: who is looking at which of them; `waiting`: what waits for
+        a second operator on which; both said first in the reason."""
         now -= now % self.AGE_STEP
-        new = {r.run_id: self._cells(r, now) for r in rows}
+        held, wait = claims or {}, waiting or {}
+        new = {r.run_id: self._cells(r, now, held.get(r.run_id), wait.get(r.run_id, "")) for r in rows}
         keys = [str(row.key.value) for row in self.ordered_rows]
         if keys == list(new) and len(new) == len(rows) and self._shown_cells.keys() == new.keys():
             changed: list[tuple[str, str]] = []
@@ -142,7 +151,7 @@ class RunsTable(DataTable[Text]):
             cells = self._shown_cells[r.run_id] = new[r.run_id]
             self.add_row(*cells.values(), key=r.run_id)
 
-    def _cells(self, r: RunSummary, now: float) -> dict[str, Text]:
+    def _cells(self, r: RunSummary, now: float, claim: ClaimView | None = None, waiting: str = "") -> dict[str, Text]:
         id_width = self.widths.get("run_id", 22)
         cells = {
             # Escaped before it is cut, so the cut never splits an escape.
@@ -153,6 +162,13 @@ class RunsTable(DataTable[Text]):
             "age": Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
             "reason": plain(r.reason or "-"),
         }
+        said = [waiting] if waiting else []
+        if claim is not None:
+            said.append(claimed(claim.operator, claim.claimed_ts, now))
+        if said:
+            # Escaped already (`claimed`, and `waiting` by its caller): shown as plain text.
+            cells["reason"] = Text("; ".join(said) + "; ", style="bold")
+            cells["reason"].append_text(plain(r.reason or "-"))
         return {k: cells[k] for k, *_rest in COLUMNS if k in self.widths}
 
     _rows_only = False

@@ -23,10 +23,12 @@ from .schema import (
     SCHEMA_VERSION,
     alerts,
     checkpoints,
+    claims,
     decisions,
     effects,
     meta,
     metadata,
+    policy,
     runs,
     sources,
     steps,
@@ -673,6 +675,68 @@ class Store:
     def settle_decision(self, conn: Connection, decision_id: int, state: str, at: float) -> None:
         conn.execute(update(decisions).where(decisions.c.id == decision_id).values(state=state, applied_at=at))
         self._rerank(conn, select(decisions.c.run_id).where(decisions.c.id == decision_id).scalar_subquery())
+
+    def update_decision(self, conn: Connection, decision_id: int, values: dict[str, Any]) -> None:
+        conn.execute(update(decisions).where(decisions.c.id == decision_id).values(**values))
+        if "state" in values:  # a seconded proposal becomes pending: the run's rank follows
+            self._rerank(conn, select(decisions.c.run_id).where(decisions.c.id == decision_id).scalar_subquery())
+
+    def open_proposals(self, conn: Connection, run_ids: Sequence[str], now: float) -> list[Row[Any]]:
+        """Proposals of these runs still waiting for a second operator (one
+        query for a page of the runs list, by its run ids)."""
+        if not run_ids:
+            return []
+        q = (
+            select(decisions)
+            .where(
+                decisions.c.run_id.in_(list(run_ids)),
+                decisions.c.state == "proposed",
+                decisions.c.expires_at > now,
+            )
+            .order_by(decisions.c.id)
+        )
+        return _rowcheck.check_all(decisions, conn.execute(q))
+
+    # -- claims and the policy (version 4) ----------------------------------------
+
+    def current_claims(self, conn: Connection, run_ids: Sequence[str], now: float) -> dict[str, Row[Any]]:
+        """The claim in force on each of these runs (one query for a page of
+        the runs list, by its run ids; the runs query itself is left alone)."""
+        if "phasegate_claims" not in self.tables or not run_ids:
+            return {}
+        q = (
+            select(claims)
+            .where(claims.c.run_id.in_(list(run_ids)), claims.c.released_at.is_(None), claims.c.expires_at > now)
+            .order_by(claims.c.id)
+        )
+        return {r.run_id: r for r in _rowcheck.check_all(claims, conn.execute(q))}
+
+    def claims_for(self, conn: Connection, run_id: str) -> list[Row[Any]]:
+        """Every claim row of a run, oldest first (its claim audit)."""
+        if "phasegate_claims" not in self.tables:
+            return []
+        q = select(claims).where(claims.c.run_id == run_id).order_by(claims.c.id)
+        return _rowcheck.check_all(claims, conn.execute(q))
+
+    def insert_claim(self, conn: Connection, values: dict[str, Any]) -> None:
+        conn.execute(insert(claims).values(**values))
+
+    def end_claim(self, conn: Connection, claim_id: int, *, at: float, by: str, account: str) -> None:
+        conn.execute(
+            update(claims)
+            .where(claims.c.id == claim_id)
+            .values(released_at=at, released_by=by, released_account=account)
+        )
+
+    def policies(self, conn: Connection, limit: int = 20) -> list[Row[Any]]:
+        """The policy's changes, newest first (the first is in force)."""
+        if "phasegate_policy" not in self.tables:
+            return []
+        q = select(policy).order_by(policy.c.id.desc()).limit(limit)
+        return _rowcheck.check_all(policy, conn.execute(q))
+
+    def insert_policy(self, conn: Connection, values: dict[str, Any]) -> None:
+        conn.execute(insert(policy).values(**values))
 
     # -- phase sources ----------------------------------------------------------
 
