@@ -24,6 +24,7 @@ from ._format import set_monochrome
 from .actions import ACTIONS
 from .palette import ConsoleCommands
 from .screens._run_actions import RunActions
+from .screens.causes import CausesScreen
 from .screens.detail import DetailScreen
 from .screens.help import HelpScreen
 from .screens.runs import RunsScreen
@@ -41,6 +42,8 @@ class ConsoleApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
+        # Listed in help and the palette; the footer keeps to 80 columns.
+        Binding("C", "causes", "Causes (runs grouped by why they stopped)", show=False, id="app.causes"),
         # Declaring a palette binding stops Textual adding its ctrl+p one: both are declared.
         Binding("ctrl+p", "command_palette", "Commands", show=False, priority=True, id="app.palette"),
         Binding("colon", "command_palette", "Commands", show=False, id="app.palette_colon"),
@@ -161,6 +164,10 @@ class ConsoleApp(App[int]):
     def on_run_actions_action_failed(self, message: RunActions.ActionFailed) -> None:
         self.notify(safe(message.text), title=message.title, severity="error", markup=False, timeout=10)
 
+    def action_causes(self) -> None:
+        if not isinstance(self.screen, CausesScreen):
+            self.push_screen(CausesScreen(self))
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
@@ -189,6 +196,9 @@ class ConsoleApp(App[int]):
                 )
         for title, help_text, action in getattr(screen, "PALETTE", ()):
             yield SystemCommand(title, help_text, partial(screen.run_action, action))
+        yield SystemCommand(
+            "console: causes", "the runs that need attention, grouped by why they stopped (C)", self.action_causes
+        )
         yield SystemCommand("console: help", "every key binding (?)", self.action_help)
         for command in super().get_system_commands(screen):
             if command.title not in self.PALETTE_HIDDEN:

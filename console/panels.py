@@ -209,6 +209,8 @@ def decisions(v: RunView) -> tuple[RenderableType, bool]:
     rows: list[tuple[str, int, str, str, str, str]] = []
     for d in v.decisions:
         what = d.action + (f" {d.phase}" if d.phase else "") + (f" {d.effect}" if d.effect else "")
+        # One of a group's decisions (decide --cause, or marked runs): its batch, shared with the others.
+        what += f" (batch {d.batch_id})" if d.batch_id else ""
         rows.append((str(d.at or "-"), 1, d.operator, what, d.state, d.reason))
     rows += [(str(e.at or "-"), 0, e.operator, e.kind, "-", "-") for e in v.claims]
     for at, _then, who, what, state, why in sorted(rows, key=lambda r: r[:2]):

@@ -31,11 +31,14 @@ if TYPE_CHECKING:
         RunStatus,
         RunStatusName,
     )
+    from .batch import GroupRefused
+    from .causes import Cause, CauseKind
     from .context import PhaseContext
     from .decisions import NO_RESULT, Decision, Preview, correctable_effects
     from .engine import Engine
     from .errors import (
         AlreadyDecided,
+        CauseNotFound,
         ClaimedByOther,
         DecisionError,
         LeaseLost,
@@ -89,6 +92,9 @@ _WHERE: dict[str, str] = {
         "._states",
     ),
     "PhaseContext": ".context",
+    "Cause": ".causes",
+    "CauseKind": ".causes",
+    "GroupRefused": ".batch",
     "Preview": ".decisions",
     "Decision": ".decisions",
     "NO_RESULT": ".decisions",
@@ -100,6 +106,7 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(
         (
             "AlreadyDecided",
+            "CauseNotFound",
             "ClaimedByOther",
             "DecisionError",
             "LeaseLost",
@@ -151,6 +158,9 @@ __all__ = [
     "BlockKind",
     "BlockKindName",
     "BlockReason",
+    "Cause",
+    "CauseKind",
+    "CauseNotFound",
     "ClaimEvent",
     "ClaimView",
     "ClaimedByOther",
@@ -163,6 +173,7 @@ __all__ = [
     "EffectView",
     "Engine",
     "Frontier",
+    "GroupRefused",
     "LeaseLost",
     "LeaseView",
     "NO_RESULT",

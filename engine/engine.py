@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from . import _json, archive, chain, claims, seals
+from . import batch as _batch
+from . import causes as _causes
 from . import decisions as _decisions
 from . import policy as _policy
 from . import prune as _prune
@@ -19,15 +21,24 @@ from . import sources as _sources
 from ._dbpath import default_db
 from ._host import HOST
 from ._states import Action, RunStatus
-from .applying import apply_reset
 from .completions import DEFAULT_DELAY
-from .errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, SameOperator, StoreError, UsageError
+from .errors import (
+    AlreadyDecided,
+    CauseNotFound,
+    DecisionError,
+    PhasegateError,
+    RunNotFound,
+    SameOperator,
+    StoreError,
+    UsageError,
+)
 from .identity import Who, different_operators, same_person, whoami
 from .lease import HolderState, holder_alive, holder_state
 from .outcome import Outcome
+from .recording import carry, record
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
-from .store.store import ChangeProbe, Store
+from .store.store import ChangeProbe, OwnRows, Store
 from .views import (
     PROPOSED,
     ClaimView,
@@ -214,40 +225,169 @@ class Engine:
             chosen = _decisions.fit(
                 view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
             )
-            if act is Action.CONFIRM_EFFECT and result is _decisions.NO_RESULT:
-                # A confirmation without the result would hand the next phase
-                # nothing where it expects a receipt: a run that cannot complete.
-                raise UsageError(_decisions.CONFIRM_NEEDS_RESULT)
-            claims.check(view.claim, who, run_id, override=override_claim, what=f"decide {act.value}")
-            rules = _policy.current(self.store, conn)
-            proposed = rules.needs_second(act)
-            if proposed:
-                self._one_proposal(conn, view, act, chosen.effect_key, now)
-            state = PROPOSED if proposed else ("applied" if act is Action.RESET else "pending")
-            decision_id = self.store.insert_decision(
+            _decisions.require_result(act, result)
+            state, expires = self._admit(conn, view, act, chosen, who, now, override_claim=override_claim)
+            (done,) = record(
+                self.store,
                 conn,
-                {
-                    "run_id": run_id,
-                    "action": act.value,
-                    "phase": phase,
-                    "effect_key": chosen.effect_key,
-                    "answers": chosen.answers.value if chosen.answers else None,
-                    "reason": str(reason),
-                    "operator": who.operator,
-                    "account": who.account,
-                    "at": now,
-                    "detail_json": _json.dumps(chosen.detail),
-                    "state": state,
-                    **({"applied_at": now} if state == "applied" else {}),
-                    **({"expires_at": now + rules.proposal_seconds} if proposed else {}),
-                },
+                [(run, view, chosen)],
+                reason=str(reason),
+                who=who,
+                phase=phase,
+                now=now,
+                state=state,
+                expires_at=expires,
             )
-            # A proposal changes nothing about the run yet: not its lease, not
-            # its state, not why it stopped (the list and the detail say it
-            # waits, read from the proposal itself, so they stop when it lapses).
-            if not proposed:
-                self._carry(conn, run, view, act, who.operator, now)
-        return _decisions.Decision(decision_id, run_id, act, who.operator, reason, phase, chosen.effect_key, state)
+            return done
+
+    def _admit(
+        self,
+        conn: Any,
+        view: RunView,
+        act: Action,
+        chosen: _decisions.Fit,
+        who: Who,
+        now: float,
+        *,
+        override_claim: bool,
+    ) -> tuple[str, float | None]:
+        """What a decision that fits must pass besides (the same for one run
+        and for each run of a group): someone else's claim needs
+        `override_claim`; an action the store's policy lists is only proposed,
+        one proposal at a time. Returns the state to record it in, and a
+        proposal's expiry."""
+        claims.check(view.claim, who, view.run_id, override=override_claim, what=f"decide {act.value}")
+        rules = _policy.current(self.store, conn)
+        if rules.needs_second(act):
+            self._one_proposal(conn, view, act, chosen.effect_key, now)
+            return PROPOSED, now + rules.proposal_seconds
+        return ("applied" if act is Action.RESET else "pending"), None
+
+    # -- many runs at once -----------------------------------------------------
+
+    def causes(self, *, with_actions: bool = True) -> list[_causes.Cause]:
+        """The runs that need a person, grouped by why (causes.py), largest
+        group first; each with the decisions that fit all of its runs (one
+        view per run: `with_actions=False` skips them when only the runs matter)."""
+        now = self.clock()
+        with self.store.read() as conn:
+
+            def view_of(run: Any, own: OwnRows | None) -> RunView:
+                return self._view(conn, run, now, with_candidates=False, with_diffs=False, own=own)
+
+            return _causes.collect(self.store, conn, now, view_of if with_actions else None)
+
+    def cause(self, cause_id: str, *, with_actions: bool = False) -> _causes.Cause:
+        """One cause by its id, as `causes` lists it now."""
+        if not _causes.is_cause_id(cause_id):
+            raise CauseNotFound(
+                f"{cause_id!r} is not a cause id (c- and ten hex digits; `phasegate status --by-cause` lists them)"
+            )
+        for c in self.causes(with_actions=with_actions):
+            if c.cause == cause_id:
+                return c
+        raise CauseNotFound(
+            f"no cause {cause_id} among the runs that need attention now"
+            " (decided already? `phasegate status --by-cause` lists the causes)"
+        )
+
+    def _group(
+        self, run_ids: Sequence[str], action: str, reason: str | None, cause: str | None
+    ) -> tuple[Action, list[str]]:
+        """A group decision's arguments checked as `decide` checks one run's,
+        then its runs: those named (each must still have `cause`, if given),
+        or without any named, every run of `cause` as it is now."""
+        act = _decisions.parse_action(action)
+        if reason is not None:
+            _decisions.check_reason(reason)
+        for rid in run_ids:
+            validate_run_id(rid)
+        if cause is not None and not run_ids:
+            return act, list(self.cause(cause).runs)
+        if cause is not None and not _causes.is_cause_id(cause):
+            raise CauseNotFound(f"{cause!r} is not a cause id (c- and ten hex digits)")
+        if not run_ids:
+            raise UsageError("name the runs to decide, or a cause")
+        return act, list(run_ids)
+
+    def decide_many(
+        self,
+        run_ids: Sequence[str],
+        action: str,
+        *,
+        reason: str,
+        operator: str | None = None,
+        cause: str | None = None,
+        skip_unfit: bool = False,
+        phase: str | None = None,
+        effect: str | None = None,
+        result: Any = _decisions.NO_RESULT,
+        force: bool = False,
+        expect_env: str | None = None,
+        override_claim: bool = False,
+    ) -> _batch.BatchResult:
+        """One decision for many runs (`run_ids`, or every run of `cause`;
+        both: those runs, each refused unless it still has that cause):
+        each run checked as `decide` checks it, then all recorded in one
+        transaction with one reason and a shared batch id. A run that does
+        not fit refuses the whole group (`GroupRefused`, nothing recorded)
+        unless `skip_unfit`; a run of `cause` that stopped again for another
+        reason since does not fit, nor one someone else claimed (without
+        `override_claim`). An action the policy lists is proposed for each run."""
+        act, runs = self._group(run_ids, action, reason, cause)
+        who = whoami(operator)
+        now = self.clock()
+        opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
+
+        def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
+            return self._view(conn, run, now, with_candidates=False, own=own)
+
+        def admit(conn: Any, view: RunView, chosen: _decisions.Fit) -> tuple[str, float | None]:
+            return self._admit(conn, view, act, chosen, who, now, override_claim=override_claim)
+
+        return _batch.decide(
+            self.store,
+            view_of,
+            admit,
+            runs,
+            act,
+            opts,
+            reason=str(reason),
+            who=who,
+            now=now,
+            skip_unfit=skip_unfit,
+            cause=cause,
+        )
+
+    def preview_many(
+        self,
+        run_ids: Sequence[str],
+        action: str,
+        *,
+        reason: str | None = None,
+        cause: str | None = None,
+        phase: str | None = None,
+        effect: str | None = None,
+        result: Any = _decisions.NO_RESULT,
+        force: bool = False,
+        expect_env: str | None = None,
+        operator: str | None = None,
+        override_claim: bool = False,
+    ) -> list[_batch.PreviewLine]:
+        """What `decide_many` would do to each run, or why it would refuse it
+        (a run someone else claimed included)."""
+        act, runs = self._group(run_ids, action, reason, cause)
+        now = self.clock()
+        who = whoami(operator)
+        opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
+
+        def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
+            return self._view(conn, run, now, with_candidates=False, own=own)
+
+        def check(view: RunView) -> None:
+            claims.check(view.claim, who, view.run_id, override=override_claim, what=f"decide {act.value}")
+
+        return _batch.preview(self.store, view_of, runs, act, opts, cause=cause, check=check)
 
     def _one_proposal(self, conn: Any, view: RunView, act: Action, effect: str | None, now: float) -> None:
         """One proposal of an action (of an effect) at a time: a second is
@@ -265,16 +405,8 @@ class Engine:
             self.store.settle_decision(conn, d.id, "void", now)
 
     def _carry(self, conn: Any, run: Any, view: RunView, act: Action, who: str, now: float) -> None:
-        """What recording a decision that takes effect does to the run, in the
-        recording transaction: the old holder's lease ends here (nothing it
-        does after this can be recorded); a reset is applied at once."""
-        self.store.revoke_lease(conn, run.run_id)
-        if act is Action.RESET:
-            pending = [d.id for d in view.pending_decisions]
-            apply_reset(self.store, conn, run, pending=pending, who=who, now=now)
-        else:
-            attention = f"decided: {act.value} by {who}; applies at the next run"
-            self.store.update_run(conn, run.run_id, {"updated_at": now, "attention": attention})
+        """What recording a decision that takes effect does to the run (`recording.carry`)."""
+        carry(self.store, conn, [(run, view, act)], who, now)
 
     def second(
         self,
@@ -439,12 +571,26 @@ class Engine:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             return self._view(conn, run, self.clock())
 
-    def _view(self, conn: Any, run: Any, now: float, *, with_candidates: bool = True) -> RunView:
-        """A run's view from its own rows, read on `conn`."""
-        rows = self.store.all_checkpoints(conn, run.run_id)
-        steps = self.store.steps_for(conn, run.run_id)
-        effects = self.store.effects_for(conn, run.run_id)
-        decisions = self.store.decisions_for(conn, run.run_id)
+    def _view(
+        self,
+        conn: Any,
+        run: Any,
+        now: float,
+        *,
+        with_candidates: bool = True,
+        with_diffs: bool = True,
+        own: OwnRows | None = None,
+    ) -> RunView:
+        """A run's view from its own rows, read on `conn` (or given: `own`,
+        read for many runs at once by `Store.rows_of_runs`)."""
+        if own is None:
+            own = OwnRows(
+                self.store.all_checkpoints(conn, run.run_id),
+                self.store.steps_for(conn, run.run_id),
+                self.store.effects_for(conn, run.run_id),
+                self.store.decisions_for(conn, run.run_id),
+            )
+        rows, steps, effects, decisions = own
         verified = chain.verify_run(run, rows)  # once, for the view and the prune candidates
         cands = (
             _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days, verified=verified)
@@ -454,7 +600,7 @@ class Engine:
         view = build(run, rows, steps, effects, decisions, cands, now, verified)
         # The code behind a drift, from the stored sources: read only when a
         # code change is among the reasons the run is blocked.
-        diffs = _sources.diffs(self.store, conn, view.blocked)
+        diffs = _sources.diffs(self.store, conn, view.blocked) if with_diffs else []
         if diffs:
             view = replace(view, code_diffs=tuple(diffs))
         held = self.store.claims_for(conn, run.run_id)

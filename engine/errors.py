@@ -54,6 +54,13 @@ class RunNotFound(UsageError):
     title = "no such run"
 
 
+class CauseNotFound(UsageError):
+    """A cause id that names no group of runs needing attention now (it may
+    have been decided already, or never existed)."""
+
+    title = "no such cause"
+
+
 class RunHeld(PhasegateError):
     """Another live process holds the run's lease."""
 

@@ -205,6 +205,9 @@ class DecisionView:
         """Waiting for a second operator (and not yet lapsed)."""
         return self.state == PROPOSED
 
+    batch_id: str | None = None
+    """Shared by the decisions one command recorded for a group of runs (`decide --cause`)."""
+
 
 PROPOSED = "proposed"
 """The state of a decision that waits for a second operator (`phasegate policy`)."""
@@ -352,7 +355,7 @@ class RunView:
             del d["claims"]
         for dec in d["decisions"] + d["pending_decisions"]:
             # Added in format 4, shown only when set (the 0.1 JSON stays byte for byte).
-            for key in ("account", "expires_at", "seconded_by"):
+            for key in ("account", "expires_at", "seconded_by", "batch_id"):
                 if dec[key] is None:
                     del dec[key]
             if dec["state"] in (PROPOSED, EXPIRED):
@@ -528,6 +531,7 @@ def decision_view(d: Any, now: float) -> DecisionView:
         account=getattr(d, "account", None),
         expires_at=iso(getattr(d, "expires_at", None)),
         seconded_by=getattr(d, "seconded_by", None),
+        batch_id=getattr(d, "batch_id", None),
     )
 
 

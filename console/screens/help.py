@@ -19,8 +19,10 @@ from ..actions import ACTIONS
 from ..widgets.runs_table import RunsTable
 from ._run_actions import RunActions
 from .action_modal import ActionModal
+from .causes import CauseRunsScreen, CausesScreen
 from .copy_modal import CopyModal
 from .detail import DetailScreen
+from .group_modal import GroupModal
 from .runs import RunsScreen
 
 NOTES = (
@@ -28,6 +30,7 @@ NOTES = (
     "Marks: !! blocked  ~~ interrupted  XX failed  => decided (waits to be carried out)  >> running  ok completed  << reset.",
     "Frontier 2/4 charge +3: two of four phases done, three steps done in charge.",
     "The screen refreshes by itself when another process changes the store.",
+    "space marks runs in the list; a decision key then decides every marked run at once (one confirmation).",
 )
 
 
@@ -92,6 +95,8 @@ class HelpScreen(ModalScreen[None]):
             ("on a run", shared),
             ("in a confirmation", [("enter", "confirm"), *rows((ActionModal,), show)]),
             ("in the copy list", [("enter", "copy it (OSC 52)"), *rows((CopyModal,), show)]),
+            ("the causes (C) and a cause's runs", rows((CausesScreen, CauseRunsScreen), show)),
+            ("in a confirmation for many runs", [("enter", "confirm"), *rows((GroupModal,), show)]),
             ("everywhere", rows((type(self.app),), show)),
         ]
         if isinstance(self.under, DetailScreen):
@@ -113,6 +118,8 @@ class HelpScreen(ModalScreen[None]):
             twins.add_row(Text(f"{spec.key}  {spec.label}"), Text(spec.cli))
         twins.add_row(Text("e  resume now"), Text("phasegate resume RUN"))
         twins.add_row(Text("y  copy id/hash"), Text("phasegate status RUN --json (every hash whole)"))
+        twins.add_row(Text("C  causes"), Text("phasegate status --by-cause"))
+        twins.add_row(Text("a decision on a cause"), Text("phasegate decide --cause CAUSE ACTION --reason ..."))
         with VerticalScroll(id="help"):
             yield Static(Text("Keys (Esc closes; j/k, PgUp/PgDn scroll)", style="bold"))
             yield Static(t)

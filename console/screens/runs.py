@@ -16,11 +16,12 @@ from textual.widgets import DataTable, Input, Rule, Static
 
 from phasegate import PhasegateError, RunSummary, RunView, safe
 
-from .. import service
+from .. import groups, service
 from .._format import claimed, hashes
 from ..context import ConsoleContext
 from ..widgets import CountsBar, KeyBar, RunsTable
 from ..widgets.runs_table import COLUMNS
+from ._group_actions import GroupDecider
 from ._run_actions import RunActions
 from .detail import DetailScreen
 
@@ -41,6 +42,9 @@ class RunsScreen(RunActions):
         Binding("S", "reverse_sort", "Reverse", show=False, id="runs.reverse_sort"),
         Binding("escape", "clear_filter", "Clear", show=False, id="runs.clear_filter"),
         Binding("o", "resort", "Re-sort", show=False, id="runs.resort"),
+        Binding(
+            "space", "mark", "Mark the run (a decision key then decides every marked run)", show=False, id="runs.mark"
+        ),
     ]
 
     AUTO_FOCUS = "#runs"
@@ -51,6 +55,7 @@ class RunsScreen(RunActions):
         ("runs: cycle sort column", "needs attention first, or by a column (s)", "cycle_sort"),
         ("runs: reverse sort", "(S)", "reverse_sort"),
         ("runs: re-sort now", "put rows that changed back in order (o)", "resort"),
+        ("runs: mark or unmark the run", "a decision key then decides every marked run at once (space)", "mark"),
     )
 
     @dataclass
@@ -89,6 +94,10 @@ class RunsScreen(RunActions):
         self.out_of_order = 0
         """Rows a live refresh left where they were (or added at the end)
         instead of moving them under the operator's cursor."""
+        self.marked: dict[str, None] = {}
+        """Runs marked with space, in the order marked: a decision key then
+        applies to all of them (one group decision), not to the cursor's run."""
+        self.groups = GroupDecider(self, ctx)
 
     def compose(self) -> ComposeResult:
         yield CountsBar(id="counts")
@@ -242,7 +251,7 @@ class RunsScreen(RunActions):
             sort_label=sort_label,
             text=self.text,
             shown=shown,
-            notice="READ-ONLY" if self.ctx.read_only else "",
+            notice=self._notice(),
             workers=page.workers,
         )
         if not page.rows:
@@ -250,6 +259,71 @@ class RunsScreen(RunActions):
             self.query_one("#why", Static).update(self._why_shown, layout=False)
         elif self._selected is not None:
             self._show_why(self._selected)
+
+    def _notice(self) -> str:
+        if self.ctx.read_only:
+            return "READ-ONLY"
+        if self.marked:
+            return f"{len(self.marked)} marked"
+        return ""
+
+    # -- marking ----------------------------------------------------------------
+
+    def action_mark(self) -> None:
+        if self.ctx.read_only:
+            self.notify(
+                "mark: read-only (this console was opened with --read-only); marks are for decisions",
+                title="mark",
+                severity="warning",
+                markup=False,
+                timeout=4,
+            )
+            return
+        rid = self._selected
+        if rid is None:
+            return
+        if rid in self.marked:
+            del self.marked[rid]
+        else:
+            self.marked[rid] = None
+        self._marks_changed()
+
+    def _marks_changed(self) -> None:
+        self.query_one(RunsTable).marked = set(self.marked)
+        # A live show: only the id cells whose mark changed repaint.
+        if self._page is not None:
+            self._show(self._page, "live")
+        self.refresh_bindings()
+
+    def clear_marks(self) -> None:
+        if self.marked:
+            self.marked = {}
+            self._marks_changed()
+
+    def action_fits(self, name: str) -> bool:
+        if self.marked:
+            return not self.ctx.read_only and name in groups.GROUP_ACTIONS
+        return super().action_fits(name)
+
+    def why_not(self, name: str) -> str:
+        if self.marked and name not in groups.GROUP_ACTIONS:
+            return f"{name} is for one run at a time; esc unmarks the {len(self.marked)} marked run(s)"
+        return super().why_not(name)
+
+    def action_decide(self, name: str) -> None:
+        if not self.marked:
+            super().action_decide(name)
+            return
+        if not self.action_fits(name):
+            return
+        runs = tuple(self.marked)
+        self.groups.start(name, runs, None, f"{len(runs)} marked run(s)")
+
+    def on_group_decider_ready(self, message: GroupDecider.Ready) -> None:
+        self.groups.open(message.request)
+
+    def on_group_decider_done(self, message: GroupDecider.Done) -> None:
+        self.clear_marks()
 
     @on(DataTable.RowHighlighted, "#runs")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -361,6 +435,8 @@ class RunsScreen(RunActions):
             box.value = ""
             box.display = False
             self.query_one(RunsTable).focus()
+        else:
+            self.clear_marks()
 
     def action_resort(self) -> None:
         self.load("keep")  # the same page, read again in the store's order

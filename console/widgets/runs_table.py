@@ -96,6 +96,8 @@ class RunsTable(DataTable[Text]):
         """What each row shows, by run id then column (to repaint only what changed)."""
         self.widths: dict[str, int] = column_widths(80)
         """The columns shown and their widths (set for the terminal's width)."""
+        self.marked: set[str] = set()
+        """Runs the operator marked (space): their run id shows `*`."""
 
     def set_columns(self, width: int) -> None:
         self.widths = column_widths(width)
@@ -153,9 +155,14 @@ class RunsTable(DataTable[Text]):
 
     def _cells(self, r: RunSummary, now: float, claim: ClaimView | None = None, waiting: str = "") -> dict[str, Text]:
         id_width = self.widths.get("run_id", 22)
-        cells = {
+        if r.run_id in self.marked:
+            # A mark, not a colour: it reads the same under NO_COLOR.
+            run_id = Text("* ", style="bold") + plain(middle(safe(r.run_id), id_width - 2), style="bold")
+        else:
             # Escaped before it is cut, so the cut never splits an escape.
-            "run_id": plain(middle(safe(r.run_id), id_width)),
+            run_id = plain(middle(safe(r.run_id), id_width))
+        cells = {
+            "run_id": run_id,
             "workflow": plain(r.workflow),
             "status": run_status("decided" if shown_decided(r) else r.status.value),
             "frontier": plain(frontier(r, self.widths.get("frontier", 14))),

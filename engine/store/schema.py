@@ -182,6 +182,9 @@ decisions = Table(
     Column("account", String),
     Column("expires_at", Float),
     Column("seconded_by", Integer),
+    # Version 4: the decisions one command recorded for a group of runs
+    # (`decide --cause`) share this id, so the audit shows them as one act.
+    Column("batch_id", String),
     Index("ix_decisions_run", "run_id", "id"),
     Index("ix_decisions_state", "state"),
 )
@@ -301,6 +304,7 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_decisions", "expires_at"): (4, "FLOAT"),
     ("phasegate_decisions", "seconded_by"): (4, "INTEGER"),
     ("phasegate_runs", "attention_rank"): (4, "INTEGER NOT NULL DEFAULT 3"),
+    ("phasegate_decisions", "batch_id"): (4, "TEXT"),
 }
 
 #: Indexes added to existing tables, by the version that added them.

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import and_, case, delete, func, insert, inspect, or_, select, update
 from sqlalchemy.engine import Connection, Row
@@ -331,6 +331,14 @@ class Store:
             values = {**values, "attention_rank": _paging.rank_for(str(values["status"]))}
         return conn.execute(update(runs).where(cond).values(**values)).rowcount
 
+    def update_runs(self, conn: Connection, run_ids: Sequence[str], values: dict[str, Any]) -> int:
+        """The same change to several runs' rows, in one statement (never their status)."""
+        assert "status" not in values, "a status change moves the attention rank: update_run"
+        return conn.execute(update(runs).where(runs.c.run_id.in_(list(run_ids))).values(**values)).rowcount
+
+    def _rerank_many(self, conn: Connection, run_ids: Sequence[str]) -> None:
+        conn.execute(update(runs).where(runs.c.run_id.in_(list(run_ids))).values(attention_rank=_paging.rank_sql()))
+
     def _rerank(self, conn: Connection, run_id: Any) -> None:
         """Its decisions changed: the run's stored attention rank may have."""
         conn.execute(update(runs).where(runs.c.run_id == run_id).values(attention_rank=_paging.rank_sql()))
@@ -479,6 +487,19 @@ class Store:
         # the caller checks each and shows a damaged one as such.
         return rows
 
+    def runs_needing_attention(self, conn: Connection) -> list[Row[Any]]:
+        """Rows of the runs that may need a person (blocked, failed, or running
+        with a holder that may be dead) and have no decision waiting, through
+        the status index: what `causes.collect` groups. Unchecked, as
+        `list_runs`: the caller checks each and shows a damaged one as such."""
+        pending = (
+            select(decisions.c.id)
+            .where(and_(decisions.c.run_id == runs.c.run_id, decisions.c.state == "pending"))
+            .exists()
+        )
+        q = select(runs).where(runs.c.status.in_(["blocked", "failed", "running"]), ~pending).order_by(runs.c.run_id)
+        return list(conn.execute(q))
+
     def count_matching(
         self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None
     ) -> int:
@@ -532,10 +553,35 @@ class Store:
         )
         return _rowcheck.check_all(checkpoints, conn.execute(q))
 
-    def runs_by_id(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, Row[Any]]:
-        """The rows of these runs (absent ones left out), each checked like `get_run`'s."""
-        rows = conn.execute(select(runs).where(runs.c.run_id.in_(list(run_ids))))
-        return {r.run_id: _rowcheck.check(r) for r in rows}
+    def runs_by_id(self, conn: Connection, run_ids: Sequence[str], *, lock: bool = False) -> dict[str, Row[Any]]:
+        """The rows of these runs (absent ones left out), each checked like
+        `get_run`'s; with `lock`, held as `get_run(lock=True)` holds one, taken
+        in run-id order (two writers locking overlapping groups do not deadlock)."""
+        q = select(runs).where(runs.c.run_id.in_(list(run_ids))).order_by(runs.c.run_id)
+        if lock and self.dialect.row_locks:
+            q = q.with_for_update()
+        return {r.run_id: _rowcheck.check(r) for r in conn.execute(q)}
+
+    def rows_of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, OwnRows]:
+        """What a view reads of each run (`all_checkpoints`, `steps_for`,
+        `effects_for`, `decisions_for`), for many runs in four indexed queries
+        instead of four per run: a decision for a group reads 300 runs' rows."""
+        ids = list(run_ids)
+        out = {rid: OwnRows([], [], [], []) for rid in ids}
+        if not ids:
+            return out
+        live_steps = and_(steps.c.run_id.in_(ids), steps.c.discarded == False)  # noqa: E712
+        ckpt_order = (checkpoints.c.run_id, checkpoints.c.epoch, checkpoints.c.seq)
+        queries = (
+            (checkpoints, select(checkpoints).where(checkpoints.c.run_id.in_(ids)).order_by(*ckpt_order)),
+            (steps, select(steps).where(live_steps).order_by(steps.c.id)),
+            (effects, select(effects).where(effects.c.run_id.in_(ids)).order_by(effects.c.id)),
+            (decisions, select(decisions).where(decisions.c.run_id.in_(ids)).order_by(decisions.c.id)),
+        )
+        for i, (table, q) in enumerate(queries):
+            for row in _rowcheck.check_all(table, conn.execute(q)):
+                out[row.run_id][i].append(row)
+        return out
 
     def live_chains(self, conn: Connection, epochs: Mapping[str, int]) -> Iterator[tuple[str, list[Row[Any]]]]:
         """The live chain of each run's current epoch (`epochs`: run id to
@@ -671,6 +717,16 @@ class Store:
         pk = res.inserted_primary_key
         self._rerank(conn, values["run_id"])
         return int(pk[0]) if pk else 0
+
+    def insert_decisions(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+        """Several decision rows in one statement; their ids, in the order given."""
+        if len(rows) == 1:
+            return [self.insert_decision(conn, dict(rows[0]))]
+        q = insert(decisions).returning(decisions.c.id, sort_by_parameter_order=True)
+        ids = [int(r[0]) for r in conn.execute(q, list(rows))]
+        # Their decisions changed: the runs' stored attention ranks, in one statement.
+        self._rerank_many(conn, sorted({str(r["run_id"]) for r in rows}))
+        return ids
 
     def settle_decision(self, conn: Connection, decision_id: int, state: str, at: float) -> None:
         conn.execute(update(decisions).where(decisions.c.id == decision_id).values(state=state, applied_at=at))
@@ -926,6 +982,15 @@ class Store:
         if self.is_sqlite:
             return DataVersion(self)
         return _postgres.ChangeFeed(self.target)
+
+
+class OwnRows(NamedTuple):
+    """A run's own rows, as a view reads them."""
+
+    checkpoints: list[Row[Any]]
+    steps: list[Row[Any]]
+    effects: list[Row[Any]]
+    decisions: list[Row[Any]]
 
 
 #: The lease columns of a run nobody holds.
