@@ -111,6 +111,8 @@ def test_a_proposal_waits_for_another_account_then_the_worker_applies_it(two):
     assert (prop["state"], prop["proposer"], prop["account"]) == ("proposed", "tester", "root")
     assert prop["expires_at"] > prop["at"]
     assert st["status"] == "blocked" and "env_mismatch" in st["attention"]  # why it stopped is kept
+    # A proposal is not yet a decision: the list still ranks the run as needing a person.
+    assert h.sql("SELECT attention_rank FROM phasegate_runs WHERE run_id = 'r1'") == [(0,)]
 
     # The worker does not apply a proposal.
     assert h.cli("worker", "--once").returncode == 0
@@ -128,6 +130,8 @@ def test_a_proposal_waits_for_another_account_then_the_worker_applies_it(two):
         pytest.skip(f"nobody cannot run this interpreter: {p.stderr.strip()[:200]}")
     assert p.returncode == 0, p
     assert "seconded" in p.stdout
+    # Seconded, it is pending: the list ranks the run as decided and waiting.
+    assert h.sql("SELECT attention_rank FROM phasegate_runs WHERE run_id = 'r1'") == [(1,)]
     decs = h.status("r1")["decisions"]
     assert [(d["action"], d["operator"], d["state"]) for d in decs] == [
         ("approve", "tester", "pending"),
