@@ -737,6 +737,16 @@ class Store:
         if "state" in values:  # a seconded proposal becomes pending: the run's rank follows
             self._rerank(conn, select(decisions.c.run_id).where(decisions.c.id == decision_id).scalar_subquery())
 
+    def void_proposals(self, conn: Connection, ids: Sequence[int], at: float) -> None:
+        """Settle these proposals void, those still proposed only (one seconded
+        meanwhile is a decision now, and is left alone)."""
+        if ids:
+            conn.execute(
+                update(decisions)
+                .where(decisions.c.id.in_(list(ids)), decisions.c.state == "proposed")
+                .values(state="void", applied_at=at)
+            )
+
     def open_proposals(self, conn: Connection, run_ids: Sequence[str], now: float) -> list[Row[Any]]:
         """Proposals of these runs still waiting for a second operator (one
         query for a page of the runs list, by its run ids)."""

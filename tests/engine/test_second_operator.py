@@ -241,3 +241,25 @@ def test_behind_the_web_view_another_authenticated_user_may_second(h):
     p = h.cli(*second, env=bob)
     assert p.returncode == 0, p
     assert [d["state"] for d in h.status("r1")["decisions"]] == ["pending", "applied"]
+
+
+def test_proposals_a_run_no_longer_needs_are_voided(h):
+    """A run that goes on without its proposals (the world came back), or a
+    reset, leaves nothing for them to answer: they are settled void, not
+    left waiting for a second operator."""
+    _blocked_on_tax(h)
+    _policy(h, "--require-second", "approve")
+    assert h.decide("r1", "approve", reason="v2 is right").returncode == 0
+    h.tax.write_text("vat-2026-v1")  # the rate file is put back
+    assert h.resume("r1").returncode == 0
+    assert _decisions(h) == [("approve", "tester", "void")]
+
+    assert h.run("r2", kill="start:charge").killed
+    h.tax.write_text("vat-2026-v9")
+    assert h.resume("r2").returncode == 3
+    assert h.decide("r2", "approve", reason="v9 then").returncode == 0
+    assert h.decide("r2", "reset", reason="no: start over").returncode == 0  # reset is not in this policy
+    assert [(d["action"], d["state"]) for d in h.status("r2")["decisions"]] == [
+        ("approve", "void"),
+        ("reset", "applied"),
+    ]
