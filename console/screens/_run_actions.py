@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
-from phasegate import PhasegateError, RunView
+from phasegate import PhasegateError, RunView, safe
 
 from .. import service
 from ..actions import ACTIONS, BY_KEY, BY_NAME, ActionRequest, ActionResult
@@ -125,7 +125,7 @@ class RunActions(Screen[None]):
         if service.claimed_by_other(self.ctx.engine, self.run_view) and self.run_view.claim is not None:
             held = self.run_view.claim
             self.notify(
-                f"claimed by {held.operator}; to take it over: phasegate claim {self.run_view.run_id} --force",
+                safe(f"claimed by {held.operator}; to take it over: phasegate claim {self.run_view.run_id} --force"),
                 title="claim",
                 severity="warning",
                 markup=False,
