@@ -251,5 +251,13 @@ class RunActions(Screen[None]):
             return
         self.app.post_message(self.Decided(result.run_id, text))
 
+    stale = False
+    """Changes landed while another screen covered this one."""
+
+    def on_screen_resume(self) -> None:
+        if self.stale:
+            self.stale = False
+            self.refresh_data()
+
     def refresh_data(self) -> None:
         """Re-read what the screen shows (another process may have changed it)."""
