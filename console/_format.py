@@ -72,6 +72,16 @@ def age(seconds: float | None) -> str:
     return f"{s // 86400}d"
 
 
+AGE_STEP = 10.0
+"""Ages move on screen in steps of this many seconds: over a slow link a
+ticking age would resend its line (or a column of them) on every refresh."""
+
+
+def age_now(now: float) -> float:
+    """`now` rounded down to an AGE_STEP, the "now" ages are shown against."""
+    return now - now % AGE_STEP
+
+
 def claimed(operator: str, claimed_at: float, now: float) -> str:
     """ "claimed by ada, 3 min ago": who is looking at a run (`phasegate claim`)."""
     s = max(0, int(now - claimed_at))

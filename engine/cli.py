@@ -492,7 +492,7 @@ def cmd_policy(args: argparse.Namespace) -> int:
         raise UsageError("give --show or a change (--require-second, --proposal-seconds, --web-account), not both")
     if not change and args.reason is not None:
         raise UsageError("--reason is for a change of the policy (--require-second, --proposal-seconds, --web-account)")
-    with _engine(args, create=change) as eng:
+    with _engine(args) as eng:  # a policy for a store not made yet is a mistyped --db
         if change:
             if args.reason is None:
                 raise UsageError("a policy change needs --reason TEXT (it is kept in the audit)")

@@ -84,6 +84,9 @@ def carry(store: Store, conn: Any, items: Sequence[tuple[Any, RunView, Action]],
             store.revoke_lease(conn, view.run_id)
             pending = [d.id for d in view.pending_decisions]
             apply_reset(store, conn, run, pending=pending, who=who, now=now)
+            # What was proposed for the epoch a reset archives answers nothing
+            # now (a reset being seconded is no longer "proposed" by this point).
+            store.void_proposals(conn, [d.id for d in view.proposals], now)
         else:
             attention = f"decided: {act.value} by {who}; applies at the next run"
             marked.setdefault(attention, []).append(view.run_id)

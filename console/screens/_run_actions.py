@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
-from phasegate import PhasegateError, RunView
+from phasegate import PhasegateError, RunView, safe
 
 from .. import service
 from ..actions import ACTIONS, BY_KEY, BY_NAME, ActionRequest, ActionResult
@@ -125,7 +125,7 @@ class RunActions(Screen[None]):
         if service.claimed_by_other(self.ctx.engine, self.run_view) and self.run_view.claim is not None:
             held = self.run_view.claim
             self.notify(
-                f"claimed by {held.operator}; to take it over: phasegate claim {self.run_view.run_id} --force",
+                safe(f"claimed by {held.operator}; to take it over: phasegate claim {self.run_view.run_id} --force"),
                 title="claim",
                 severity="warning",
                 markup=False,
@@ -250,6 +250,14 @@ class RunActions(Screen[None]):
             self.failed(exc)
             return
         self.app.post_message(self.Decided(result.run_id, text))
+
+    stale = False
+    """Changes landed while another screen covered this one."""
+
+    def on_screen_resume(self) -> None:
+        if self.stale:
+            self.stale = False
+            self.refresh_data()
 
     def refresh_data(self) -> None:
         """Re-read what the screen shows (another process may have changed it)."""

@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import DataTable, Input, Rule, Static
 
 from phasegate import PhasegateError, RunSummary, RunView, safe
@@ -116,7 +117,20 @@ class RunsScreen(RunActions):
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
         self.load()
-        self.set_interval(self.WORKERS_EVERY, self._count_workers)
+        self._workers_timer = self.set_interval(self.WORKERS_EVERY, self._count_workers)
+
+    _workers_timer: Timer | None = None
+
+    def on_screen_suspend(self) -> None:
+        # Covered by the detail: no looks (each one makes Textual resend the
+        # screen on top); counted afresh when shown again. (RunActions'
+        # handler of the resume, which re-reads a stale screen, runs too.)
+        if self._workers_timer is not None:
+            self._workers_timer.pause()
+
+    def on_screen_resume(self) -> None:
+        if self._workers_timer is not None:
+            self._workers_timer.resume()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="workers")
     def _count_workers(self) -> None:

@@ -15,7 +15,7 @@ from textual.widgets import DataTable
 
 from phasegate import ClaimView, RunSummary, safe
 
-from .._format import age, claimed, middle, plain, run_status
+from .._format import age, age_now, claimed, middle, plain, run_status
 
 #: (key, label, width or None for "what is left", store order when sorted by it)
 COLUMNS: tuple[tuple[str, str, int | None, str], ...] = (
@@ -107,10 +107,6 @@ class RunsTable(DataTable[Text]):
             if key in self.widths:
                 self.add_column(label, width=self.widths[key], key=key)
 
-    #: Ages move on screen in steps of this many seconds: over a slow link a
-    #: ticking column would resend every row on every refresh.
-    AGE_STEP: ClassVar[float] = 10.0
-
     def show(
         self,
         rows: Sequence[RunSummary],
@@ -122,7 +118,7 @@ class RunsTable(DataTable[Text]):
         refresh) update only the cells whose text changed, so only they repaint.
         `claims`: who is looking at which of them; `waiting`: what waits for
         a second operator on which; both said first in the reason."""
-        now -= now % self.AGE_STEP
+        now = age_now(now)
         held, wait = claims or {}, waiting or {}
         new = {r.run_id: self._cells(r, now, held.get(r.run_id), wait.get(r.run_id, "")) for r in rows}
         keys = [str(row.key.value) for row in self.ordered_rows]

@@ -58,6 +58,7 @@ class Store:
         self.target = str(target)
         self.readonly = readonly
         self.path: Path | None = None
+        self._held: tuple[int, int] | None = None
         #: Set when the stored schema is one this code does not know; the
         #: engine treats it as an integrity failure and writes nothing.
         self.schema_problem: str | None = None
@@ -85,6 +86,9 @@ class Store:
             self.path = Path(raw).expanduser().absolute()
             self.where = str(self.path)
             fresh = _sqlite.check_path(self.path, create=create)
+            # Held from before the first connection: another store of this
+            # process must not read the header (and drop this one's locks) from now on.
+            self._held = _sqlite.hold(self.path)
             self.sa = _sqlite.make_engine(self.path, readonly=readonly, busy_ms=_sqlite.busy_timeout_ms(lease_seconds))
         self._hot_sql = {
             k: self.dialect.hot_sql(v.replace(":lease_now", self.dialect.LEASE_NOW_SQL))
@@ -103,14 +107,20 @@ class Store:
         try:
             self._open(fresh=fresh, create=create)
         except (SQLAlchemyError, self.dialect.DriverError) as exc:
-            self.sa.dispose()
+            self._abandon()
             raise self.explain(exc) from None
         except UnicodeDecodeError:
-            self.sa.dispose()
+            self._abandon()
             raise self._not_utf8() from None
         except StoreError:
-            self.sa.dispose()
+            self._abandon()
             raise
+
+    def _abandon(self) -> None:
+        """The open failed: let go of everything it took."""
+        self.sa.dispose()
+        held, self._held = self._held, None
+        _sqlite.release(held)
 
     @property
     def is_sqlite(self) -> bool:
@@ -195,6 +205,8 @@ class Store:
                 self._hot.close()
                 self._hot = None
         self.sa.dispose()
+        held, self._held = self._held, None
+        _sqlite.release(held)
 
     def explain(self, exc: BaseException) -> StoreError:
         err: StoreError = self.dialect.explain(exc, self.where)
@@ -725,6 +737,18 @@ class Store:
 
     def update_decision(self, conn: Connection, decision_id: int, values: dict[str, Any]) -> None:
         conn.execute(update(decisions).where(decisions.c.id == decision_id).values(**values))
+        if "state" in values:  # a seconded proposal becomes pending: the run's rank follows
+            self._rerank(conn, select(decisions.c.run_id).where(decisions.c.id == decision_id).scalar_subquery())
+
+    def void_proposals(self, conn: Connection, ids: Sequence[int], at: float) -> None:
+        """Settle these proposals void, those still proposed only (one seconded
+        meanwhile is a decision now, and is left alone)."""
+        if ids:
+            conn.execute(
+                update(decisions)
+                .where(decisions.c.id.in_(list(ids)), decisions.c.state == "proposed")
+                .values(state="void", applied_at=at)
+            )
 
     def open_proposals(self, conn: Connection, run_ids: Sequence[str], now: float) -> list[Row[Any]]:
         """Proposals of these runs still waiting for a second operator (one

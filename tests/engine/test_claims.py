@@ -118,3 +118,14 @@ def test_a_version_3_store_is_upgraded_for_claims_and_proposals(h):
     assert st["claim"]["operator"] == "ada"
     assert [(d["action"], d["state"]) for d in st["decisions"]] == [("rewind", "pending")]
     assert "account" not in st["decisions"][0]  # recorded before accounts were
+
+
+def test_a_hostile_operator_name_is_shown_escaped(h):
+    _completed(h)
+    evil = {"PHASEGATE_OPERATOR": "ada\x1b]52;c;ZXZpbA==\x07\u202e"}
+    assert h.cli("claim", "r1", env=evil).returncode == 0
+    p = h.decide("r1", "rewind", "--phase", "price", env=BOB)
+    assert p.returncode == 4
+    for out in (p.stderr, h.cli("status", "r1").stdout, h.cli("status", "r1", "--json").stdout):
+        assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+    assert h.status("r1")["claim"]["operator"] == evil["PHASEGATE_OPERATOR"]  # stored as given

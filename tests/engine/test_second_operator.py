@@ -111,6 +111,8 @@ def test_a_proposal_waits_for_another_account_then_the_worker_applies_it(two):
     assert (prop["state"], prop["proposer"], prop["account"]) == ("proposed", "tester", "root")
     assert prop["expires_at"] > prop["at"]
     assert st["status"] == "blocked" and "env_mismatch" in st["attention"]  # why it stopped is kept
+    # A proposal is not yet a decision: the list still ranks the run as needing a person.
+    assert h.sql("SELECT attention_rank FROM phasegate_runs WHERE run_id = 'r1'") == [(0,)]
 
     # The worker does not apply a proposal.
     assert h.cli("worker", "--once").returncode == 0
@@ -128,6 +130,8 @@ def test_a_proposal_waits_for_another_account_then_the_worker_applies_it(two):
         pytest.skip(f"nobody cannot run this interpreter: {p.stderr.strip()[:200]}")
     assert p.returncode == 0, p
     assert "seconded" in p.stdout
+    # Seconded, it is pending: the list ranks the run as decided and waiting.
+    assert h.sql("SELECT attention_rank FROM phasegate_runs WHERE run_id = 'r1'") == [(1,)]
     decs = h.status("r1")["decisions"]
     assert [(d["action"], d["operator"], d["state"]) for d in decs] == [
         ("approve", "tester", "pending"),
@@ -237,3 +241,25 @@ def test_behind_the_web_view_another_authenticated_user_may_second(h):
     p = h.cli(*second, env=bob)
     assert p.returncode == 0, p
     assert [d["state"] for d in h.status("r1")["decisions"]] == ["pending", "applied"]
+
+
+def test_proposals_a_run_no_longer_needs_are_voided(h):
+    """A run that goes on without its proposals (the world came back), or a
+    reset, leaves nothing for them to answer: they are settled void, not
+    left waiting for a second operator."""
+    _blocked_on_tax(h)
+    _policy(h, "--require-second", "approve")
+    assert h.decide("r1", "approve", reason="v2 is right").returncode == 0
+    h.tax.write_text("vat-2026-v1")  # the rate file is put back
+    assert h.resume("r1").returncode == 0
+    assert _decisions(h) == [("approve", "tester", "void")]
+
+    assert h.run("r2", kill="start:charge").killed
+    h.tax.write_text("vat-2026-v9")
+    assert h.resume("r2").returncode == 3
+    assert h.decide("r2", "approve", reason="v9 then").returncode == 0
+    assert h.decide("r2", "reset", reason="no: start over").returncode == 0  # reset is not in this policy
+    assert [(d["action"], d["state"]) for d in h.status("r2")["decisions"]] == [
+        ("approve", "void"),
+        ("reset", "applied"),
+    ]
