@@ -42,10 +42,11 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .lease import Fence
-from .store.store import HotTx, Store
+if TYPE_CHECKING:  # annotations only: the store's module loads SQLAlchemy
+    from .lease import Fence
+    from .store.store import HotTx, Store
 
 log = logging.getLogger("phasegate.effects")
 
