@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import checkpoint, cli_start, console, effects, postgres, resume, verify
+from . import batch, checkpoint, cli_start, console, effects, postgres, resume, verify
 from ._util import RUNS, Figure, _disk_tmp, scratch
 from .report import machine, markdown, table, write_json
 
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--only",
         default="",
-        help="comma-separated groups: checkpoint,effects,resume,verify,console,live,cli,postgres,wire",
+        help="comma-separated groups: checkpoint,effects,resume,verify,console,live,cli,postgres,wire,batch",
     )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             return console.run_live(a.quick, path)
 
         group("live", _live)
+
+        group("batch", lambda: batch.run(a.quick, rounds, d))
 
         def _wire() -> list[Figure]:
             from . import wire

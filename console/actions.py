@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-ConsoleActionName = Literal["approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect", "prune"]
+ConsoleActionName = Literal[
+    "approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect", "prune", "second"
+]
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,13 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "phasegate decide RUN retry_effect --effect KEY --reason ...",
     ),
     ActionSpec(
+        "second",
+        "2",
+        "second proposal",
+        "second another operator's proposed decision (the store's policy needs two accounts)",
+        "phasegate decide RUN second --decision N --reason ...",
+    ),
+    ActionSpec(
         "prune",
         "p",
         "prune",
@@ -116,6 +125,8 @@ class ActionRequest:
     """A confirmation records the effect's result: the operator gives it as JSON."""
     result_hint: str = ""
     """What the result field starts with (what the outside system reported, when known)."""
+    override_claim: bool = False
+    """Someone else claimed the run: confirming (the run id typed) acts anyway."""
 
 
 @dataclass(frozen=True)
@@ -131,3 +142,5 @@ class ActionResult:
     """A confirmation's result, as the JSON text the operator typed."""
     expect_env: str | None = None
     """For an approval: the env hash of the preview the operator confirmed."""
+    override_claim: bool = False
+    """The operator confirmed acting on a run someone else claimed."""

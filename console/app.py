@@ -14,7 +14,7 @@ from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
 from phasegate import Engine, safe
@@ -24,6 +24,7 @@ from ._format import set_monochrome
 from .actions import ACTIONS
 from .palette import ConsoleCommands
 from .screens._run_actions import RunActions
+from .screens.causes import CausesScreen
 from .screens.detail import DetailScreen
 from .screens.help import HelpScreen
 from .screens.runs import RunsScreen
@@ -41,6 +42,8 @@ class ConsoleApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
+        # Listed in help and the palette; the footer keeps to 80 columns.
+        Binding("C", "causes", "Causes (runs grouped by why they stopped)", show=False, id="app.causes"),
         # Declaring a palette binding stops Textual adding its ctrl+p one: both are declared.
         Binding("ctrl+p", "command_palette", "Commands", show=False, priority=True, id="app.palette"),
         Binding("colon", "command_palette", "Commands", show=False, id="app.palette_colon"),
@@ -138,11 +141,21 @@ class ConsoleApp(App[int]):
     def _refresh_screens(self) -> None:
         self._refresh_timer = None
         self._last_refresh = time.monotonic()
-        # Every screen on the stack refreshes in place; an open modal stays open.
-        for screen in self.screen_stack:
-            refresh = getattr(screen, "refresh_data", None)
-            if refresh is not None:
-                refresh()
+        # The screens that can be seen refresh in place: the top one, and
+        # under a modal (which stays open) the screen it covers. A screen
+        # hidden under another is only marked stale and re-reads when it is
+        # shown again: repainting it would make Textual resend the whole
+        # screen on top (a live run's detail over the list: 21 KB/s).
+        seen = True
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, RunActions) and not seen:
+                screen.stale = True
+            else:
+                refresh = getattr(screen, "refresh_data", None)
+                if refresh is not None:
+                    refresh()
+            if not isinstance(screen, ModalScreen):
+                seen = False
 
     # -- what the screens report --------------------------------------------------
 
@@ -160,6 +173,10 @@ class ConsoleApp(App[int]):
 
     def on_run_actions_action_failed(self, message: RunActions.ActionFailed) -> None:
         self.notify(safe(message.text), title=message.title, severity="error", markup=False, timeout=10)
+
+    def action_causes(self) -> None:
+        if not isinstance(self.screen, CausesScreen):
+            self.push_screen(CausesScreen(self))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -189,6 +206,9 @@ class ConsoleApp(App[int]):
                 )
         for title, help_text, action in getattr(screen, "PALETTE", ()):
             yield SystemCommand(title, help_text, partial(screen.run_action, action))
+        yield SystemCommand(
+            "console: causes", "the runs that need attention, grouped by why they stopped (C)", self.action_causes
+        )
         yield SystemCommand("console: help", "every key binding (?)", self.action_help)
         for command in super().get_system_commands(screen):
             if command.title not in self.PALETTE_HIDDEN:

@@ -15,7 +15,8 @@ from rich.text import Text
 
 from phasegate import RunView, printable, safe
 
-from ._format import EFFECT_MARKS, hashes, marked, middle, plain, short, size, tone
+from ._format import EFFECT_MARKS, claimed, hashes, marked, middle, plain, short, size, tone
+from .service import proposal_line
 
 NONE = Text("none", style="dim")
 
@@ -41,11 +42,16 @@ def header(v: RunView, now: float) -> Text:
     return line
 
 
-def summary(v: RunView) -> Text:
-    """Why the run stopped, its runbooks and the decisions waiting (scrolls)."""
+def summary(v: RunView, now: float) -> Text:
+    """Why the run stopped, who is looking at it, its runbooks and the
+    decisions waiting (scrolls)."""
     line = Text()
     if v.attention:
         line.append(hashes(safe(v.attention)))
+    if v.claim is not None:
+        line.append("\n" if line else "")
+        line.append(claimed(v.claim.operator, v.claim.claimed_ts, now), style="bold")
+        line.append(f" (until {str(v.claim.expires_at).replace('T', ' ').rstrip('Z')})")
     for b in v.blocked[1:]:
         line.append("\n" if line else "")
         line.append(hashes(f"{safe(b.get('kind'))}: {safe(b.get('detail'))}"))
@@ -56,6 +62,9 @@ def summary(v: RunView) -> Text:
         where = " in " + safe(r["phase"]) if r.get("phase") else ""
         line.append(f"runbook ({safe(r.get('kind'))}{where}): ", style="bold")
         line.append(printable(str(r.get("runbook"))))
+    for d in v.proposals:
+        line.append("\n" if line else "")
+        line.append(safe(proposal_line(d)), style="bold")
     if v.pending_decisions:
         for d in v.pending_decisions:
             line.append("\n" if line else "")
@@ -190,18 +199,22 @@ def prune(v: RunView) -> tuple[RenderableType, bool]:
 
 
 def decisions(v: RunView) -> tuple[RenderableType, bool]:
-    if not v.decisions:
+    """The run's audit: its decisions, and its claims (claimed, released,
+    taken over, expired), in the order they happened."""
+    if not v.decisions and not v.claims:
         return NONE, True
     t = _table("when", "who", "what", "state", "why")
+    # (when, then, who, what, state, why): in the same second a claim event
+    # comes first (one claims a run, then decides on it).
+    rows: list[tuple[str, int, str, str, str, str]] = []
     for d in v.decisions:
         what = d.action + (f" {d.phase}" if d.phase else "") + (f" {d.effect}" if d.effect else "")
-        t.add_row(
-            plain(str(d.at or "-").replace("T", " ").rstrip("Z")),
-            plain(d.operator),
-            plain(what),
-            plain(d.state),
-            plain(d.reason),
-        )
+        # One of a group's decisions (decide --cause, or marked runs): its batch, shared with the others.
+        what += f" (batch {d.batch_id})" if d.batch_id else ""
+        rows.append((str(d.at or "-"), 1, d.operator, what, d.state, d.reason))
+    rows += [(str(e.at or "-"), 0, e.operator, e.kind, "-", "-") for e in v.claims]
+    for at, _then, who, what, state, why in sorted(rows, key=lambda r: r[:2]):
+        t.add_row(plain(at.replace("T", " ").rstrip("Z")), plain(who), plain(what), plain(state), plain(why))
     return t, False
 
 

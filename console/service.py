@@ -7,13 +7,15 @@ import json
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from phasegate import (
+    ClaimView,
     DecisionView,
     Engine,
+    PhasegateError,
     Preview,
     RunStatus,
     RunSummary,
@@ -22,7 +24,7 @@ from phasegate import (
     correctable_effects,
 )
 
-from ._format import size
+from ._format import claimed, size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice
 
 #: The status filter cycle: label -> stored statuses to ask for (None = all).
@@ -82,6 +84,10 @@ class RunsPage:
     """The sort key of the page's first row as read: a reload starts there."""
     last_key: tuple[Any, ...] | None = None
     """The sort key of its last row as read: the next page starts after it."""
+    claims: dict[str, ClaimView] = field(default_factory=dict)
+    """Who is looking at the page's runs: one query by the page's run ids."""
+    proposals: dict[str, list[DecisionView]] = field(default_factory=dict)
+    """Decisions of the page's runs waiting for a second operator (one query too)."""
 
 
 def workers_alive(engine: Engine) -> int:
@@ -145,6 +151,7 @@ def read_page(
         rows = [r for r in rows if r.needs_attention]
     elif label == "running":
         rows = [r for r in rows if r.status is RunStatus.RUNNING]
+    ids = [r.run_id for r in rows]
     return RunsPage(
         rows,
         start,
@@ -156,7 +163,15 @@ def read_page(
         has_next,
         first_key,
         last_key,
+        engine.claims(ids),
+        engine.proposals(ids),
     )
+
+
+def waiting_words(proposals: list[DecisionView]) -> str:
+    """The runs list's words for a run's proposals: "waiting for a second operator: reset by ada"."""
+    said = ", ".join(f"{d.action} by {d.operator}" for d in proposals)
+    return f"waiting for a second operator: {said}" if said else ""
 
 
 def allowed(engine: Engine, view: RunView) -> list[str]:
@@ -164,9 +179,43 @@ def allowed(engine: Engine, view: RunView) -> list[str]:
     if view.status is RunStatus.RUNNING:
         return []
     names = [str(a) for a in engine.allowed_actions(view)]
+    if secondable(engine, view):
+        names.append("second")
     if view.prune_candidates:
         names.append("prune")
     return names
+
+
+def secondable(engine: Engine, view: RunView) -> list[DecisionView]:
+    """The proposals on this run that this console's operator may second."""
+    return engine.secondable(view)
+
+
+def claimed_by_other(engine: Engine, view: RunView) -> bool:
+    """Someone else claimed the run (a decision on it then asks to be confirmed)."""
+    return engine.claimed_by_other(view)
+
+
+def proposal_line(d: DecisionView) -> str:
+    """The console's words for a proposal: "waiting for a second operator:
+    reset proposed by ada, decision 7, until ...: reason" (the account is in
+    `phasegate status`)."""
+    what = d.action + (f" {d.effect}" if d.effect else "") + (f" from {d.phase}" if d.phase else "")
+    return (
+        f"waiting for a second operator: {what} proposed by {d.operator},"
+        f" decision {d.id}, until {str(d.expires_at or '-').replace('T', ' ').rstrip('Z')}: {d.reason}"
+    )
+
+
+def toggle_claim(engine: Engine, run_id: str) -> str:
+    """Claim the run for this console's operator, or release their own claim.
+    Someone else's claim is not taken over from here (`phasegate claim RUN --force`)."""
+    view = engine.status(run_id)
+    mine = view.claim is not None and not claimed_by_other(engine, view)
+    held = engine.claim(run_id, release=mine)
+    if held is None:
+        return f"released the claim on {run_id}"
+    return f"{run_id} claimed by {held.operator} until {str(held.expires_at).replace('T', ' ').rstrip('Z')}"
 
 
 def _sections(pv: Preview, view: RunView, effect: str | None = None) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -202,14 +251,21 @@ def _check_first(view: RunView, key: str) -> tuple[str, ...]:
     its key in the outside system, and the workflow's runbook for it."""
     eff = next((e for e in view.effects if e.key == key), None)
     lines = [f"look key {key} up in the target system"]
+    if eff is not None and eff.reconcile is not None:
+        answer = eff.reconcile
+        why = f": {answer.get('why')}" if answer.get("why") else ""
+        lines.append(f"its reconcile hook last answered {answer.get('answer')}{why}")
     if eff is not None and not eff.idempotent:
         lines.append("its target does not deduplicate: a retry of a charge that happened charges twice")
     lines += [str(b.get("runbook")) for b in view.runbooks if b.get("kind") == "in_doubt_effect" and b.get("runbook")]
     return tuple(lines)
 
 
-def _typed_why(view: RunView, name: str, effect: str | None) -> str:
-    """Why the operator must type the run id to confirm; empty when Enter will do."""
+def _typed_why(view: RunView, name: str, effect: str | None, claim: str = "") -> str:
+    """Why the operator must type the run id to confirm; empty when Enter will do.
+    `claim`: someone else's claim on the run, as the console says it."""
+    if claim:
+        return claim
     if name == "reset":
         return "this discards work"
     if name == "retry_effect":
@@ -221,10 +277,16 @@ def _typed_why(view: RunView, name: str, effect: str | None) -> str:
     return ""
 
 
-def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
-    """What the modal for `name` on `run_id` will say, from a fresh read."""
+def build_request(engine: Engine, run_id: str, name: str, now: float = 0.0) -> ActionRequest:
+    """What the modal for `name` on `run_id` will say, from a fresh read
+    (`now`: the console's clock, for how long ago someone claimed the run)."""
     spec = BY_NAME[name]
     view = engine.status(run_id)
+    override = claimed_by_other(engine, view)
+    held = view.claim
+    claim = claimed(held.operator, held.claimed_ts, now) if override and held is not None else ""
+    if name == "second":
+        return _second_request(engine, view, claim)
     if name == "prune":
         cands = view.prune_candidates
         total = sum(c.bytes for c in cands)
@@ -234,7 +296,7 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
     if name == "rewind":
         phases = [p.name for p in view.phases if p.done]
         choices = tuple(_choice(view, engine.preview(view, name, phase=p), p, p) for p in phases)
-        why = _typed_why(view, name, None)
+        why = _typed_why(view, name, None, claim)
         return ActionRequest(
             spec,
             run_id,
@@ -243,6 +305,7 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
             default=max(len(choices) - 1, 0),
             type_run_id=bool(why),
             typed_why=why,
+            override_claim=override,
         )
     if name in ("confirm_effect", "retry_effect"):
         keys = [e.key for e in view.effects if e.state == "in_doubt"]
@@ -254,12 +317,19 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
         if len(keys) > 1:
             choices = tuple(_choice(view, engine.preview(view, name, effect=k), k, k, effect=k) for k in keys)
             # One typed confirmation covers every choice: ask it if any choice needs it.
-            why = next((w for w in (_typed_why(view, name, k) for k in keys) if w), "")
+            why = next((w for w in (_typed_why(view, name, k, claim) for k in keys) if w), "")
             return ActionRequest(
-                spec, run_id, choices, choose="effect", type_run_id=bool(why), typed_why=why, ask_result=ask
+                spec,
+                run_id,
+                choices,
+                choose="effect",
+                type_run_id=bool(why),
+                typed_why=why,
+                ask_result=ask,
+                override_claim=override,
             )
         only = keys[0] if keys else None
-        why = _typed_why(view, name, only)
+        why = _typed_why(view, name, only, claim)
         pv = engine.preview(view, name, effect=only)
         return ActionRequest(
             spec,
@@ -268,10 +338,40 @@ def build_request(engine: Engine, run_id: str, name: str) -> ActionRequest:
             type_run_id=bool(why),
             typed_why=why,
             ask_result=ask,
+            override_claim=override,
         )
     pv = engine.preview(view, name)
-    why = _typed_why(view, name, None)
-    return ActionRequest(spec, run_id, (_choice(view, pv, None, ""),), type_run_id=bool(why), typed_why=why)
+    why = _typed_why(view, name, None, claim)
+    return ActionRequest(
+        spec, run_id, (_choice(view, pv, None, ""),), type_run_id=bool(why), typed_why=why, override_claim=override
+    )
+
+
+def _second_request(engine: Engine, view: RunView, claim: str) -> ActionRequest:
+    """The modal of a second: each proposal this operator may second, with
+    who proposed it and what it would do (previewed against the run now)."""
+    props = secondable(engine, view)
+    if not props:
+        raise UsageError(f"run {view.run_id} has no proposal from another account to second")
+    choices = []
+    for d in props:
+        try:
+            pv = engine.preview(view, d.action, phase=d.phase, effect=d.effect)
+            what, sections = pv.summary, _sections(pv, view, d.effect)
+        except PhasegateError as exc:
+            what, sections = f"it no longer fits the run ({exc.message}): seconding is refused", ()
+        said = f"{proposal_line(d)}. {what}"
+        choices.append(Choice(str(d.id), f"decision {d.id}: {d.action} by {d.operator}", said, sections))
+    why = claim
+    return ActionRequest(
+        BY_NAME["second"],
+        view.run_id,
+        tuple(choices),
+        choose="proposal" if len(choices) > 1 else "",
+        type_run_id=bool(why),
+        typed_why=why,
+        override_claim=bool(why),
+    )
 
 
 def _choice(view: RunView, pv: Preview, value: str | None, label: str, *, effect: str | None = None) -> Choice:
@@ -284,10 +384,16 @@ def apply(engine: Engine, result: ActionResult) -> str:
     if name == "prune":
         done = engine.prune(apply=True, run_id=result.run_id, reason=result.reason)
         return f"pruned {len(done)} item(s), {size(sum(c.bytes for c in done))}, from {result.run_id}"
+    if name == "second":
+        d = engine.second(
+            result.run_id, int(result.choice or 0), reason=result.reason, override_claim=result.override_claim
+        )
+        return f"decision {d.id} ({d.action} by {d.operator}) on {result.run_id} seconded: it takes effect"
     d = engine.decide(
         result.run_id,
         name,
         reason=result.reason,
+        override_claim=result.override_claim,
         phase=result.choice if name == "rewind" else None,
         effect=result.choice if name in ("confirm_effect", "retry_effect") else None,
         expect_env=result.expect_env if name == "approve" else None,
@@ -295,6 +401,8 @@ def apply(engine: Engine, result: ActionResult) -> str:
     )
     if d.state == "applied":
         when = "applied"
+    elif d.state == "proposed":
+        when = "proposed; it waits for a second operator (another account)"
     elif workers_alive(engine):
         when = "recorded; a worker is alive and carries it out at its next look"
     else:

@@ -31,27 +31,45 @@ if TYPE_CHECKING:
         RunStatus,
         RunStatusName,
     )
+    from .batch import GroupRefused
+    from .causes import Cause, CauseKind
     from .context import PhaseContext
     from .decisions import NO_RESULT, Decision, Preview, correctable_effects
     from .engine import Engine
     from .errors import (
         AlreadyDecided,
+        CauseNotFound,
+        ClaimedByOther,
         DecisionError,
         LeaseLost,
         PhasegateError,
         RunHeld,
         RunNotFound,
+        SameOperator,
         StoreError,
         UsageError,
         WorkflowError,
     )
     from .feed import store_files, watch_store
+    from .identity import WEB_USER_ENV, Who, whoami
     from .outcome import BlockReason, Outcome
+    from .policy import Policy
     from .prune import PruneCandidate
     from .reconcile import Reconciled
     from .safetext import safe, safe_json
     from .sources import CodeDiff, printable
-    from .views import DecisionView, EffectView, Frontier, LeaseView, OutputView, PhaseView, RunSummary, RunView
+    from .views import (
+        ClaimEvent,
+        ClaimView,
+        DecisionView,
+        EffectView,
+        Frontier,
+        LeaseView,
+        OutputView,
+        PhaseView,
+        RunSummary,
+        RunView,
+    )
     from .workers import WorkerView
     from .workflow import Workflow
 
@@ -74,6 +92,9 @@ _WHERE: dict[str, str] = {
         "._states",
     ),
     "PhaseContext": ".context",
+    "Cause": ".causes",
+    "CauseKind": ".causes",
+    "GroupRefused": ".batch",
     "Preview": ".decisions",
     "Decision": ".decisions",
     "NO_RESULT": ".decisions",
@@ -85,23 +106,41 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(
         (
             "AlreadyDecided",
+            "CauseNotFound",
+            "ClaimedByOther",
             "DecisionError",
             "LeaseLost",
             "PhasegateError",
             "RunHeld",
             "RunNotFound",
+            "SameOperator",
             "StoreError",
             "UsageError",
             "WorkflowError",
         ),
         ".errors",
     ),
+    "Who": ".identity",
+    "WEB_USER_ENV": ".identity",
+    "whoami": ".identity",
+    "Policy": ".policy",
     "BlockReason": ".outcome",
     "Outcome": ".outcome",
     "PruneCandidate": ".prune",
     "Reconciled": ".reconcile",
     **dict.fromkeys(
-        ("RunSummary", "DecisionView", "EffectView", "Frontier", "LeaseView", "OutputView", "PhaseView"), ".views"
+        (
+            "RunSummary",
+            "ClaimEvent",
+            "ClaimView",
+            "DecisionView",
+            "EffectView",
+            "Frontier",
+            "LeaseView",
+            "OutputView",
+            "PhaseView",
+        ),
+        ".views",
     ),
     "CodeDiff": ".sources",
     "printable": ".sources",
@@ -119,6 +158,12 @@ __all__ = [
     "BlockKind",
     "BlockKindName",
     "BlockReason",
+    "Cause",
+    "CauseKind",
+    "CauseNotFound",
+    "ClaimEvent",
+    "ClaimView",
+    "ClaimedByOther",
     "Decision",
     "CodeDiff",
     "DecisionError",
@@ -128,6 +173,7 @@ __all__ = [
     "EffectView",
     "Engine",
     "Frontier",
+    "GroupRefused",
     "LeaseLost",
     "LeaseView",
     "NO_RESULT",
@@ -139,6 +185,7 @@ __all__ = [
     "PhaseStateName",
     "PhaseView",
     "PhasegateError",
+    "Policy",
     "Preview",
     "PruneCandidate",
     "Reconciled",
@@ -148,8 +195,11 @@ __all__ = [
     "RunStatusName",
     "RunSummary",
     "RunView",
+    "SameOperator",
     "StoreError",
     "UsageError",
+    "WEB_USER_ENV",
+    "Who",
     "WorkerView",
     "Workflow",
     "WorkflowError",
@@ -160,6 +210,7 @@ __all__ = [
     "safe_json",
     "store_files",
     "watch_store",
+    "whoami",
 ]
 assert set(__all__) == set(_WHERE)  # one list for tools, one map for loading
 

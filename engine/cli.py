@@ -7,7 +7,7 @@ Exit codes (the contract scripts rely on):
   3  blocked for an operator (reasons printed one a line), or `verify` found damage
   4  the run is held by another live process, or its holder is stalled (alive
      on this host past its lease: `resume --force` / `decide --force`), or this
-     process lost its lease
+     process lost its lease, or someone else claimed the run (`--force`)
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -33,6 +34,8 @@ from .sources import CodeDiff, printable
 from .views import RunSummary, RunView, iso
 
 if TYPE_CHECKING:
+    from .causes import Cause
+    from .decisions import Preview
     from .engine import Engine
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_HELD = 0, 1, 2, 3, 4
@@ -176,6 +179,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    if args.by_cause:
+        if args.run_id or args.diff:
+            raise UsageError("--by-cause lists every cause; it takes no run id and no --diff")
+        with _engine(args) as eng:
+            return _print_causes(eng.causes(), as_json=args.json)
     if not (args.run_id or args.json or args.diff):
         from .quickstatus import runs
 
@@ -217,6 +225,35 @@ def _print_runs(rows: Sequence[RunSummary]) -> int:
     return EXIT_OK
 
 
+#: Runs named per cause in the text listing; `--json` names them all.
+_RUNS_SHOWN = 5
+
+
+def _print_causes(causes: Sequence[Cause], *, as_json: bool) -> int:
+    if as_json:
+        print(safe_json(json.dumps([c.to_json() for c in causes], indent=2, ensure_ascii=False)))
+        return EXIT_OK
+    if not causes:
+        print("no runs need attention")
+        return EXIT_OK
+    for c in causes:
+        n = len(c.runs)
+        print(f"{c.cause}  {c.kind.value:<15} {n:>5} run{'s' if n != 1 else ' '}  {safe(', '.join(c.workflows))[:30]}")
+        for line in textwrap.wrap(safe(c.summary), width=76) or [""]:
+            print(f"    {line}")
+        shown = ", ".join(safe(r) for r in c.runs[:_RUNS_SHOWN]) + (
+            f", and {n - _RUNS_SHOWN} more" if n > _RUNS_SHOWN else ""
+        )
+        for i, line in enumerate(textwrap.wrap(shown, width=70)):
+            print(f"    {'runs: ' if i == 0 else '      '}{line}")
+        acts = ", ".join(a.value for a in c.allowed_actions) or "none (nothing fits every run)"
+        print(f"    fits: {acts}")
+    total = sum(len(c.runs) for c in causes)
+    print(f"{len(causes)} cause{'s' if len(causes) != 1 else ''}, {total} run{'s' if total != 1 else ''}")
+    print("decide one: phasegate decide --cause CAUSE ACTION --reason TEXT [--dry-run]")
+    return EXIT_OK
+
+
 def _print_view(v: RunView) -> None:
     # Everything here was read from the store: each value goes through `safe`.
     print(f"run       {safe(v.run_id)}  ({safe(v.workflow)})")
@@ -239,8 +276,22 @@ def _print_view(v: RunView) -> None:
                 print(f"reconcile {safe(ef.reconcile.get('answer'))}: {safe(ef.reconcile.get('why', ''))}")
     for c in v.prune_candidates:
         print(f"prunable  {safe(c.what)} ({c.bytes} B): {safe(c.why_safe)}")
+    held = v.claim
+    if held is not None:
+        print(
+            f"claimed   by {safe(held.operator)} (account {safe(held.account)}) since {held.claimed_at},"
+            f" until {held.expires_at}"
+        )
     for d in v.decisions:
-        print(f"decision  {d.at} {safe(d.operator)} {d.action} [{d.state}]: {safe(d.reason)}")
+        batch = f" (batch {safe(d.batch_id)})" if d.batch_id else ""
+        print(f"decision  {d.at} {safe(d.operator)} {d.action} [{d.state}]{batch}: {safe(d.reason)}")
+        if d.proposed:
+            print(
+                f"          waiting for a second operator (another account) until {d.expires_at}:"
+                f" phasegate decide {safe(v.run_id)} second --decision {d.id} --reason ..."
+            )
+    for ev in v.claims:
+        print(f"claim     {ev.at} {ev.kind} by {safe(ev.operator)} (account {safe(ev.account)})")
     for r in v.runbooks:
         where = f" in {safe(r['phase'])}" if r.get("phase") else ""
         print(f"runbook   {safe(r['kind'])}{where}: {printable(r['runbook'])}")
@@ -258,12 +309,51 @@ def _print_diffs(diffs: Sequence[CodeDiff]) -> None:
             print(line)
 
 
+def _print_preview(pv: Preview, head: str = "", indent: str = "  ") -> None:
+    print(head + safe(pv.summary))
+    for label, items in (
+        ("accepts", pv.accepts),
+        ("re-runs", pv.rerun),
+        ("may call again", pv.effects_again),
+        ("sets aside", pv.discarded),
+        ("keeps", pv.kept),
+    ):
+        if items:
+            print(f"{indent}{label}: {safe(', '.join(items))}")
+    if pv.env_hash:
+        print(f"{indent}env hash: {pv.env_hash} (decide ... --expect-env {pv.env_hash} refuses if the world moved)")
+
+
+def _decide_args(args: argparse.Namespace) -> None:
+    """`decide RUN ACTION` or `decide --cause CAUSE ACTION`: with --cause the
+    one positional is the action."""
+    if args.cause is not None:
+        if args.action is not None:
+            raise UsageError("give a run id or --cause, not both: phasegate decide --cause CAUSE ACTION")
+        if args.run_id is None:
+            raise UsageError("phasegate decide --cause CAUSE ACTION: name the action")
+        args.run_id, args.action = None, args.run_id
+    elif args.run_id is None or args.action is None:
+        raise UsageError("phasegate decide: the following arguments are required: run_id, action (or --cause CAUSE)")
+    elif args.skip_unfit:
+        raise UsageError("--skip-unfit is for a group: phasegate decide --cause CAUSE ACTION --skip-unfit")
+
+
 def cmd_decide(args: argparse.Namespace) -> int:
     from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
 
+    _decide_args(args)
+    if args.action == "second":
+        if args.cause is not None:
+            raise UsageError("second is for one proposal: phasegate decide RUN second --decision N")
+        return _second(args)
+    if args.decision is not None:
+        raise UsageError("--decision is for second: the proposal to second (phasegate decide RUN second --decision N)")
     result: Any = NO_RESULT
     if args.result is not None:
         result = _parse_json(args.result, "--result")
+    if args.cause is not None:
+        return _decide_cause(args, result)
     with _engine(args) as eng:
         if args.dry_run:
             pv = eng.preview(
@@ -278,18 +368,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
             )
             if pv.action is Action.CONFIRM_EFFECT and result is NO_RESULT:
                 raise UsageError(CONFIRM_NEEDS_RESULT)  # refused as the decision itself would be
-            print(safe(pv.summary))
-            for label, items in (
-                ("accepts", pv.accepts),
-                ("re-runs", pv.rerun),
-                ("may call again", pv.effects_again),
-                ("sets aside", pv.discarded),
-                ("keeps", pv.kept),
-            ):
-                if items:
-                    print(f"  {label}: {safe(', '.join(items))}")
-            if pv.env_hash:
-                print(f"  env hash: {pv.env_hash} (decide ... --expect-env {pv.env_hash} refuses if the world moved)")
+            _print_preview(pv)
             return EXIT_OK
         d = eng.decide(
             args.run_id,
@@ -301,9 +380,144 @@ def cmd_decide(args: argparse.Namespace) -> int:
             result=result,
             force=args.force,
             expect_env=args.expect_env,
+            override_claim=args.force,
         )
+    if d.state == "proposed":
+        print(
+            f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} proposed (decision {d.id}); the store's policy"
+            " needs a second operator (another account):"
+            f" phasegate decide {safe(args.run_id)} second --decision {d.id} --reason ..."
+        )
+        return EXIT_OK
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
     print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} {when} (decision {d.id})")
+    return EXIT_OK
+
+
+def _decide_cause(args: argparse.Namespace, result: Any) -> int:
+    from .batch import GroupRefused
+
+    opts: dict[str, Any] = {
+        "cause": args.cause,
+        "phase": args.phase,
+        "effect": args.effect,
+        "result": result,
+        "force": args.force,
+        "expect_env": args.expect_env,
+    }
+    with _engine(args) as eng:
+        if args.dry_run:
+            lines = eng.preview_many(
+                [], args.action, reason=args.reason, operator=args.operator, override_claim=args.force, **opts
+            )
+            unfit = [ln for ln in lines if ln.preview is None]
+            print(f"{args.action} for the {len(lines)} run(s) of cause {args.cause} would do this (nothing recorded):")
+            for ln in lines:
+                if ln.preview is not None:
+                    _print_preview(ln.preview, head=f"{safe(ln.run_id)}: ", indent="    ")
+                else:
+                    print(f"{safe(ln.run_id)}: does not fit: {safe(ln.unfit)}")
+            if unfit and not args.skip_unfit:
+                print(
+                    f"phasegate: decision refused: {len(unfit)} of {len(lines)} run(s) do not fit; nothing would be"
+                    " recorded (--skip-unfit records the rest)",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
+            return EXIT_OK
+        try:
+            res = eng.decide_many(
+                [],
+                args.action,
+                reason=args.reason,
+                operator=args.operator,
+                skip_unfit=args.skip_unfit,
+                override_claim=args.force,
+                **opts,
+            )
+        except GroupRefused as exc:
+            for u in exc.unfit:
+                print(f"{safe(u.run_id)}: does not fit: {safe(u.why)}", file=sys.stderr)
+            raise
+    first = res.decided[0]
+    when = {
+        "applied": "applied",
+        "proposed": "proposed: the store's policy needs a second operator (another account) for each run,"
+        " phasegate decide RUN second --decision N",
+    }.get(first.state, "recorded; it applies at each run's next start")
+    print(
+        f"{first.action} by {safe(first.operator)} {when}: {len(res.decided)} run(s) of cause {args.cause},"
+        f" batch {res.batch_id}"
+    )
+    for d in res.decided:
+        print(f"  {safe(d.run_id)}: decision {d.id}")
+    if res.skipped:
+        print(f"skipped {len(res.skipped)} run(s) that do not fit:")
+        for u in res.skipped:
+            print(f"  {safe(u.run_id)}: {safe(u.why)}")
+    return EXIT_OK
+
+
+def _second(args: argparse.Namespace) -> int:
+    if args.decision is None:
+        raise UsageError("second needs --decision N: the proposal to second (phasegate status RUN lists it)")
+    extra = [f"--{k.replace('_', '-')}" for k in ("phase", "effect", "result", "expect_env") if getattr(args, k)]
+    if extra or args.dry_run:
+        raise UsageError(f"{(extra or ['--dry-run'])[0]} is not for second: it seconds the proposal as proposed")
+    with _engine(args) as eng:
+        d = eng.second(
+            args.run_id, args.decision, reason=args.reason, operator=args.operator, override_claim=args.force
+        )
+    when = "applied" if d.state == "applied" else "takes effect; it applies at the next run"
+    print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} seconded, {when} (decision {d.id})")
+    return EXIT_OK
+
+
+def cmd_claim(args: argparse.Namespace) -> int:
+    with _engine(args) as eng:
+        held = eng.claim(args.run_id, operator=args.operator, release=args.release, force=args.force)
+    if held is None:
+        print(f"{safe(args.run_id)}: released")
+    else:
+        print(
+            f"{safe(args.run_id)}: claimed by {safe(held.operator)} (account {safe(held.account)})"
+            f" until {held.expires_at}"
+        )
+    return EXIT_OK
+
+
+def cmd_policy(args: argparse.Namespace) -> int:
+    change = any(v is not None for v in (args.require_second, args.proposal_seconds, args.web_account))
+    if change and args.show:
+        raise UsageError("give --show or a change (--require-second, --proposal-seconds, --web-account), not both")
+    if not change and args.reason is not None:
+        raise UsageError("--reason is for a change of the policy (--require-second, --proposal-seconds, --web-account)")
+    with _engine(args) as eng:  # a policy for a store not made yet is a mistyped --db
+        if change:
+            if args.reason is None:
+                raise UsageError("a policy change needs --reason TEXT (it is kept in the audit)")
+            eng.set_policy(
+                reason=args.reason,
+                operator=args.operator,
+                require_second=args.require_second,
+                proposal_seconds=args.proposal_seconds,
+                web_account=args.web_account,
+            )
+        history = eng.policy_history()
+        now = eng.policy()
+    if args.json:
+        print(safe_json(json.dumps({**now.to_json(), "history": [p.to_json() for p in history]}, indent=2)))
+        return EXIT_OK
+    listed = ", ".join(str(a) for a in now.require_second) or "nothing (no decision needs a second operator)"
+    print(f"require second  {listed}")
+    print(f"proposals lapse after {now.proposal_seconds:g} s")
+    print(f"web account     {safe(now.web_account or '-')}")
+    for p in history:
+        acts = ",".join(str(a) for a in p.require_second) or "-"
+        print(
+            f"changed   {iso(p.at)} {safe(p.operator)} (account {safe(p.account)}): require {acts},"
+            f" lapse {p.proposal_seconds:g} s, web account {safe(p.web_account or '-')}: {safe(p.reason)}"
+        )
     return EXIT_OK
 
 
@@ -449,12 +663,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("run_id", nargs="?")
     s.add_argument("--json", action="store_true")
     s.add_argument("--diff", action="store_true", help="show the code diff behind a drift (saved vs current)")
+    s.add_argument("--by-cause", action="store_true", help="group the runs that need attention by why they stopped")
     _db_arg(s)
     s.set_defaults(fn=cmd_status)
 
-    s = sub.add_parser("decide", help="record an operator's decision on a stopped run")
-    s.add_argument("run_id")
-    s.add_argument("action", help="approve, degrade, rewind, reset, confirm_effect or retry_effect")
+    s = sub.add_parser("decide", help="record an operator's decision on a stopped run, or on every run of a cause")
+    # Both optional to argparse: with --cause the one positional is the action (`_decide_args`).
+    s.add_argument("run_id", nargs="?")
+    s.add_argument(
+        "action",
+        nargs="?",
+        help="approve, degrade, rewind, reset, confirm_effect or retry_effect; second seconds a proposal",
+    )
+    s.add_argument(
+        "--cause",
+        default=None,
+        help="decide every run of this cause (an id from `status --by-cause`), in one transaction",
+    )
+    s.add_argument(
+        "--skip-unfit",
+        action="store_true",
+        help="with --cause: record the runs the decision fits and list the others (default: refuse them all)",
+    )
     s.add_argument("--reason", required=True)
     s.add_argument("--phase", default=None, help="for rewind: the phase to re-run from")
     s.add_argument(
@@ -475,9 +705,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--operator", default=None, help="who decides (default: $PHASEGATE_OPERATOR or the login name)")
     s.add_argument("--dry-run", action="store_true", help="say what the decision would do; record nothing")
-    s.add_argument("--force", action="store_true", help=_FORCE_HELP)
+    s.add_argument(
+        "--decision",
+        type=count(1),
+        default=None,
+        metavar="N",
+        help="for second: the proposed decision to second (another operator's account)",
+    )
+    s.add_argument("--force", action="store_true", help=_FORCE_HELP + "; also: decide on a run someone else claimed")
     _db_arg(s)
     s.set_defaults(fn=cmd_decide)
+
+    s = sub.add_parser("claim", help="say you are looking at a run (others then need --force to decide on it)")
+    s.add_argument("run_id")
+    s.add_argument("--release", action="store_true", help="give the claim up")
+    s.add_argument("--force", action="store_true", help="take over (or release) someone else's claim")
+    s.add_argument("--operator", default=None, help="who claims (default: $PHASEGATE_OPERATOR or the login name)")
+    _db_arg(s)
+    s.set_defaults(fn=cmd_claim)
+
+    s = sub.add_parser("policy", help="show or change the store-wide policy (decisions that need a second operator)")
+    s.add_argument("--show", action="store_true", help="show the policy and its changes (the default)")
+    s.add_argument("--json", action="store_true")
+    s.add_argument(
+        "--require-second",
+        default=None,
+        metavar="ACTIONS",
+        help="comma-separated actions only proposed until another operator seconds them; '' clears the list",
+    )
+    s.add_argument("--proposal-seconds", type=seconds, default=None, help="how long a proposal waits (default 86400)")
+    s.add_argument(
+        "--web-account",
+        default=None,
+        metavar="ACCOUNT",
+        help="the OS account of `phasegate serve`: its authenticated users count as different operators ('' clears)",
+    )
+    s.add_argument("--reason", default=None, help="why the policy changes (required for a change; audited)")
+    s.add_argument("--operator", default=None, help="who changes it (default: $PHASEGATE_OPERATOR or the login name)")
+    _db_arg(s)
+    s.set_defaults(fn=cmd_policy)
 
     s = sub.add_parser("verify", help="verify every run's checkpoints")
     s.add_argument("--json", action="store_true")

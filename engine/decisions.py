@@ -64,6 +64,8 @@ class Decision:
     effect: str | None
     state: str
     """"pending" until the run's next start carries it out; "applied" for a reset."""
+    batch_id: str | None = None
+    """Shared by the decisions one command recorded for a group of runs (`decide --cause`)."""
 
 
 class _NoResult:
@@ -347,6 +349,13 @@ def allowed_actions(view: RunView) -> list[Action]:
         if ok:
             out.append(act)
     return out
+
+
+def require_result(action: Action, result: Any) -> None:
+    """A confirmation without the result would hand the next phase nothing
+    where it expects a receipt: a run that cannot complete."""
+    if action is Action.CONFIRM_EFFECT and result is NO_RESULT:
+        raise UsageError(CONFIRM_NEEDS_RESULT)
 
 
 def check_reason(reason: Any) -> str:

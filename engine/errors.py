@@ -54,6 +54,13 @@ class RunNotFound(UsageError):
     title = "no such run"
 
 
+class CauseNotFound(UsageError):
+    """A cause id that names no group of runs needing attention now (it may
+    have been decided already, or never existed)."""
+
+    title = "no such cause"
+
+
 class RunHeld(PhasegateError):
     """Another live process holds the run's lease."""
 
@@ -88,3 +95,18 @@ class LeaseLost(PhasegateError):
 
     title = "lease lost"
     exit_code = 4
+
+
+class ClaimedByOther(PhasegateError):
+    """Someone else claimed the run (`phasegate claim`): acting on it anyway
+    must be meant (`--force`; a typed confirmation in the console)."""
+
+    title = "run claimed"
+    exit_code = 4
+
+
+class SameOperator(DecisionError):
+    """A second by the operator who proposed the decision (the same OS
+    account): a proposal needs another person."""
+
+    title = "needs another operator"

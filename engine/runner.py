@@ -103,6 +103,8 @@ class Runner:
         """The trusted state the phases run from (a `chain.Folded`), once planned."""
         self.env_rows: list[Any] = []
         self.notes: list[str] = []
+        self._proposed: list[int] = []
+        """Decisions proposed and waiting for a second operator, as last read."""
         self.attempts: list[Attempt] = []
         self._ran_without: dict[str, list[str]] = {}
         """Phases this start ran degraded, with the outputs they ran without."""
@@ -256,6 +258,9 @@ class Runner:
             sources.remember_drift(self.store, self.wf, plan.blocks)
             return self._block(list(plan.blocks))
         applier.void(plan.void)
+        if self._proposed:
+            with self.store.write() as conn:
+                self.store.void_proposals(conn, self._proposed, self.clock())
         assert plan.state is not None  # a plan that runs has a state
         self._codes = None
         shape = self._shape_text()
@@ -294,7 +299,11 @@ class Runner:
         self.effects.load()
         self.steps.load()
         with self.store.read() as conn:
-            pending = [Pending.from_row(d) for d in self.store.decisions_for(conn, self.run_id) if d.state == "pending"]
+            rows = self.store.decisions_for(conn, self.run_id)
+        pending = [Pending.from_row(d) for d in rows if d.state == "pending"]
+        # Proposals wait for a second operator and are never carried out here;
+        # a run that goes on without them leaves nothing for them to answer.
+        self._proposed = [int(d.id) for d in rows if d.state == "proposed"]
         return plan_start(
             StartFacts(
                 wf=self.wf,

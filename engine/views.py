@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from . import _json, chain
 from . import runbooks as _runbooks
@@ -193,6 +193,26 @@ class DecisionView:
     effect: str | None
     answers: str | None
     applied_at: str | None
+    account: str | None = None
+    """The OS account that recorded it (version 4; absent from older decisions)."""
+    expires_at: str | None = None
+    """A proposal's lapse, when nobody seconds it first."""
+    seconded_by: int | None = None
+    """The id of the "second" decision that let this proposal apply."""
+
+    @property
+    def proposed(self) -> bool:
+        """Waiting for a second operator (and not yet lapsed)."""
+        return self.state == PROPOSED
+
+    batch_id: str | None = None
+    """Shared by the decisions one command recorded for a group of runs (`decide --cause`)."""
+
+
+PROPOSED = "proposed"
+"""The state of a decision that waits for a second operator (`phasegate policy`)."""
+EXPIRED = "expired"
+"""How a proposal nobody seconded in time is shown (it stays `proposed` in the store, inert)."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +234,53 @@ class LeaseView:
     heartbeat_at: str | None
     state: str = HolderState.LIVE.value
     """live, stalled (alive on this host, past its lease) or gone."""
+
+
+@dataclass(frozen=True)
+class ClaimView:
+    """The claim on a run now (`status --json`'s `claim`)."""
+
+    operator: str
+    account: str
+    claimed_at: str | None
+    expires_at: str | None
+    claimed_ts: float
+    """`claimed_at` as UNIX seconds, for "3 min ago" (not in the JSON)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operator": self.operator,
+            "account": self.account,
+            "claimed_at": self.claimed_at,
+            "expires_at": self.expires_at,
+        }
+
+    @classmethod
+    def from_row(cls, row: Any) -> ClaimView:
+        return cls(
+            operator=str(row.operator),
+            account=str(row.account),
+            claimed_at=iso(row.claimed_at),
+            expires_at=iso(row.expires_at),
+            claimed_ts=float(row.claimed_at),
+        )
+
+
+EventKind = Literal["claim", "release", "takeover", "expiry"]
+
+
+@dataclass(frozen=True)
+class ClaimEvent:
+    """One line of a run's claim audit."""
+
+    kind: EventKind
+    operator: str
+    account: str
+    at: str | None
+    ts: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "operator": self.operator, "account": self.account, "at": self.at}
 
 
 @dataclass(frozen=True)
@@ -253,6 +320,15 @@ class RunView:
     """Completed, but not whole: a phase was skipped or ran without some of its needs."""
     code_diffs: tuple[CodeDiff, ...] = ()
     """Each code change that blocks the run, as a diff of the stored sources (filled by `Engine.status`)."""
+    claim: ClaimView | None = None
+    """Who is looking at the run now (`phasegate claim`), filled by `Engine.status`."""
+    claims: tuple[ClaimEvent, ...] = ()
+    """The run's claim audit: claims, releases, takeovers and expiries."""
+
+    @property
+    def proposals(self) -> tuple[DecisionView, ...]:
+        """Decisions waiting for a second operator."""
+        return tuple(d for d in self.decisions if d.proposed)
 
     @property
     def needs_attention(self) -> bool:
@@ -272,6 +348,18 @@ class RunView:
             del d["runbooks"]
         if not self.degraded:
             del d["degraded"]
+        d["claim"] = self.claim.to_json() if self.claim is not None else None
+        if self.claims:
+            d["claims"] = [c.to_json() for c in self.claims]
+        else:
+            del d["claims"]
+        for dec in d["decisions"] + d["pending_decisions"]:
+            # Added in format 4, shown only when set (the 0.1 JSON stays byte for byte).
+            for key in ("account", "expires_at", "seconded_by", "batch_id"):
+                if dec[key] is None:
+                    del dec[key]
+            if dec["state"] in (PROPOSED, EXPIRED):
+                dec["proposer"] = dec["operator"]
         for eff in d["effects"]:
             # Added in format 3, shown only when set (the 0.1 JSON stays byte for byte).
             if eff["reconcile"] is None:
@@ -366,21 +454,7 @@ def build(
         )
         for e in effects
     )
-    decs = tuple(
-        DecisionView(
-            id=int(d.id),
-            action=d.action,
-            operator=d.operator,
-            reason=d.reason,
-            at=iso(d.at),
-            state=d.state,
-            phase=d.phase,
-            effect=d.effect_key,
-            answers=d.answers,
-            applied_at=iso(d.applied_at),
-        )
-        for d in decisions
-    )
+    decs = tuple(decision_view(d, now) for d in decisions)
     outputs = []
     for d in state.done.values():
         r = d.entry.row
@@ -439,6 +513,35 @@ def build(
             )
         ),
     )
+
+
+def decision_view(d: Any, now: float) -> DecisionView:
+    """A decision row as the operator sees it (a lapsed proposal as "expired")."""
+    return DecisionView(
+        id=int(d.id),
+        action=d.action,
+        operator=d.operator,
+        reason=d.reason,
+        at=iso(d.at),
+        state=shown_state(d, now),
+        phase=d.phase,
+        effect=d.effect_key,
+        answers=d.answers,
+        applied_at=iso(d.applied_at),
+        account=getattr(d, "account", None),
+        expires_at=iso(getattr(d, "expires_at", None)),
+        seconded_by=getattr(d, "seconded_by", None),
+        batch_id=getattr(d, "batch_id", None),
+    )
+
+
+def shown_state(decision: Any, now: float) -> str:
+    """A decision's state as an operator sees it: a proposal past its expiry
+    is "expired" (nothing seconds or applies it any more)."""
+    expires = getattr(decision, "expires_at", None)
+    if decision.state == PROPOSED and expires is not None and float(expires) <= now:
+        return EXPIRED
+    return str(decision.state)
 
 
 def frontier_of(shape: list[Any], state: chain.Folded, steps: list[Any], effects: list[Any]) -> Frontier:

@@ -38,7 +38,7 @@ MARKER = "PHASEGATE_DEMO"
 LIVE_PID = "live-run.pid"
 """In the working folder: the pid and start time of the slow background run
 (for `--force` and tests: a pid alone may have been reused)."""
-KILLED_PROCESSES = 7
+KILLED_PROCESSES = 9
 """How many scenarios SIGKILL a `phasegate run` (one spare process each)."""
 
 
@@ -194,17 +194,29 @@ def billing_in_doubt(d: Demo, step: Step) -> None:
     d.expect(d.run(billing.wf, rid), "blocked", "in_doubt_effect")
 
 
-def billing_env_mismatch(d: Demo, step: Step) -> None:
-    rid = "billing-initech-2026-11"
-    inputs = billing.prepare(d.workdir(rid), customer="initech", idempotent=True)
-    step("initech: priced, then SIGKILL before charging")
-    d.kill_at("billing", rid, inputs, "start:charge")
-    step("initech: tax rates change on disk; resumed")
-    rates = d.workdir(rid) / "config" / "tax_rates.json"
-    doc = json.loads(rates.read_text())
-    doc["table"], doc["rates"]["standard"] = "EU-2027-Q1", 0.21
-    rates.write_text(json.dumps(doc, indent=2) + "\n")
-    d.expect(d.run(billing.wf, rid), "blocked", "env_mismatch")
+def _tax_change(customer: str) -> Callable[[Demo, Step], None]:
+    """A billing run priced, killed before charging, and blocked by the tax
+    table's change. Three customers meet the same change: one cause for
+    three runs, decided as one (`decide --cause`)."""
+
+    def scenario(d: Demo, step: Step) -> None:
+        rid = f"billing-{customer}-2026-11"
+        inputs = billing.prepare(d.workdir(rid), customer=customer, idempotent=True)
+        step(f"{customer}: priced, then SIGKILL before charging")
+        d.kill_at("billing", rid, inputs, "start:charge")
+        step(f"{customer}: tax rates change on disk; resumed")
+        rates = d.workdir(rid) / "config" / "tax_rates.json"
+        doc = json.loads(rates.read_text())
+        doc["table"], doc["rates"]["standard"] = "EU-2027-Q1", 0.21
+        rates.write_text(json.dumps(doc, indent=2) + "\n")
+        d.expect(d.run(billing.wf, rid), "blocked", "env_mismatch")
+
+    return scenario
+
+
+billing_env_mismatch = _tax_change("initech")
+#: The same tax-rate change stops two more billing runs (the demo's cause of several runs).
+TAX_CHANGE_CUSTOMERS = ("initech", "hooli", "umbrella")
 
 
 def pipeline_interrupted(d: Demo, step: Step) -> None:
@@ -264,6 +276,8 @@ SCENARIOS: list[tuple[str, int, Callable[[Demo, Step], None]]] = [
     ("billing (in doubt)", 2, billing_in_doubt),
     ("research (below floor)", 2, research_below_floor),
     ("billing (environment)", 2, billing_env_mismatch),
+    ("billing (environment, hooli)", 2, _tax_change("hooli")),
+    ("billing (environment, umbrella)", 2, _tax_change("umbrella")),
     ("research (to damage)", 1, research_to_damage),
     ("pipeline (interrupted)", 1, pipeline_interrupted),
     ("billing (completed)", 2, billing_completed),

@@ -4,7 +4,6 @@ worker that writes the confirmed decision."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
@@ -31,6 +30,8 @@ class RunActions(Screen[None]):
         Binding("question_mark", "app.help", "Help", id="app.help"),
         *(Binding(spec.key, f"decide('{spec.name}')", spec.word, id=spec.binding_id) for spec in ACTIONS),
         Binding("e", "resume", "Resume", id="run.resume"),
+        # Not in the footer (it keeps to 80 columns); `?` lists it.
+        Binding("m", "claim", "Claim or release (say you are looking at it)", show=False, id="run.claim"),
         # Not in the footer (it keeps to 80 columns): help and the palette list it.
         Binding("y", "copy", "Copy", show=False, id="run.copy"),
     ]
@@ -110,7 +111,37 @@ class RunActions(Screen[None]):
             return bool(parameters) and self.action_fits(str(parameters[0]))
         if action == "resume":
             return self.resume_fits()
+        if action == "claim":
+            return self.claim_fits()
         return True
+
+    def claim_fits(self) -> bool:
+        view = self.run_view
+        return not self.ctx.read_only and view is not None and self.is_current(view)
+
+    def action_claim(self) -> None:
+        if self.run_view is None or not self.claim_fits():
+            return
+        if service.claimed_by_other(self.ctx.engine, self.run_view) and self.run_view.claim is not None:
+            held = self.run_view.claim
+            self.notify(
+                safe(f"claimed by {held.operator}; to take it over: phasegate claim {self.run_view.run_id} --force"),
+                title="claim",
+                severity="warning",
+                markup=False,
+                timeout=6,
+            )
+            return
+        self._claim(self.run_view.run_id)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="claim")
+    def _claim(self, run_id: str) -> None:
+        try:
+            text = service.toggle_claim(self.ctx.engine, run_id)
+        except PhasegateError as exc:
+            self.failed(exc)
+            return
+        self.app.post_message(self.Decided(run_id, text))
 
     def action_copy(self) -> None:
         view = self.run_view
@@ -119,21 +150,7 @@ class RunActions(Screen[None]):
                 "copy: no run selected (or it is still being read)", title="copy", severity="warning", timeout=4
             )
             return
-        self.app.push_screen(CopyModal(view.run_id, copy_choices(view)), callback=self._copied)
-
-    def _copied(self, chosen: tuple[str, str] | None) -> None:
-        if chosen is None:
-            return
-        what, value = chosen
-        shown = safe(value)
-        if os.environ.get("PHASEGATE_CONSOLE_OSC52", "on").strip().lower() in ("0", "off", "no", "false"):
-            self.notify(
-                f"{safe(what)}: {shown}", title="not copied: OSC 52 is off; select it here", markup=False, timeout=15
-            )
-            return
-        # OSC 52: the terminal (local, or at the far end of SSH) puts it on its clipboard.
-        self.app.copy_to_clipboard(value)
-        self.notify(f"copied {safe(what)} (OSC 52): {shown}", title="copied", markup=False, timeout=8)
+        self.app.push_screen(CopyModal(view.run_id, copy_choices(view)))
 
     def action_resume(self) -> None:
         if self.run_view is not None and self.resume_fits():
@@ -161,6 +178,11 @@ class RunActions(Screen[None]):
             event.stop()
             self.notify(self.why_not_resume(), title="resume", severity="warning", markup=False, timeout=4)
             return
+        if event.key == "m" and not self.claim_fits():
+            event.stop()
+            why = "read-only (this console was opened with --read-only)" if self.ctx.read_only else "no run selected"
+            self.notify(f"claim: {why}", title="claim", severity="warning", markup=False, timeout=4)
+            return
         spec = BY_KEY.get(event.key)
         if spec is None or self.action_fits(spec.name):
             return
@@ -185,6 +207,10 @@ class RunActions(Screen[None]):
         state = "decided, waiting to be carried out" if view.pending_decisions else view.status.value
         if name == "prune":
             return f"prune does not fit: nothing of {view.run_id} is safe to prune"
+        if name == "second":
+            if view.proposals:
+                return "second: the proposals on this run came from your own account; another operator must second them"
+            return "second: no decision on this run waits for a second operator"
         try:
             self.ctx.engine.preview(view, name)
         except PhasegateError as exc:
@@ -198,7 +224,7 @@ class RunActions(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="prepare")
     def _prepare(self, run_id: str, name: str) -> None:
         try:
-            request = service.build_request(self.ctx.engine, run_id, name)
+            request = service.build_request(self.ctx.engine, run_id, name, self.ctx.clock())
         except PhasegateError as exc:
             self.failed(exc)
             return
@@ -224,6 +250,14 @@ class RunActions(Screen[None]):
             self.failed(exc)
             return
         self.app.post_message(self.Decided(result.run_id, text))
+
+    stale = False
+    """Changes landed while another screen covered this one."""
+
+    def on_screen_resume(self) -> None:
+        if self.stale:
+            self.stale = False
+            self.refresh_data()
 
     def refresh_data(self) -> None:
         """Re-read what the screen shows (another process may have changed it)."""

@@ -131,7 +131,17 @@ class ActionModal(ModalScreen[ActionResult | None]):
         chosen = req.choices[self.index] if req.choices else None
         choice = chosen.value if chosen else None
         expect_env = chosen.expect_env if chosen else None
-        self.dismiss(ActionResult(req.spec, req.run_id, reason, choice, result_json=result_json, expect_env=expect_env))
+        self.dismiss(
+            ActionResult(
+                req.spec,
+                req.run_id,
+                reason,
+                choice,
+                result_json=result_json,
+                expect_env=expect_env,
+                override_claim=req.override_claim,
+            )
+        )
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -7,6 +7,7 @@ select one by hand."""
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, ClassVar
 
@@ -20,6 +21,8 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from phasegate import RunView, safe
+
+from .._format import hashes
 
 _WHOLE_DIGEST = re.compile(r"(?:sha256:)?(?=[0-9a-f]*[a-f])[0-9a-f]{16,}")
 """A stored value that is a digest as a whole (as `_format.hashes` shortens)."""
@@ -44,6 +47,12 @@ def copy_choices(view: RunView) -> list[tuple[str, str]]:
 
     walk(view.to_json(), "")
     return out
+
+
+def osc52_on() -> bool:
+    """OSC 52 is sent unless PHASEGATE_CONSOLE_OSC52 says off (a terminal
+    that shows the sequence instead of obeying it)."""
+    return os.environ.get("PHASEGATE_CONSOLE_OSC52", "on").strip().lower() not in ("0", "off", "no", "false")
 
 
 class CopyModal(ModalScreen[tuple[str, str] | None]):
@@ -71,6 +80,7 @@ class CopyModal(ModalScreen[tuple[str, str] | None]):
                 label.append(safe(value))  # whole, on a line of its own
                 options.append(Option(label, id=str(i)))
             yield OptionList(*options, id="copy-choices")
+            yield Static(id="copy-note")
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
@@ -84,7 +94,19 @@ class CopyModal(ModalScreen[tuple[str, str] | None]):
 
     @on(OptionList.OptionSelected, "#copy-choices")
     def _chosen(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.choices[int(event.option.id or 0)])
+        what, value = self.choices[int(event.option.id or 0)]
+        if osc52_on():
+            # OSC 52: the terminal (local, or at the far end of SSH) puts it on its clipboard.
+            self.app.copy_to_clipboard(value)
+            # A hash in its 12-character form: whole, it would wrap in the notice.
+            self.notify(f"copied {safe(what)} (OSC 52): {hashes(safe(value))}", title="copied", markup=False, timeout=8)
+            self.dismiss((what, value))
+            return
+        # No clipboard: the value stays on screen, whole on one line, to select by hand.
+        note = Text("OSC 52 is off (PHASEGATE_CONSOLE_OSC52): not copied; select it by hand:\n", style="bold")
+        note.append(safe(value))
+        self.query_one("#copy-note", Static).update(note)
+        self.notify(f"{safe(what)}: {hashes(safe(value))}", title="not copied: OSC 52 is off", markup=False, timeout=8)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -17,8 +17,10 @@ from textual.widgets import Static
 from phasegate import PhasegateError, RunView, safe
 
 from .. import panels, service
+from .._format import age_now
 from ..context import ConsoleContext
 from ..widgets import InfoPanel, KeyBar, PhaseStrip
+from ..widgets.repaint import Painter
 from ._run_actions import RunActions
 
 PANELS: tuple[tuple[str, str], ...] = (
@@ -67,6 +69,7 @@ class DetailScreen(RunActions):
         super().__init__(ctx)
         self.run_id = run_id
         """The run shown (fixed for the life of the screen)."""
+        self._painter = Painter()
 
     def compose(self) -> ComposeResult:
         yield Static(Text("reading ") + Text(safe(self.run_id)), id="header")
@@ -107,13 +110,18 @@ class DetailScreen(RunActions):
             self.set_target(None, [])
             return
         v = message.view
-        self.query_one("#header", Static).update(panels.header(v, self.ctx.clock()))
-        self.query_one("#summary", Static).update(panels.summary(v))
-        self.query_one(PhaseStrip).show(v.phases, v.frontier)
+        put = self._painter.put
+        # Ages in 10-second steps, as the list's: a ticking age would resend the line every refresh.
+        now = age_now(self.ctx.clock())
+        put(self.query_one("#header", Static), panels.header(v, now))
+        put(self.query_one("#summary", Static), panels.summary(v, now))
+        strip = self.query_one(PhaseStrip)
+        put(strip, strip.text(v.phases, v.frontier))
         for key, _title in PANELS:
             renderable, empty = getattr(panels, key)(v)
             panel = self.query_one(f"#panel-{key}", InfoPanel)
-            panel.show(renderable, empty=empty)
+            panel.set_class(empty, "-empty")
+            put(panel, renderable)
         self._order_panels(v)
         self.set_target(v, message.allowed)
 
@@ -122,6 +130,9 @@ class DetailScreen(RunActions):
         first = [FIRST_PANEL[r] for r in reasons if r in FIRST_PANEL]
         order = list(dict.fromkeys(first + [key for key, _t in PANELS]))
         box = self.query_one("#detail", VerticalScroll)
+        shown = [w.id for w in box.children if isinstance(w, InfoPanel)]
+        if shown == [f"panel-{key}" for key in order]:
+            return  # already in this order: moving them would lay the screen out again
         anchor: Widget = self.query_one(PhaseStrip)
         for key in order:
             panel = self.query_one(f"#panel-{key}", InfoPanel)

@@ -19,7 +19,10 @@ from ..actions import ACTIONS
 from ..widgets.runs_table import RunsTable
 from ._run_actions import RunActions
 from .action_modal import ActionModal
+from .causes import CauseRunsScreen, CausesScreen
+from .copy_modal import CopyModal
 from .detail import DetailScreen
+from .group_modal import GroupModal
 from .runs import RunsScreen
 
 NOTES = (
@@ -27,6 +30,7 @@ NOTES = (
     "Marks: !! blocked  ~~ interrupted  XX failed  => decided (waits to be carried out)  >> running  ok completed  << reset.",
     "Frontier 2/4 charge +3: two of four phases done, three steps done in charge.",
     "The screen refreshes by itself when another process changes the store.",
+    "space marks runs in the list; a decision key then decides every marked run at once (one confirmation).",
 )
 
 
@@ -59,6 +63,10 @@ def rows(classes: tuple[type[DOMNode], ...], display: Callable[[Binding], str]) 
     return out
 
 
+#: Said beside a heading (the key column is too narrow for it at 80 columns).
+HEADING_NOTES: dict[str, str] = {"on a run": "in the list and in the detail", "in the copy list": "opened with y"}
+
+
 class HelpScreen(ModalScreen[None]):
     """Every screen's keys (wherever it was opened), and each action's
     command-line twin. Scrolls with the keys that move the lists."""
@@ -84,8 +92,11 @@ class HelpScreen(ModalScreen[None]):
         listed = [
             ("the runs list", [r for r in rows((RunsScreen, RunsTable), show) if r not in shared] + list(PAGING)),
             ("one run's detail", [r for r in rows((DetailScreen,), show) if r not in shared] + list(PAGING[:1])),
-            ("on a run (list and detail)", shared),
+            ("on a run", shared),
             ("in a confirmation", [("enter", "confirm"), *rows((ActionModal,), show)]),
+            ("in the copy list", [("enter", "copy it (OSC 52)"), *rows((CopyModal,), show)]),
+            ("the causes (C) and a cause's runs", rows((CausesScreen, CauseRunsScreen), show)),
+            ("in a confirmation for many runs", [("enter", "confirm"), *rows((GroupModal,), show)]),
             ("everywhere", rows((type(self.app),), show)),
         ]
         if isinstance(self.under, DetailScreen):
@@ -97,7 +108,7 @@ class HelpScreen(ModalScreen[None]):
         t.add_column("key", no_wrap=True, width=18)
         t.add_column("does", ratio=1)
         for heading, keys in self._sections():
-            t.add_row(Text(heading, style="bold"), Text(""))
+            t.add_row(Text(heading, style="bold"), Text(HEADING_NOTES.get(heading, ""), style="dim"))
             for key, does in keys:
                 t.add_row(Text("  " + key), Text(does))
         twins = Table(box=None, expand=True, header_style="bold", padding=(0, 1))
@@ -106,6 +117,9 @@ class HelpScreen(ModalScreen[None]):
         for spec in ACTIONS:
             twins.add_row(Text(f"{spec.key}  {spec.label}"), Text(spec.cli))
         twins.add_row(Text("e  resume now"), Text("phasegate resume RUN"))
+        twins.add_row(Text("y  copy id/hash"), Text("phasegate status RUN --json (every hash whole)"))
+        twins.add_row(Text("C  causes"), Text("phasegate status --by-cause"))
+        twins.add_row(Text("a decision on a cause"), Text("phasegate decide --cause CAUSE ACTION --reason ..."))
         with VerticalScroll(id="help"):
             yield Static(Text("Keys (Esc closes; j/k, PgUp/PgDn scroll)", style="bold"))
             yield Static(t)

@@ -12,15 +12,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.events import Resize
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import DataTable, Input, Rule, Static
 
 from phasegate import PhasegateError, RunSummary, RunView, safe
 
-from .. import service
-from .._format import hashes
+from .. import groups, service
+from .._format import claimed, hashes
 from ..context import ConsoleContext
 from ..widgets import CountsBar, KeyBar, RunsTable
 from ..widgets.runs_table import COLUMNS
+from ._group_actions import GroupDecider
 from ._run_actions import RunActions
 from .detail import DetailScreen
 
@@ -41,6 +43,9 @@ class RunsScreen(RunActions):
         Binding("S", "reverse_sort", "Reverse", show=False, id="runs.reverse_sort"),
         Binding("escape", "clear_filter", "Clear", show=False, id="runs.clear_filter"),
         Binding("o", "resort", "Re-sort", show=False, id="runs.resort"),
+        Binding(
+            "space", "mark", "Mark the run (a decision key then decides every marked run)", show=False, id="runs.mark"
+        ),
     ]
 
     AUTO_FOCUS = "#runs"
@@ -51,6 +56,7 @@ class RunsScreen(RunActions):
         ("runs: cycle sort column", "needs attention first, or by a column (s)", "cycle_sort"),
         ("runs: reverse sort", "(S)", "reverse_sort"),
         ("runs: re-sort now", "put rows that changed back in order (o)", "resort"),
+        ("runs: mark or unmark the run", "a decision key then decides every marked run at once (space)", "mark"),
     )
 
     @dataclass
@@ -89,6 +95,10 @@ class RunsScreen(RunActions):
         self.out_of_order = 0
         """Rows a live refresh left where they were (or added at the end)
         instead of moving them under the operator's cursor."""
+        self.marked: dict[str, None] = {}
+        """Runs marked with space, in the order marked: a decision key then
+        applies to all of them (one group decision), not to the cursor's run."""
+        self.groups = GroupDecider(self, ctx)
 
     def compose(self) -> ComposeResult:
         yield CountsBar(id="counts")
@@ -107,7 +117,20 @@ class RunsScreen(RunActions):
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
         self.load()
-        self.set_interval(self.WORKERS_EVERY, self._count_workers)
+        self._workers_timer = self.set_interval(self.WORKERS_EVERY, self._count_workers)
+
+    _workers_timer: Timer | None = None
+
+    def on_screen_suspend(self) -> None:
+        # Covered by the detail: no looks (each one makes Textual resend the
+        # screen on top); counted afresh when shown again. (RunActions'
+        # handler of the resume, which re-reads a stale screen, runs too.)
+        if self._workers_timer is not None:
+            self._workers_timer.pause()
+
+    def on_screen_resume(self) -> None:
+        if self._workers_timer is not None:
+            self._workers_timer.resume()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="workers")
     def _count_workers(self) -> None:
@@ -210,7 +233,8 @@ class RunsScreen(RunActions):
         keep_row, scroll_y = table.cursor_row, table.scroll_y
         rows = self._arrange(list(page.rows), cursor)
         self._shown = [r.run_id for r in rows]
-        table.show(rows, self.ctx.clock())
+        waiting = {rid: safe(service.waiting_words(ds)) for rid, ds in page.proposals.items()}
+        table.show(rows, self.ctx.clock(), page.claims, waiting)
         table.has_previous = page.has_previous
         table.has_next = page.has_next
         if cursor == "first":
@@ -241,13 +265,79 @@ class RunsScreen(RunActions):
             sort_label=sort_label,
             text=self.text,
             shown=shown,
-            notice="READ-ONLY" if self.ctx.read_only else "",
+            notice=self._notice(),
             workers=page.workers,
         )
         if not page.rows:
-            self.query_one("#why", Static).update(
-                Text("no runs match" if (self.text or self.filter_index) else "no runs yet"), layout=False
+            self._why_shown = Text("no runs match" if (self.text or self.filter_index) else "no runs yet")
+            self.query_one("#why", Static).update(self._why_shown, layout=False)
+        elif self._selected is not None:
+            self._show_why(self._selected)
+
+    def _notice(self) -> str:
+        if self.ctx.read_only:
+            return "READ-ONLY"
+        if self.marked:
+            return f"{len(self.marked)} marked"
+        return ""
+
+    # -- marking ----------------------------------------------------------------
+
+    def action_mark(self) -> None:
+        if self.ctx.read_only:
+            self.notify(
+                "mark: read-only (this console was opened with --read-only); marks are for decisions",
+                title="mark",
+                severity="warning",
+                markup=False,
+                timeout=4,
             )
+            return
+        rid = self._selected
+        if rid is None:
+            return
+        if rid in self.marked:
+            del self.marked[rid]
+        else:
+            self.marked[rid] = None
+        self._marks_changed()
+
+    def _marks_changed(self) -> None:
+        self.query_one(RunsTable).marked = set(self.marked)
+        # A live show: only the id cells whose mark changed repaint.
+        if self._page is not None:
+            self._show(self._page, "live")
+        self.refresh_bindings()
+
+    def clear_marks(self) -> None:
+        if self.marked:
+            self.marked = {}
+            self._marks_changed()
+
+    def action_fits(self, name: str) -> bool:
+        if self.marked:
+            return not self.ctx.read_only and name in groups.GROUP_ACTIONS
+        return super().action_fits(name)
+
+    def why_not(self, name: str) -> str:
+        if self.marked and name not in groups.GROUP_ACTIONS:
+            return f"{name} is for one run at a time; esc unmarks the {len(self.marked)} marked run(s)"
+        return super().why_not(name)
+
+    def action_decide(self, name: str) -> None:
+        if not self.marked:
+            super().action_decide(name)
+            return
+        if not self.action_fits(name):
+            return
+        runs = tuple(self.marked)
+        self.groups.start(name, runs, None, f"{len(runs)} marked run(s)")
+
+    def on_group_decider_ready(self, message: GroupDecider.Ready) -> None:
+        self.groups.open(message.request)
+
+    def on_group_decider_done(self, message: GroupDecider.Done) -> None:
+        self.clear_marks()
 
     @on(DataTable.RowHighlighted, "#runs")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -255,23 +345,39 @@ class RunsScreen(RunActions):
 
     def _select(self, run_id: str | None) -> None:
         self._selected = run_id
-        why = self.query_one("#why", Static)
         if run_id is None:
             self.set_target(None, [])
             return
-        page = self._page
-        summary = next((r for r in page.rows if r.run_id == run_id), None) if page else None
-        if summary is not None:
-            line = Text()
-            line.append(safe(run_id), style="bold")
-            line.append(": ")
-            line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
-            # Fixed height: no layout pass (it would repaint the table's scrollbar on every j).
-            why.update(line, layout=False)
+        self._show_why(run_id)
         # On a move the footer keeps the keys it shows while the new run is
         # read; they act on nothing until it is (`is_current`), and the footer
         # is redrawn only if that run's keys differ (not twice per j).
         self._read_selection(run_id)
+
+    _why_shown: Text | None = None
+
+    def _show_why(self, run_id: str) -> None:
+        """The selected run's reason under the table (after a move, or when
+        a refresh changed it), sent only when its text changed."""
+        page = self._page
+        summary = next((r for r in page.rows if r.run_id == run_id), None) if page else None
+        if summary is None:
+            return
+        line = Text()
+        line.append(safe(run_id), style="bold")
+        line.append(": ")
+        held = page.claims.get(run_id) if page else None
+        waits = service.waiting_words(page.proposals.get(run_id, [])) if page else ""
+        if waits:
+            line.append(safe(waits) + "; ")
+        if held is not None:
+            line.append(claimed(held.operator, held.claimed_ts, self.ctx.clock()) + "; ")
+        line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
+        if line == self._why_shown:
+            return
+        self._why_shown = line
+        # Fixed height: no layout pass (it would repaint the table's scrollbar on every j).
+        self.query_one("#why", Static).update(line, layout=False)
 
     def is_current(self, view: RunView) -> bool:
         return view.run_id == self._selected
@@ -343,6 +449,8 @@ class RunsScreen(RunActions):
             box.value = ""
             box.display = False
             self.query_one(RunsTable).focus()
+        else:
+            self.clear_marks()
 
     def action_resort(self) -> None:
         self.load("keep")  # the same page, read again in the store's order

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
+from phasegate import WEB_USER_ENV
+
 #: How long a console gets to quit on its own before its process group is killed.
 QUIT_GRACE = 3.0
 
@@ -29,6 +31,7 @@ class ConsoleProcess(AppService):
         argv: Sequence[str],
         *,
         operator: str,
+        web_user: str | None = None,
         write_bytes: Callable[[bytes], Awaitable[None]],
         write_str: Callable[[str], Awaitable[None]],
         close: Callable[[], Awaitable[None]],
@@ -42,6 +45,8 @@ class ConsoleProcess(AppService):
         )
         self.argv = tuple(argv)
         self.operator = operator
+        self.web_user = web_user
+        """The user an authenticating proxy named (`--operator-header`), or None."""
 
     @property
     def pid(self) -> int | None:
@@ -50,6 +55,12 @@ class ConsoleProcess(AppService):
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         env = super()._build_environment(width, height)
         env["PHASEGATE_OPERATOR"] = self.operator
+        # Only a proxy-authenticated user is passed on: it tells two people
+        # apart for a second only where the store's policy names this
+        # server's account (engine/identity.py). Never inherited otherwise.
+        env.pop(WEB_USER_ENV, None)
+        if self.web_user is not None:
+            env[WEB_USER_ENV] = self.web_user
         return env
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> Process:

@@ -141,6 +141,7 @@ class ConsoleServer:
             process = ConsoleProcess(
                 self.argv,
                 operator=operator,
+                web_user=operator if self.config.operator_header else None,
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
                 close=partial(_close, websocket),

@@ -58,9 +58,9 @@ def workers_label(n: int | None) -> Text:
     return Text(f"{n} worker{'s' if n != 1 else ''} alive")
 
 
-def counts_line(counts: dict[str, int], width: int) -> Text:
-    """Runs by status: full words if they fit in `width`, else the short
-    ones; cut with an ellipsis only past that."""
+def counts_line(counts: dict[str, int], width: int, after: Text | None = None) -> Text:
+    """Runs by status, then `after`: full words if all of it fits in
+    `width`, else the short ones; cut with an ellipsis only past that."""
     for words in (None, SHORT):
         line = Text(f"{sum(counts.values())} runs", style="bold")
         for status in ORDER:
@@ -70,6 +70,9 @@ def counts_line(counts: dict[str, int], width: int) -> Text:
             mark, style = RUN_MARKS[status]
             line.append(" ")
             line.append(f"{mark} {n} {words[status] if words else status}", style=tone(style))
+        if after is not None and after.plain:
+            line.append("  ")
+            line.append_text(after)
         if line.cell_len <= width:
             break
     return line
@@ -128,11 +131,8 @@ class CountsBar(Static):
 
     @staticmethod
     def _lines(h: Header, width: int, *, workers_first: bool, short_sort: bool) -> tuple[Text, Text]:
-        first = counts_line(h.counts, width)
         workers = workers_label(h.workers)
-        if workers_first and workers.plain:
-            first.append("  ")
-            first.append_text(workers)
+        first = counts_line(h.counts, width, workers if workers_first else None)
         second = Text()
         if h.notice:
             second.append(f" {h.notice} ", style="bold reverse")

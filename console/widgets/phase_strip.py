@@ -47,10 +47,21 @@ class PhaseStrip(Static):
 
     _shown: tuple[Sequence[PhaseView], Frontier] | None = None
 
-    def show(self, phases: Sequence[PhaseView], frontier: Frontier) -> None:
+    def text(self, phases: Sequence[PhaseView], frontier: Frontier) -> Text:
+        """The strip for this widget's width (kept, to be drawn again on a resize)."""
         self._shown = (phases, frontier)
-        self.update(strip(phases, frontier, self.content_size.width or self.app.size.width - 4))
+        self._width = self.content_size.width
+        return strip(phases, frontier, self._width or self.app.size.width - 4)
+
+    def show(self, phases: Sequence[PhaseView], frontier: Frontier) -> None:
+        self.update(self.text(phases, frontier))
+
+    _width = 0
 
     def on_resize(self) -> None:
-        if self._shown is not None:
-            self.update(strip(*self._shown, self.content_size.width))
+        # Only a new width can move the legend; a layout pass that changed
+        # nothing else must not start another.
+        width = self.content_size.width
+        if self._shown is not None and width != self._width:
+            self._width = width
+            self.update(strip(*self._shown, width))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Self
 
@@ -13,9 +13,9 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import DataTable
 
-from phasegate import RunSummary, safe
+from phasegate import ClaimView, RunSummary, safe
 
-from .._format import age, middle, plain, run_status
+from .._format import age, age_now, claimed, middle, plain, run_status
 
 #: (key, label, width or None for "what is left", store order when sorted by it)
 COLUMNS: tuple[tuple[str, str, int | None, str], ...] = (
@@ -96,6 +96,8 @@ class RunsTable(DataTable[Text]):
         """What each row shows, by run id then column (to repaint only what changed)."""
         self.widths: dict[str, int] = column_widths(80)
         """The columns shown and their widths (set for the terminal's width)."""
+        self.marked: set[str] = set()
+        """Runs the operator marked (space): their run id shows `*`."""
 
     def set_columns(self, width: int) -> None:
         self.widths = column_widths(width)
@@ -105,15 +107,20 @@ class RunsTable(DataTable[Text]):
             if key in self.widths:
                 self.add_column(label, width=self.widths[key], key=key)
 
-    #: Ages move on screen in steps of this many seconds: over a slow link a
-    #: ticking column would resend every row on every refresh.
-    AGE_STEP: ClassVar[float] = 10.0
-
-    def show(self, rows: Sequence[RunSummary], now: float) -> None:
+    def show(
+        self,
+        rows: Sequence[RunSummary],
+        now: float,
+        claims: Mapping[str, ClaimView] | None = None,
+        waiting: Mapping[str, str] | None = None,
+    ) -> None:
         """Show `rows` in this order. The same runs in the same order (a live
-        refresh) update only the cells whose text changed, so only they repaint."""
-        now -= now % self.AGE_STEP
-        new = {r.run_id: self._cells(r, now) for r in rows}
+        refresh) update only the cells whose text changed, so only they repaint.
+        `claims`: who is looking at which of them; `waiting`: what waits for
+        a second operator on which; both said first in the reason."""
+        now = age_now(now)
+        held, wait = claims or {}, waiting or {}
+        new = {r.run_id: self._cells(r, now, held.get(r.run_id), wait.get(r.run_id, "")) for r in rows}
         keys = [str(row.key.value) for row in self.ordered_rows]
         if keys == list(new) and len(new) == len(rows) and self._shown_cells.keys() == new.keys():
             changed: list[tuple[str, str]] = []
@@ -142,17 +149,29 @@ class RunsTable(DataTable[Text]):
             cells = self._shown_cells[r.run_id] = new[r.run_id]
             self.add_row(*cells.values(), key=r.run_id)
 
-    def _cells(self, r: RunSummary, now: float) -> dict[str, Text]:
+    def _cells(self, r: RunSummary, now: float, claim: ClaimView | None = None, waiting: str = "") -> dict[str, Text]:
         id_width = self.widths.get("run_id", 22)
-        cells = {
+        if r.run_id in self.marked:
+            # A mark, not a colour: it reads the same under NO_COLOR.
+            run_id = Text("* ", style="bold") + plain(middle(safe(r.run_id), id_width - 2), style="bold")
+        else:
             # Escaped before it is cut, so the cut never splits an escape.
-            "run_id": plain(middle(safe(r.run_id), id_width)),
+            run_id = plain(middle(safe(r.run_id), id_width))
+        cells = {
+            "run_id": run_id,
             "workflow": plain(r.workflow),
             "status": run_status("decided" if shown_decided(r) else r.status.value),
             "frontier": plain(frontier(r, self.widths.get("frontier", 14))),
             "age": Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
             "reason": plain(r.reason or "-"),
         }
+        said = [waiting] if waiting else []
+        if claim is not None:
+            said.append(claimed(claim.operator, claim.claimed_ts, now))
+        if said:
+            # Escaped already (`claimed`, and `waiting` by its caller): shown as plain text.
+            cells["reason"] = Text("; ".join(said) + "; ", style="bold")
+            cells["reason"].append_text(plain(r.reason or "-"))
         return {k: cells[k] for k, *_rest in COLUMNS if k in self.widths}
 
     _rows_only = False

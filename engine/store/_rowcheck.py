@@ -126,7 +126,7 @@ _ENUMS: dict[tuple[str, str], frozenset[str]] = {
     ("phasegate_checkpoints", "status"): frozenset({"live", "discarded", "archived"}),
     ("phasegate_checkpoints", "output_state"): frozenset({"present", "pruned", "archived", "none"}),
     ("phasegate_effects", "state"): frozenset({"intent", "done"}),
-    ("phasegate_decisions", "state"): frozenset({"pending", "applied", "void"}),
+    ("phasegate_decisions", "state"): frozenset({"pending", "applied", "void", "proposed"}),
 }
 
 

@@ -96,12 +96,15 @@ def check_path(path: Path, *, create: bool) -> bool:
     # holds on it, including the SQLite locks of connections already open
     # here (another Store on the same file, in another thread). Another
     # process may then think it holds the last connection and delete the WAL
-    # under them ("disk I/O error"). So the header is read once per file.
+    # under them ("disk I/O error"). So the header is not read again while
+    # a store of this process holds the file open. Only then: a file deleted
+    # after its store closed frees its inode, and a new file (not a database)
+    # may get the same one.
     try:
         st = path.stat()
     except OSError as exc:
         raise StoreError(f"cannot read {path}: {exc.strerror}") from None
-    if st.st_size > 0 and (st.st_dev, st.st_ino) in _checked:
+    if st.st_size > 0 and _held.get((st.st_dev, st.st_ino)):
         return False
     try:
         with path.open("rb") as fh:
@@ -112,12 +115,29 @@ def check_path(path: Path, *, create: bool) -> bool:
         return True
     if head != _HEADER:
         raise StoreError(f"{path} is not an SQLite database")
-    _checked.add((st.st_dev, st.st_ino))
     return False
 
 
-#: Files (device, inode) whose header this process has already checked.
-_checked: set[tuple[int, int]] = set()
+#: Files (device, inode) that open stores of this process hold, and how many hold each.
+_held: dict[tuple[int, int], int] = {}
+
+
+def hold(path: Path) -> tuple[int, int] | None:
+    """A store opened `path`: its header is not read again until `release`."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (st.st_dev, st.st_ino)
+    _held[key] = _held.get(key, 0) + 1
+    return key
+
+
+def release(key: tuple[int, int] | None) -> None:
+    if key is not None and key in _held:
+        _held[key] -= 1
+        if _held[key] <= 0:
+            del _held[key]
 
 
 def make_engine(path: Path, *, readonly: bool, busy_ms: int = 60_000) -> SAEngine:

@@ -176,6 +176,15 @@ decisions = Table(
     Column("state", String, nullable=False, default="pending"),
     Column("applied_at", Float),
     Column("detail_json", Text, nullable=False, default="{}"),
+    # Version 4 (claims and seconds, engine/identity.py): the OS account that
+    # recorded it (an `--operator` text proves nothing); for a proposal, when
+    # it lapses unseconded; and the id of the "second" row that let it apply.
+    Column("account", String),
+    Column("expires_at", Float),
+    Column("seconded_by", Integer),
+    # Version 4: the decisions one command recorded for a group of runs
+    # (`decide --cause`) share this id, so the audit shows them as one act.
+    Column("batch_id", String),
     Index("ix_decisions_run", "run_id", "id"),
     Index("ix_decisions_state", "state"),
 )
@@ -212,6 +221,42 @@ alerts = Table(
     Index("ix_alerts_run", "run_id"),
 )
 
+# Who is looking at a run (`phasegate claim`). Rows are never deleted: a
+# release or a takeover fills `released_*`, an expiry is `expires_at` passing
+# with nothing released, so the table is also the claims' audit. Version 4.
+claims = Table(
+    "phasegate_claims",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", String, nullable=False),
+    Column("operator", String, nullable=False),
+    Column("account", String, nullable=False),
+    Column("claimed_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Column("released_at", Float),
+    Column("released_by", String),
+    Column("released_account", String),
+    Index("ix_claims_run", "run_id", "id"),
+)
+
+
+# The store-wide policy (`phasegate policy`), one row per change: the newest
+# is in force, the rest are its audit. Kept in the store, not in anyone's
+# environment, so no operator's settings can bypass it. Version 4.
+policy = Table(
+    "phasegate_policy",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("require_second_json", Text, nullable=False, default="[]"),
+    Column("proposal_seconds", Float, nullable=False),
+    Column("web_account", String),
+    Column("operator", String, nullable=False),
+    Column("account", String, nullable=False),
+    Column("at", Float, nullable=False),
+    Column("reason", Text, nullable=False),
+)
+
+
 # One `phasegate worker` process: its heartbeat, written at its start, every
 # `every` seconds while it runs and at a clean exit (state stopped), so the
 # console and `phasegate workers` can tell whether anything will carry out a
@@ -237,7 +282,13 @@ workers = Table(
 
 #: Tables added after version 1, by the version that added them: an older
 #: store opened read-only has none of them, and readers answer "nothing stored".
-ADDED_IN: dict[str, int] = {"phasegate_sources": 2, "phasegate_alerts": 2, "phasegate_workers": 4}
+ADDED_IN: dict[str, int] = {
+    "phasegate_sources": 2,
+    "phasegate_alerts": 2,
+    "phasegate_workers": 4,
+    "phasegate_claims": 4,
+    "phasegate_policy": 4,
+}
 
 #: Columns added to existing tables, by (table, column): the version that
 #: added them and the column's SQL type and default, as `ALTER TABLE` takes it.
@@ -249,7 +300,11 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_effects", "reconcilable"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),
     ("phasegate_effects", "redo_on_rewind"): (3, "BOOLEAN NOT NULL DEFAULT FALSE"),
     ("phasegate_effects", "reconcile_json"): (3, "TEXT"),
+    ("phasegate_decisions", "account"): (4, "TEXT"),
+    ("phasegate_decisions", "expires_at"): (4, "FLOAT"),
+    ("phasegate_decisions", "seconded_by"): (4, "INTEGER"),
     ("phasegate_runs", "attention_rank"): (4, "INTEGER NOT NULL DEFAULT 3"),
+    ("phasegate_decisions", "batch_id"): (4, "TEXT"),
 }
 
 #: Indexes added to existing tables, by the version that added them.

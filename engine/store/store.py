@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import and_, case, delete, func, insert, inspect, or_, select, update
 from sqlalchemy.engine import Connection, Row
@@ -23,10 +23,12 @@ from .schema import (
     SCHEMA_VERSION,
     alerts,
     checkpoints,
+    claims,
     decisions,
     effects,
     meta,
     metadata,
+    policy,
     runs,
     sources,
     steps,
@@ -56,6 +58,7 @@ class Store:
         self.target = str(target)
         self.readonly = readonly
         self.path: Path | None = None
+        self._held: tuple[int, int] | None = None
         #: Set when the stored schema is one this code does not know; the
         #: engine treats it as an integrity failure and writes nothing.
         self.schema_problem: str | None = None
@@ -83,6 +86,9 @@ class Store:
             self.path = Path(raw).expanduser().absolute()
             self.where = str(self.path)
             fresh = _sqlite.check_path(self.path, create=create)
+            # Held from before the first connection: another store of this
+            # process must not read the header (and drop this one's locks) from now on.
+            self._held = _sqlite.hold(self.path)
             self.sa = _sqlite.make_engine(self.path, readonly=readonly, busy_ms=_sqlite.busy_timeout_ms(lease_seconds))
         self._hot_sql = {
             k: self.dialect.hot_sql(v.replace(":lease_now", self.dialect.LEASE_NOW_SQL))
@@ -101,14 +107,20 @@ class Store:
         try:
             self._open(fresh=fresh, create=create)
         except (SQLAlchemyError, self.dialect.DriverError) as exc:
-            self.sa.dispose()
+            self._abandon()
             raise self.explain(exc) from None
         except UnicodeDecodeError:
-            self.sa.dispose()
+            self._abandon()
             raise self._not_utf8() from None
         except StoreError:
-            self.sa.dispose()
+            self._abandon()
             raise
+
+    def _abandon(self) -> None:
+        """The open failed: let go of everything it took."""
+        self.sa.dispose()
+        held, self._held = self._held, None
+        _sqlite.release(held)
 
     @property
     def is_sqlite(self) -> bool:
@@ -193,6 +205,8 @@ class Store:
                 self._hot.close()
                 self._hot = None
         self.sa.dispose()
+        held, self._held = self._held, None
+        _sqlite.release(held)
 
     def explain(self, exc: BaseException) -> StoreError:
         err: StoreError = self.dialect.explain(exc, self.where)
@@ -316,6 +330,14 @@ class Store:
             # The stored attention rank follows the status in the same write.
             values = {**values, "attention_rank": _paging.rank_for(str(values["status"]))}
         return conn.execute(update(runs).where(cond).values(**values)).rowcount
+
+    def update_runs(self, conn: Connection, run_ids: Sequence[str], values: dict[str, Any]) -> int:
+        """The same change to several runs' rows, in one statement (never their status)."""
+        assert "status" not in values, "a status change moves the attention rank: update_run"
+        return conn.execute(update(runs).where(runs.c.run_id.in_(list(run_ids))).values(**values)).rowcount
+
+    def _rerank_many(self, conn: Connection, run_ids: Sequence[str]) -> None:
+        conn.execute(update(runs).where(runs.c.run_id.in_(list(run_ids))).values(attention_rank=_paging.rank_sql()))
 
     def _rerank(self, conn: Connection, run_id: Any) -> None:
         """Its decisions changed: the run's stored attention rank may have."""
@@ -465,6 +487,19 @@ class Store:
         # the caller checks each and shows a damaged one as such.
         return rows
 
+    def runs_needing_attention(self, conn: Connection) -> list[Row[Any]]:
+        """Rows of the runs that may need a person (blocked, failed, or running
+        with a holder that may be dead) and have no decision waiting, through
+        the status index: what `causes.collect` groups. Unchecked, as
+        `list_runs`: the caller checks each and shows a damaged one as such."""
+        pending = (
+            select(decisions.c.id)
+            .where(and_(decisions.c.run_id == runs.c.run_id, decisions.c.state == "pending"))
+            .exists()
+        )
+        q = select(runs).where(runs.c.status.in_(["blocked", "failed", "running"]), ~pending).order_by(runs.c.run_id)
+        return list(conn.execute(q))
+
     def count_matching(
         self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None
     ) -> int:
@@ -518,10 +553,35 @@ class Store:
         )
         return _rowcheck.check_all(checkpoints, conn.execute(q))
 
-    def runs_by_id(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, Row[Any]]:
-        """The rows of these runs (absent ones left out), each checked like `get_run`'s."""
-        rows = conn.execute(select(runs).where(runs.c.run_id.in_(list(run_ids))))
-        return {r.run_id: _rowcheck.check(r) for r in rows}
+    def runs_by_id(self, conn: Connection, run_ids: Sequence[str], *, lock: bool = False) -> dict[str, Row[Any]]:
+        """The rows of these runs (absent ones left out), each checked like
+        `get_run`'s; with `lock`, held as `get_run(lock=True)` holds one, taken
+        in run-id order (two writers locking overlapping groups do not deadlock)."""
+        q = select(runs).where(runs.c.run_id.in_(list(run_ids))).order_by(runs.c.run_id)
+        if lock and self.dialect.row_locks:
+            q = q.with_for_update()
+        return {r.run_id: _rowcheck.check(r) for r in conn.execute(q)}
+
+    def rows_of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, OwnRows]:
+        """What a view reads of each run (`all_checkpoints`, `steps_for`,
+        `effects_for`, `decisions_for`), for many runs in four indexed queries
+        instead of four per run: a decision for a group reads 300 runs' rows."""
+        ids = list(run_ids)
+        out = {rid: OwnRows([], [], [], []) for rid in ids}
+        if not ids:
+            return out
+        live_steps = and_(steps.c.run_id.in_(ids), steps.c.discarded == False)  # noqa: E712
+        ckpt_order = (checkpoints.c.run_id, checkpoints.c.epoch, checkpoints.c.seq)
+        queries = (
+            (checkpoints, select(checkpoints).where(checkpoints.c.run_id.in_(ids)).order_by(*ckpt_order)),
+            (steps, select(steps).where(live_steps).order_by(steps.c.id)),
+            (effects, select(effects).where(effects.c.run_id.in_(ids)).order_by(effects.c.id)),
+            (decisions, select(decisions).where(decisions.c.run_id.in_(ids)).order_by(decisions.c.id)),
+        )
+        for i, (table, q) in enumerate(queries):
+            for row in _rowcheck.check_all(table, conn.execute(q)):
+                out[row.run_id][i].append(row)
+        return out
 
     def live_chains(self, conn: Connection, epochs: Mapping[str, int]) -> Iterator[tuple[str, list[Row[Any]]]]:
         """The live chain of each run's current epoch (`epochs`: run id to
@@ -658,9 +718,91 @@ class Store:
         self._rerank(conn, values["run_id"])
         return int(pk[0]) if pk else 0
 
+    def insert_decisions(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+        """Several decision rows in one statement; their ids, in the order given."""
+        if len(rows) == 1:
+            return [self.insert_decision(conn, dict(rows[0]))]
+        q = insert(decisions).returning(decisions.c.id, sort_by_parameter_order=True)
+        ids = [int(r[0]) for r in conn.execute(q, list(rows))]
+        # Their decisions changed: the runs' stored attention ranks, in one statement.
+        self._rerank_many(conn, sorted({str(r["run_id"]) for r in rows}))
+        return ids
+
     def settle_decision(self, conn: Connection, decision_id: int, state: str, at: float) -> None:
         conn.execute(update(decisions).where(decisions.c.id == decision_id).values(state=state, applied_at=at))
         self._rerank(conn, select(decisions.c.run_id).where(decisions.c.id == decision_id).scalar_subquery())
+
+    def update_decision(self, conn: Connection, decision_id: int, values: dict[str, Any]) -> None:
+        conn.execute(update(decisions).where(decisions.c.id == decision_id).values(**values))
+        if "state" in values:  # a seconded proposal becomes pending: the run's rank follows
+            self._rerank(conn, select(decisions.c.run_id).where(decisions.c.id == decision_id).scalar_subquery())
+
+    def void_proposals(self, conn: Connection, ids: Sequence[int], at: float) -> None:
+        """Settle these proposals void, those still proposed only (one seconded
+        meanwhile is a decision now, and is left alone)."""
+        if ids:
+            conn.execute(
+                update(decisions)
+                .where(decisions.c.id.in_(list(ids)), decisions.c.state == "proposed")
+                .values(state="void", applied_at=at)
+            )
+
+    def open_proposals(self, conn: Connection, run_ids: Sequence[str], now: float) -> list[Row[Any]]:
+        """Proposals of these runs still waiting for a second operator (one
+        query for a page of the runs list, by its run ids)."""
+        if not run_ids:
+            return []
+        q = (
+            select(decisions)
+            .where(
+                decisions.c.run_id.in_(list(run_ids)),
+                decisions.c.state == "proposed",
+                decisions.c.expires_at > now,
+            )
+            .order_by(decisions.c.id)
+        )
+        return _rowcheck.check_all(decisions, conn.execute(q))
+
+    # -- claims and the policy (version 4) ----------------------------------------
+
+    def current_claims(self, conn: Connection, run_ids: Sequence[str], now: float) -> dict[str, Row[Any]]:
+        """The claim in force on each of these runs (one query for a page of
+        the runs list, by its run ids; the runs query itself is left alone)."""
+        if "phasegate_claims" not in self.tables or not run_ids:
+            return {}
+        q = (
+            select(claims)
+            .where(claims.c.run_id.in_(list(run_ids)), claims.c.released_at.is_(None), claims.c.expires_at > now)
+            .order_by(claims.c.id)
+        )
+        return {r.run_id: r for r in _rowcheck.check_all(claims, conn.execute(q))}
+
+    def claims_for(self, conn: Connection, run_id: str) -> list[Row[Any]]:
+        """Every claim row of a run, oldest first (its claim audit)."""
+        if "phasegate_claims" not in self.tables:
+            return []
+        q = select(claims).where(claims.c.run_id == run_id).order_by(claims.c.id)
+        return _rowcheck.check_all(claims, conn.execute(q))
+
+    def insert_claim(self, conn: Connection, values: dict[str, Any]) -> None:
+        conn.execute(insert(claims).values(**values))
+
+    def end_claim(self, conn: Connection, claim_id: int, *, at: float, by: str, account: str) -> None:
+        conn.execute(
+            update(claims)
+            .where(claims.c.id == claim_id)
+            .values(released_at=at, released_by=by, released_account=account)
+        )
+
+    def policies(self, conn: Connection, limit: int = 20) -> list[Row[Any]]:
+        """The policy's changes, newest first (the first is in force)."""
+        if "phasegate_policy" not in self.tables:
+            return []
+        q = select(policy).order_by(policy.c.id.desc()).limit(limit)
+        return _rowcheck.check_all(policy, conn.execute(q))
+
+    def insert_policy(self, conn: Connection, values: dict[str, Any]) -> None:
+        conn.execute(insert(policy).values(**values))
 
     # -- phase sources ----------------------------------------------------------
 
@@ -850,6 +992,15 @@ class Store:
         if self.is_sqlite:
             return DataVersion(self)
         return _postgres.ChangeFeed(self.target)
+
+
+class OwnRows(NamedTuple):
+    """A run's own rows, as a view reads them."""
+
+    checkpoints: list[Row[Any]]
+    steps: list[Row[Any]]
+    effects: list[Row[Any]]
+    decisions: list[Row[Any]]
 
 
 #: The lease columns of a run nobody holds.

@@ -56,6 +56,7 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
         "phasegate status cold start",
         "PostgreSQL checkpoint",
         "PostgreSQL runs drained",
+        "decide --cause",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
     # --quick runs no peers; they are reported as skipped, never faked.

@@ -156,6 +156,29 @@ def _build(db: Path) -> None:
         fixture_wf.HOOKS["tax"] = "tax-2026-01"
 
 
+#: Three more runs stopped by the same tax-table change as ENV_MISMATCH: with
+#: it, one cause of four runs (#13: many runs at once).
+SAME_TAX_CHANGE = ("inv-0011-env", "inv-0012-env", "inv-0013-env")
+
+
+def add_tax_cause(db: Path) -> None:
+    """Add `SAME_TAX_CHANGE` to a copy of the fixture store, the way
+    ENV_MISMATCH got there (interrupted before charge, the table changed)."""
+    clock = Clock(T0 + 1800)
+    with quiet_engine():
+        engine = Engine(db, clock=clock, lease_seconds=LEASE, retention_days=30)
+        try:
+            for rid in SAME_TAX_CHANGE:
+                fixture_wf.HOOKS["tax"] = "tax-2026-01"
+                _run(engine, clock, rid, interrupt="charge")
+                fixture_wf.HOOKS["tax"] = "tax-2026-02"
+                _run(engine, clock, rid)
+        finally:
+            engine.close()
+            fixture_wf.HOOKS["tax"] = "tax-2026-01"
+    _checkpoint_wal(db)
+
+
 _CACHE: dict[str, Path] = {}
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from phasegate import Engine
 from phasegate.console.screens.detail import DetailScreen
 from tests.console import fixtures as fx
 from tests.console.pilot_helpers import settle
@@ -80,3 +81,27 @@ def test_no_color(store: Path, make_app: Any, snap_compare: Any, monkeypatch: py
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_claimed_run_in_the_list(store: Path, make_app: Any, snap_compare: Any, size: tuple[int, int]) -> None:
+    """#13: "claimed by ada, 3 min ago" first in the run's reason."""
+    with fx.quiet_engine(), Engine(store, clock=fx.frozen(fx.NOW - 180)) as eng:
+        eng.claim(fx.ENV_MISMATCH, operator="ada")
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_detail_waiting_for_a_second_operator(
+    store: Path, make_app: Any, snap_compare: Any, size: tuple[int, int]
+) -> None:
+    """#13: a proposal under the store's policy, and a claim, in the detail's summary."""
+    with fx.quiet_engine(), Engine(store, clock=fx.frozen(fx.NOW - 180)) as eng:
+        eng.set_policy(require_second="reset", reason="four eyes")
+        eng.claim(fx.ENV_MISMATCH, operator="ada")
+        eng.decide(fx.ENV_MISMATCH, "reset", reason="start over from the new rate", operator="ada")
+    assert snap_compare(make_app(store), terminal_size=size, run_before=_detail(fx.ENV_MISMATCH))

@@ -107,8 +107,10 @@ async def test_y_copies_a_whole_hash_that_the_screen_shows_cut_to_12(store: Path
             await pilot.press("j")
         await pilot.press("enter")
         await settle(pilot)
-        assert app.clipboard == modal.choices[index][1]
-        assert any(n.endswith(modal.choices[index][1]) for n in notices(app)), notices(app)
+        value = modal.choices[index][1]
+        assert app.clipboard == value
+        # said in its 12-character form (whole, it would wrap in the notice)
+        assert any(n.endswith(f": {value.removeprefix('sha256:')[:12]}…") for n in notices(app)), notices(app)
 
 
 async def test_with_osc_52_off_y_shows_the_value_instead(
@@ -123,3 +125,5 @@ async def test_with_osc_52_off_y_shows_the_value_instead(
         await settle(pilot)
         assert app.clipboard == ""
         assert f"run id: {run_id}" in notices(app), notices(app)
+        assert isinstance(app.screen, CopyModal)  # still open: the value is shown whole, to select by hand
+        assert str(app.screen.query_one("#copy-note").render()).endswith(f"\n{run_id}")

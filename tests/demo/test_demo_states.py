@@ -71,6 +71,30 @@ def test_environment_mismatch(demo: tuple[Path, Any, list[dict[str, Any]]]) -> N
     assert changes[0]["saved"] != changes[0]["current"]
 
 
+def test_one_tax_change_is_one_cause_of_three_runs(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    """#13: the demo has a cause with several runs; `status --by-cause` groups
+    them, and a dry run of one decision for all of them changes nothing."""
+    import json
+
+    db = demo[0]
+    proc = cli("status", "--by-cause", "--json", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    causes = json.loads(proc.stdout)
+    (tax,) = [c for c in causes if c["kind"] == "probe_change"]
+    assert tax["runs"] == ["billing-hooli-2026-11", "billing-initech-2026-11", "billing-umbrella-2026-11"]
+    assert "tax_rates" in tax["summary"] and tax["allowed_actions"][0] == "approve"
+    # The largest cause first; every other stopped run is a cause of its own.
+    assert causes[0] == tax and all(len(c["runs"]) == 1 for c in causes[1:])
+    # (The demo's live run keeps writing: the store's bytes move, these runs do not.)
+    before = [r for r in status(db) if r["run_id"] in tax["runs"]]
+    proc = cli(
+        "decide", "--cause", tax["cause"], "approve", "--reason", "EU-2027-Q1 is right", "--dry-run", "--db", str(db)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(": Accept the changed environment (tax_rates)") == 3
+    assert [r for r in status(db) if r["run_id"] in tax["runs"]] == before
+
+
 def test_in_doubt_effect(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
     r = _blocked(demo[2], "in_doubt_effect")
     doubts = [e for e in r["effects"] if e["state"] == "in_doubt"]

@@ -201,6 +201,8 @@ class Harness:
             "phasegate_steps",
             "phasegate_effects",
             "phasegate_decisions",
+            "phasegate_claims",
+            "phasegate_policy",
         ):
             out += [f"{table} {row!r}" for row in self.sql(f"SELECT * FROM {table} ORDER BY 1")]
         return "\n".join(out)

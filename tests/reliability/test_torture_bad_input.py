@@ -83,6 +83,8 @@ def _commands(db: Path) -> list[list[str]]:
         ["verify", "--db", str(db)],
         ["decide", "stopped", "reset", "--reason", "r", "--db", str(db)],
         ["prune", "--apply", "--db", str(db)],
+        ["claim", "stopped", "--db", str(db)],
+        ["policy", "--require-second", "reset", "--reason", "r", "--db", str(db)],
     ]
 
 

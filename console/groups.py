@@ -1,0 +1,140 @@
+"""Many runs at once, for the console: the causes, and one decision for a
+group of runs (a cause's, or the runs marked in the list). Blocking calls on
+the engine's public API, run from worker threads; nothing here imports Textual.
+
+A group decision is previewed run by run (`Engine.preview_many`) and then
+recorded for exactly the runs the preview said it fits
+(`Engine.decide_many`, one transaction): if any of them changed since, the
+engine refuses the whole group and nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from phasegate import NO_RESULT, Cause, Engine
+
+from .actions import BY_NAME, ActionSpec
+
+#: The decisions a group can take (prune is per run, and not a decision).
+GROUP_ACTIONS: tuple[str, ...] = ("approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect")
+
+#: A wrong one of these is expensive to take back for many runs at once: the
+#: operator types the number of runs to confirm (a reset discards their work;
+#: a retry may call a target that does not deduplicate again, 300 times).
+TYPED: dict[str, str] = {
+    "reset": "this discards the work of every run",
+    "retry_effect": "a retry of a charge that happened charges twice",
+}
+
+
+@dataclass(frozen=True)
+class GroupLine:
+    """What the decision would do to one run, or why it does not fit it."""
+
+    run_id: str
+    summary: str | None
+    unfit: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupChoice:
+    """One option (a phase to rewind to), with its per-run preview."""
+
+    value: str | None
+    label: str
+    lines: tuple[GroupLine, ...]
+
+    @property
+    def fitting(self) -> tuple[str, ...]:
+        return tuple(ln.run_id for ln in self.lines if ln.unfit is None)
+
+
+@dataclass(frozen=True)
+class GroupRequest:
+    """Everything the group modal shows; built off the UI thread."""
+
+    spec: ActionSpec
+    what: str
+    """What the group is: "cause c-... (summary)" or "3 marked runs"."""
+    cause: str | None
+    choices: tuple[GroupChoice, ...]
+    choose: str = ""
+    default: int = 0
+    typed_why: str = ""
+    """Non-empty: the operator types the number of runs to confirm, and why."""
+    ask_result: bool = False
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """What the operator confirmed."""
+
+    spec: ActionSpec
+    cause: str | None
+    run_ids: tuple[str, ...]
+    """The runs the preview said it fits: exactly these are decided."""
+    reason: str
+    choice: str | None = None
+    result_json: str | None = None
+
+
+def read_causes(engine: Engine) -> list[Cause]:
+    return engine.causes()
+
+
+def build_request(engine: Engine, name: str, run_ids: tuple[str, ...], cause: str | None, what: str) -> GroupRequest:
+    """The group modal for `name` on these runs (each still of `cause`, when given)."""
+    spec = BY_NAME[name]
+    if name == "rewind":
+        # The phases any of them has done, in the order the first shows them.
+        phases: list[str] = []
+        for rid in run_ids:
+            for p in engine.status(rid).phases:
+                if p.done and p.name not in phases:
+                    phases.append(p.name)
+        choices = tuple(GroupChoice(p, p, _lines(engine, name, run_ids, cause, phase=p)) for p in phases) or (
+            GroupChoice(None, "", _lines(engine, name, run_ids, cause)),
+        )
+        return GroupRequest(spec, what, cause, choices, choose="phase" if phases else "", default=len(choices) - 1)
+    # A confirmation is previewed with a placeholder result: the operator gives the real one in the modal.
+    lines = _lines(engine, name, run_ids, cause, result=None if name == "confirm_effect" else NO_RESULT)
+    return GroupRequest(
+        spec,
+        what,
+        cause,
+        (GroupChoice(None, "", lines),),
+        typed_why=TYPED.get(name, ""),
+        ask_result=name == "confirm_effect",
+    )
+
+
+def _lines(
+    engine: Engine,
+    name: str,
+    run_ids: tuple[str, ...],
+    cause: str | None,
+    *,
+    phase: str | None = None,
+    result: Any = NO_RESULT,
+) -> tuple[GroupLine, ...]:
+    out = engine.preview_many(list(run_ids), name, cause=cause, phase=phase, result=result)
+    return tuple(GroupLine(ln.run_id, ln.preview.summary if ln.preview else None, ln.unfit) for ln in out)
+
+
+def apply(engine: Engine, result: GroupResult) -> str:
+    """Record the decision for the runs it was previewed to fit; one line saying what landed."""
+    name = result.spec.name
+    res = engine.decide_many(
+        list(result.run_ids),
+        name,
+        reason=result.reason,
+        cause=result.cause,
+        phase=result.choice if name == "rewind" else None,
+        result=json.loads(result.result_json) if result.result_json is not None else NO_RESULT,
+    )
+    first = res.decided[0]
+    when = "applied" if first.state == "applied" else "recorded; each applies at its run's next start"
+    return f"{first.action} by {first.operator} {when}: {len(res.decided)} run(s), batch {res.batch_id}"

@@ -1,0 +1,98 @@
+"""Who is acting: the name an operator gives, and the account that proves it.
+
+An `--operator` text (or `$PHASEGATE_OPERATOR`) is what the audit shows, but
+anyone can type any name. What a second operator must differ in is what the
+operating system vouches for: the process's account (its real uid's passwd
+name). Behind `phasegate serve --operator-header` every session runs under the
+server's one account; there the authenticated user the proxy named
+(`$PHASEGATE_WEB_USER`, set by the server for that session's console) tells
+two people apart, but only when the store's policy names that account as the
+web server's (`phasegate policy --web-account`): any other account could set
+the variable itself, so for it the variable proves nothing.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+
+#: Set by `phasegate serve` for each session's console when a proxy
+#: authenticated its user (`--operator-header`); trusted only for the account
+#: the policy names (see the module's docstring).
+WEB_USER_ENV = "PHASEGATE_WEB_USER"
+
+_WEB = "/web:"
+"""Joins an account and a web user in the stored `account` text ("www/web:ada");
+a passwd name holds no "/"."""
+
+
+@dataclass(frozen=True)
+class Who:
+    """Who records something: the name shown, and the account behind it."""
+
+    operator: str
+    account: str
+    """The OS account, with "/web:USER" appended for an authenticated web session."""
+
+    @property
+    def os_account(self) -> str:
+        return self.account.split(_WEB, 1)[0]
+
+    @property
+    def web_user(self) -> str | None:
+        _acc, sep, user = self.account.partition(_WEB)
+        return user if sep else None
+
+
+def os_account() -> str:
+    """The passwd name of this process's real uid (the uid itself when it has none)."""
+    uid = os.getuid()
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):  # no passwd entry in some containers
+        return f"uid:{uid}"
+
+
+def login_name() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no passwd entry in some containers
+        return "unknown"
+
+
+def whoami(operator: str | None = None) -> Who:
+    """The acting operator: `operator`, else `$PHASEGATE_OPERATOR`, else the
+    login name; and this process's account (plus a served session's user)."""
+    name = operator or os.environ.get("PHASEGATE_OPERATOR") or login_name()
+    account = os_account()
+    web = os.environ.get(WEB_USER_ENV)
+    if web:
+        account = f"{account}{_WEB}{web}"
+    return Who(name, account)
+
+
+def same_person(a: Who, b: Who) -> bool:
+    """For claims: the same name under the same account. A claim is a note to
+    colleagues, so a different name on a shared account counts as someone else."""
+    return a.operator == b.operator and a.account == b.account
+
+
+def different_operators(a: Who, b: Who, *, web_account: str | None) -> bool:
+    """For a second: the one rule of "another operator". Different OS
+    accounts; or two web sessions of the policy's web account whose
+    authenticated users differ. Never a different `--operator` text alone."""
+    if a.os_account != b.os_account:
+        return True
+    if web_account is None or a.os_account != web_account:
+        return False
+    return a.web_user is not None and b.web_user is not None and a.web_user != b.web_user
+
+
+def shown(who: Who) -> str:
+    """ "ada (account ada)": the audit's way of naming both."""
+    if who.web_user is not None:
+        return f"{who.operator} (account {who.os_account}, web user {who.web_user})"
+    return f"{who.operator} (account {who.account})"

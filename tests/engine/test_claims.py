@@ -1,0 +1,131 @@
+"""Claims (#13 part 3) through the command line: who is looking at a run, a
+decision by someone else needing --force, expiry, release, takeover, and all
+of it kept in the run's claim audit."""
+
+from __future__ import annotations
+
+ADA = {"PHASEGATE_OPERATOR": "ada"}
+BOB = {"PHASEGATE_OPERATOR": "bob"}
+
+
+def _completed(h):
+    p = h.run("r1")
+    assert p.returncode == 0, p
+    return h
+
+
+def _one_line(p) -> str:
+    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    return lines[0]
+
+
+def test_a_claimed_run_needs_force_from_someone_else(h):
+    _completed(h)
+    p = h.cli("claim", "r1", env=ADA)
+    assert p.returncode == 0, p
+    assert "claimed by ada" in p.stdout
+    claim = h.status("r1")["claim"]
+    assert claim["operator"] == "ada" and claim["account"] and claim["expires_at"] > claim["claimed_at"]
+
+    before = h.dump()
+    p = h.decide("r1", "rewind", "--phase", "price", env=BOB)
+    assert p.returncode == 4, p
+    line = _one_line(p)
+    assert "claimed by ada" in line and "--force" in line
+    assert h.dump() == before  # nothing recorded
+
+    p = h.decide("r1", "rewind", "--phase", "price", "--force", env=BOB)
+    assert p.returncode == 0, p
+    st = h.status("r1")
+    assert [(d["action"], d["operator"], d["state"]) for d in st["decisions"]] == [("rewind", "bob", "pending")]
+    assert st["claim"]["operator"] == "ada"  # a decision does not end the claim
+
+    # The claimer decides without --force.
+    assert h.cli("claim", "r1", "--release", env=BOB).returncode == 4
+    assert h.resume("r1").returncode == 0
+    assert h.decide("r1", "rewind", "--phase", "charge", env=ADA).returncode == 0
+
+
+def test_a_claim_expires_and_the_audit_keeps_it(h):
+    _completed(h)
+    # A claim that lapses at once: the configured expiry, not a sleep.
+    p = h.cli("claim", "r1", env={**ADA, "PHASEGATE_CLAIM_SECONDS": "0.001"})
+    assert p.returncode == 0, p
+    st = h.status("r1")
+    assert st["claim"] is None
+    assert [(c["kind"], c["operator"]) for c in st["claims"]] == [("claim", "ada"), ("expiry", "ada")]
+    # Nobody holds it now: bob decides without --force.
+    assert h.decide("r1", "rewind", "--phase", "price", env=BOB).returncode == 0
+    text = h.cli("status", "r1").stdout
+    assert "claim by ada" in text and "expiry by ada" in text and "claimed   by" not in text
+
+
+def test_release_renew_and_takeover_are_audited(h):
+    _completed(h)
+    assert h.cli("claim", "r1", env=ADA).returncode == 0
+    assert h.cli("claim", "r1", env=ADA).returncode == 0  # a renewal, by the claimer
+    before = h.dump()
+    p = h.cli("claim", "r1", env=BOB)
+    assert p.returncode == 4 and "claimed by ada" in _one_line(p)
+    assert h.dump() == before
+    assert h.cli("claim", "r1", "--force", env=BOB).returncode == 0
+    assert h.status("r1")["claim"]["operator"] == "bob"
+    p = h.cli("claim", "r1", "--release", env=BOB)
+    assert p.returncode == 0 and "released" in p.stdout
+    st = h.status("r1")
+    assert st["claim"] is None
+    assert [(c["kind"], c["operator"]) for c in st["claims"]] == [
+        ("claim", "ada"),
+        ("release", "ada"),
+        ("claim", "ada"),
+        ("takeover", "bob"),
+        ("claim", "bob"),
+        ("release", "bob"),
+    ]
+    p = h.cli("claim", "r1", "--release", env=BOB)
+    assert p.returncode == 2 and "not claimed" in _one_line(p)
+
+
+def test_bad_claim_input_is_one_line_and_changes_nothing(h):
+    _completed(h)
+    before = h.dump()
+    for args, env in (
+        (("claim", "r1"), {"PHASEGATE_CLAIM_SECONDS": "soon"}),
+        (("claim", "r1"), {"PHASEGATE_CLAIM_SECONDS": "-5"}),
+        (("claim", "nope"), {}),
+    ):
+        p = h.cli(*args, env=env)
+        assert p.returncode == 2, (args, p)
+        _one_line(p)
+    assert h.dump() == before
+
+
+def test_a_version_3_store_is_upgraded_for_claims_and_proposals(h):
+    """A store written before claims (schema 3) gains the tables and columns
+    the first time it is opened for writing, and keeps its decisions."""
+    _completed(h)
+    assert h.decide("r1", "rewind", "--phase", "price").returncode == 0
+    # Wound back to version 3: what version 4 added is taken away again.
+    h.sql("DROP TABLE phasegate_claims")
+    h.sql("DROP TABLE phasegate_policy")
+    for column in ("account", "expires_at", "seconded_by"):
+        h.sql(f"ALTER TABLE phasegate_decisions DROP COLUMN {column}")
+    h.sql("UPDATE phasegate_meta SET value = '3' WHERE key = 'schema_version'")
+    assert h.cli("claim", "r1", env=ADA).returncode == 0
+    assert h.sql("SELECT value FROM phasegate_meta WHERE key = 'schema_version'") == [("4",)]
+    st = h.status("r1")
+    assert st["claim"]["operator"] == "ada"
+    assert [(d["action"], d["state"]) for d in st["decisions"]] == [("rewind", "pending")]
+    assert "account" not in st["decisions"][0]  # recorded before accounts were
+
+
+def test_a_hostile_operator_name_is_shown_escaped(h):
+    _completed(h)
+    evil = {"PHASEGATE_OPERATOR": "ada\x1b]52;c;ZXZpbA==\x07\u202e"}
+    assert h.cli("claim", "r1", env=evil).returncode == 0
+    p = h.decide("r1", "rewind", "--phase", "price", env=BOB)
+    assert p.returncode == 4
+    for out in (p.stderr, h.cli("status", "r1").stdout, h.cli("status", "r1", "--json").stdout):
+        assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+    assert h.status("r1")["claim"]["operator"] == evil["PHASEGATE_OPERATOR"]  # stored as given
