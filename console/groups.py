@@ -136,5 +136,8 @@ def apply(engine: Engine, result: GroupResult) -> str:
         result=json.loads(result.result_json) if result.result_json is not None else NO_RESULT,
     )
     first = res.decided[0]
-    when = "applied" if first.state == "applied" else "recorded; each applies at its run's next start"
+    when = {
+        "applied": "applied",
+        "proposed": "proposed: the store's policy needs a second operator for each run",
+    }.get(first.state, "recorded; each applies at its run's next start")
     return f"{first.action} by {first.operator} {when}: {len(res.decided)} run(s), batch {res.batch_id}"

@@ -250,6 +250,7 @@ class Engine:
         now: float,
         *,
         override_claim: bool,
+        rules: _policy.Policy | None = None,
     ) -> tuple[str, float | None]:
         """What a decision that fits must pass besides (the same for one run
         and for each run of a group): someone else's claim needs
@@ -257,7 +258,7 @@ class Engine:
         one proposal at a time. Returns the state to record it in, and a
         proposal's expiry."""
         claims.check(view.claim, who, view.run_id, override=override_claim, what=f"decide {act.value}")
-        rules = _policy.current(self.store, conn)
+        rules = rules or _policy.current(self.store, conn)
         if rules.needs_second(act):
             self._one_proposal(conn, view, act, chosen.effect_key, now)
             return PROPOSED, now + rules.proposal_seconds
@@ -342,8 +343,13 @@ class Engine:
         def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
             return self._view(conn, run, now, with_candidates=False, own=own)
 
+        rules: list[_policy.Policy] = []
+
         def admit(conn: Any, view: RunView, chosen: _decisions.Fit) -> tuple[str, float | None]:
-            return self._admit(conn, view, act, chosen, who, now, override_claim=override_claim)
+            # The policy is read once for the group, in its transaction: one rule for every run.
+            if not rules:
+                rules.append(_policy.current(self.store, conn))
+            return self._admit(conn, view, act, chosen, who, now, override_claim=override_claim, rules=rules[0])
 
         return _batch.decide(
             self.store,
@@ -590,7 +596,7 @@ class Engine:
                 self.store.effects_for(conn, run.run_id),
                 self.store.decisions_for(conn, run.run_id),
             )
-        rows, steps, effects, decisions = own
+        rows, steps, effects, decisions, held = own
         verified = chain.verify_run(run, rows)  # once, for the view and the prune candidates
         cands = (
             _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days, verified=verified)
@@ -603,7 +609,8 @@ class Engine:
         diffs = _sources.diffs(self.store, conn, view.blocked) if with_diffs else []
         if diffs:
             view = replace(view, code_diffs=tuple(diffs))
-        held = self.store.claims_for(conn, run.run_id)
+        if held is None:
+            held = self.store.claims_for(conn, run.run_id)
         if held:
             view = replace(view, claim=claims.in_force(held, now), claims=tuple(claims.history(held, now)))
         return view

@@ -567,20 +567,23 @@ class Store:
         `effects_for`, `decisions_for`), for many runs in four indexed queries
         instead of four per run: a decision for a group reads 300 runs' rows."""
         ids = list(run_ids)
-        out = {rid: OwnRows([], [], [], []) for rid in ids}
+        with_claims = "phasegate_claims" in self.tables
+        out = {rid: OwnRows([], [], [], [], [] if with_claims else None) for rid in ids}
         if not ids:
             return out
         live_steps = and_(steps.c.run_id.in_(ids), steps.c.discarded == False)  # noqa: E712
         ckpt_order = (checkpoints.c.run_id, checkpoints.c.epoch, checkpoints.c.seq)
-        queries = (
+        queries: tuple[tuple[Any, Any], ...] = (
             (checkpoints, select(checkpoints).where(checkpoints.c.run_id.in_(ids)).order_by(*ckpt_order)),
             (steps, select(steps).where(live_steps).order_by(steps.c.id)),
             (effects, select(effects).where(effects.c.run_id.in_(ids)).order_by(effects.c.id)),
             (decisions, select(decisions).where(decisions.c.run_id.in_(ids)).order_by(decisions.c.id)),
         )
+        if with_claims:
+            queries += ((claims, select(claims).where(claims.c.run_id.in_(ids)).order_by(claims.c.id)),)
         for i, (table, q) in enumerate(queries):
             for row in _rowcheck.check_all(table, conn.execute(q)):
-                out[row.run_id][i].append(row)
+                out[row.run_id][i].append(row)  # type: ignore[union-attr]
         return out
 
     def live_chains(self, conn: Connection, epochs: Mapping[str, int]) -> Iterator[tuple[str, list[Row[Any]]]]:
@@ -1001,6 +1004,8 @@ class OwnRows(NamedTuple):
     steps: list[Row[Any]]
     effects: list[Row[Any]]
     decisions: list[Row[Any]]
+    claims: list[Row[Any]] | None = None
+    """None: not read with the others (`claims_for` reads them)."""
 
 
 #: The lease columns of a run nobody holds.

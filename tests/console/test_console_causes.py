@@ -225,3 +225,24 @@ def test_snapshot_group_modal(cause_store: Path, make_app: Any, snap_compare: An
 @pytest.mark.parametrize("size", SIZES)
 def test_snapshot_marked_runs(store: Path, make_app: Any, snap_compare: Any, size: tuple[int, int]) -> None:
     assert snap_compare(make_app(store), terminal_size=size, run_before=_keys("space", "j", "j", "space"))
+
+
+async def test_a_run_someone_else_claimed_is_left_alone_by_the_group(cause_store: Path, make_app: Any) -> None:
+    with Engine(cause_store) as eng:
+        eng.claim(fx.SAME_TAX_CHANGE[0], operator="ada")
+    app = make_app(cause_store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_causes(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        modal = pilot.app.screen
+        assert isinstance(modal, GroupModal)
+        text = str(modal.query_one("#preview").render())
+        assert (
+            f"{fx.SAME_TAX_CHANGE[0]}: does not fit, left alone: run {fx.SAME_TAX_CHANGE[0]!r} is claimed by ada"
+            in text
+        )
+        await pilot.press(*"checked", "enter")
+        await settle(pilot)
+    got = decisions(cause_store)
+    assert [g[0] for g in got] == [r for r in TAX_RUNS if r != fx.SAME_TAX_CHANGE[0]]
