@@ -67,6 +67,14 @@ class Terminal:
         while time.monotonic() < end and self.read_for(quiet):
             pass
 
+    def drawn(self, limit: float = 60.0) -> None:
+        """Read until the first screen is drawn (its footer's `Help`): a
+        start slower than `settle`'s quiet time (the first run after a change
+        compiles the package) would otherwise be counted as idle traffic."""
+        end = time.monotonic() + limit
+        while b"Help" not in self.received and time.monotonic() < end:
+            self.read_for(0.2)
+
     def send(self, keys: bytes) -> None:
         os.write(self.fd, keys)
 
@@ -136,6 +144,7 @@ def run(folder: Path) -> list[Figure]:
             # Quiet for 3 s first: on a busy machine the first screens (the
             # page, the selected run, the workers' count) can come late and
             # would be counted as idle traffic.
+            term.drawn()
             term.settle(quiet=3.0)
             idle = term.read_for(10.0) / 10.0
             # What one j costs: the 0.7 s after it, the median of 5 (a live
@@ -159,6 +168,7 @@ def run(folder: Path) -> list[Figure]:
         # The live run's own detail: every commit re-reads it.
         term = Terminal(db, "--run", "pipeline-events-live")
         try:
+            term.drawn()
             term.settle(quiet=3.0)
             detail_idle = term.read_for(10.0) / 10.0
         finally:

@@ -4,11 +4,14 @@ An effect's intent must be durable before its function runs (ledger.py); its
 completion only before anything depends on it. So a completion is not
 committed on its own: it is written in the run's next transaction, whatever
 that is (the next effect's intent, a durable step, the phase's checkpoint),
-and back-to-back effects cost one commit each. Every transaction the run
-makes goes through `Completions.hot_tx`, which writes the waiting completions
-first, so no record committed after an effect finished can be durable
-without that effect's completion (the records a resume trusts stay a prefix,
-in the order they happened).
+and back-to-back effects cost one commit each. Every hot transaction of the
+run (an intent, a durable step, a checkpoint) goes through
+`Completions.hot_tx`, which writes the waiting completions in it; the run's
+other writes that may depend on a result (an atomic effect, a reconcile, the
+run's end, a retry's re-read of the ledger) commit them first (`flush`). So
+no record written after an effect finished is durable without that effect's
+completion: the records a resume trusts stay a prefix of what happened. (The
+heartbeat and the workflow's source texts depend on no result.)
 
 What this does to the in-doubt window. Before, an effect was in doubt after
 a crash from its intent's commit until its completion's commit, which came
@@ -44,9 +47,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from .lease import Fence
-
-if TYPE_CHECKING:  # the store's module loads SQLAlchemy: the views import the ledger, and so this, without it
+if TYPE_CHECKING:  # annotations only: the store's module loads SQLAlchemy
+    from .lease import Fence
     from .store.store import HotTx, Store
 
 log = logging.getLogger("phasegate.effects")

@@ -157,7 +157,8 @@ class PhaseContext:
         """Do something outside the run that must not happen twice.
 
         Its intent (name and idempotency key) is committed before `fn(key)` is
-        called, and its completion after. `idempotent=True` says the target
+        called, and its completion after, with the run's next commit or within
+        `PHASEGATE_EFFECT_FLUSH_MS` (completions.py). `idempotent=True` says the target
         deduplicates by key, so an interrupted call may simply be repeated.
         `atomic=True` calls `fn(key, session)` with a database session inside
         the transaction that records completion: both commit or neither.

@@ -246,9 +246,11 @@ class Torture:
         try:
             if scenario != "thaw-early":
                 deadline = time.monotonic() + 60
-                while self.status(run_id)["status"] != "stalled":
+                while (seen := self.status(run_id))["status"] != "stalled":
                     if time.monotonic() > deadline:
-                        rep.violations.append(f"attempt {rep.attempts} ({how}): never shown as stalled")
+                        # What it showed instead, to tell a lease from a status bug.
+                        shown = {k: seen.get(k) for k in ("status", "lease", "attention")}
+                        rep.violations.append(f"attempt {rep.attempts} ({how}): never shown as stalled: {shown}")
                         return None
                     time.sleep(0.05)
             if scenario == "takeover":
