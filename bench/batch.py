@@ -76,11 +76,11 @@ def run(quick: bool, rounds: int, d: Path) -> list[Figure]:
     for r in range(rounds):
         with Engine(_copy(src, d / f"group-{r}.db")) as eng:
             t0 = time.perf_counter()
-            causes = eng.causes()
+            causes = eng.triage.causes()
             list_s.append(time.perf_counter() - t0)
             assert len(causes) == 1 and len(causes[0].runs) == n, causes
             t0 = time.perf_counter()
-            res = eng.decide_many([], "approve", reason="the new tax table is right", cause=causes[0].cause)
+            res = eng.triage.decide_many([], "approve", reason="the new tax table is right", cause=causes[0].cause)
             group_s.append(time.perf_counter() - t0)
             assert len(res.decided) == n and not res.skipped
         with Engine(_copy(src, d / f"single-{r}.db")) as eng:
@@ -103,7 +103,7 @@ def run(quick: bool, rounds: int, d: Path) -> list[Figure]:
             group="10 batch",
             baseline=f"the same {n} runs decided one at a time (Engine.decide, a transaction each): {S * 1000:.0f} ms",
             detail=(
-                f"Engine.decide_many(cause=...): {G * 1000:.0f} ms for {n} runs ({G / n * 1e6:.0f} us a run): the "
+                f"Engine.triage.decide_many(cause=...): {G * 1000:.0f} ms for {n} runs ({G / n * 1e6:.0f} us a run): the "
                 f"cause looked up, each run's view built and fitted, {n} decision rows in one transaction; a raw "
                 f"sqlite3 transaction of {n} decision inserts and run updates: {R * 1000:.1f} ms"
             ),
@@ -126,7 +126,7 @@ def run(quick: bool, rounds: int, d: Path) -> list[Figure]:
             None,
             None,
             group="10 batch",
-            detail="Engine.causes(): one indexed read of the runs that need attention, a view per run for what fits",
+            detail="Engine.triage.causes(): one indexed read of the runs that need attention, a view per run for what fits",
             samples=[s * 1000 for s in list_s],
         ),
     ]

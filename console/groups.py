@@ -82,7 +82,7 @@ class GroupResult:
 
 
 def read_causes(engine: Engine) -> list[Cause]:
-    return engine.causes()
+    return engine.triage.causes()
 
 
 def build_request(engine: Engine, name: str, run_ids: tuple[str, ...], cause: str | None, what: str) -> GroupRequest:
@@ -120,14 +120,14 @@ def _lines(
     phase: str | None = None,
     result: Any = NO_RESULT,
 ) -> tuple[GroupLine, ...]:
-    out = engine.preview_many(list(run_ids), name, cause=cause, phase=phase, result=result)
+    out = engine.triage.preview_many(list(run_ids), name, cause=cause, phase=phase, result=result)
     return tuple(GroupLine(ln.run_id, ln.preview.summary if ln.preview else None, ln.unfit) for ln in out)
 
 
 def apply(engine: Engine, result: GroupResult) -> str:
     """Record the decision for the runs it was previewed to fit; one line saying what landed."""
     name = result.spec.name
-    res = engine.decide_many(
+    res = engine.triage.decide_many(
         list(result.run_ids),
         name,
         reason=result.reason,

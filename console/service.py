@@ -163,8 +163,8 @@ def read_page(
         has_next,
         first_key,
         last_key,
-        engine.claims(ids),
-        engine.proposals(ids),
+        engine.oversight.claims(ids),
+        engine.oversight.proposals(ids),
     )
 
 
@@ -188,12 +188,12 @@ def allowed(engine: Engine, view: RunView) -> list[str]:
 
 def secondable(engine: Engine, view: RunView) -> list[DecisionView]:
     """The proposals on this run that this console's operator may second."""
-    return engine.secondable(view)
+    return engine.oversight.secondable(view)
 
 
 def claimed_by_other(engine: Engine, view: RunView) -> bool:
     """Someone else claimed the run (a decision on it then asks to be confirmed)."""
-    return engine.claimed_by_other(view)
+    return engine.oversight.claimed_by_other(view)
 
 
 def proposal_line(d: DecisionView) -> str:
@@ -212,7 +212,7 @@ def toggle_claim(engine: Engine, run_id: str) -> str:
     Someone else's claim is not taken over from here (`phasegate claim RUN --force`)."""
     view = engine.status(run_id)
     mine = view.claim is not None and not claimed_by_other(engine, view)
-    held = engine.claim(run_id, release=mine)
+    held = engine.oversight.claim(run_id, release=mine)
     if held is None:
         return f"released the claim on {run_id}"
     return f"{run_id} claimed by {held.operator} until {str(held.expires_at).replace('T', ' ').rstrip('Z')}"
@@ -385,7 +385,7 @@ def apply(engine: Engine, result: ActionResult) -> str:
         done = engine.prune(apply=True, run_id=result.run_id, reason=result.reason)
         return f"pruned {len(done)} item(s), {size(sum(c.bytes for c in done))}, from {result.run_id}"
     if name == "second":
-        d = engine.second(
+        d = engine.oversight.second(
             result.run_id, int(result.choice or 0), reason=result.reason, override_claim=result.override_claim
         )
         return f"decision {d.id} ({d.action} by {d.operator}) on {result.run_id} seconded: it takes effect"

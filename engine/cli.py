@@ -183,7 +183,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if args.run_id or args.diff:
             raise UsageError("--by-cause lists every cause; it takes no run id and no --diff")
         with _engine(args) as eng:
-            return _print_causes(eng.causes(), as_json=args.json)
+            return _print_causes(eng.triage.causes(), as_json=args.json)
     if not (args.run_id or args.json or args.diff):
         from .quickstatus import runs
 
@@ -407,7 +407,7 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
     }
     with _engine(args) as eng:
         if args.dry_run:
-            lines = eng.preview_many(
+            lines = eng.triage.preview_many(
                 [], args.action, reason=args.reason, operator=args.operator, override_claim=args.force, **opts
             )
             unfit = [ln for ln in lines if ln.preview is None]
@@ -426,7 +426,7 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
                 return EXIT_USAGE
             return EXIT_OK
         try:
-            res = eng.decide_many(
+            res = eng.triage.decide_many(
                 [],
                 args.action,
                 reason=args.reason,
@@ -465,7 +465,7 @@ def _second(args: argparse.Namespace) -> int:
     if extra or args.dry_run:
         raise UsageError(f"{(extra or ['--dry-run'])[0]} is not for second: it seconds the proposal as proposed")
     with _engine(args) as eng:
-        d = eng.second(
+        d = eng.oversight.second(
             args.run_id, args.decision, reason=args.reason, operator=args.operator, override_claim=args.force
         )
     when = "applied" if d.state == "applied" else "takes effect; it applies at the next run"
@@ -475,7 +475,7 @@ def _second(args: argparse.Namespace) -> int:
 
 def cmd_claim(args: argparse.Namespace) -> int:
     with _engine(args) as eng:
-        held = eng.claim(args.run_id, operator=args.operator, release=args.release, force=args.force)
+        held = eng.oversight.claim(args.run_id, operator=args.operator, release=args.release, force=args.force)
     if held is None:
         print(f"{safe(args.run_id)}: released")
     else:
@@ -496,15 +496,15 @@ def cmd_policy(args: argparse.Namespace) -> int:
         if change:
             if args.reason is None:
                 raise UsageError("a policy change needs --reason TEXT (it is kept in the audit)")
-            eng.set_policy(
+            eng.oversight.set_policy(
                 reason=args.reason,
                 operator=args.operator,
                 require_second=args.require_second,
                 proposal_seconds=args.proposal_seconds,
                 web_account=args.web_account,
             )
-        history = eng.policy_history()
-        now = eng.policy()
+        history = eng.oversight.policy_history()
+        now = eng.oversight.policy()
     if args.json:
         print(safe_json(json.dumps({**now.to_json(), "history": [p.to_json() for p in history]}, indent=2)))
         return EXIT_OK

@@ -12,10 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _json, archive, chain, claims, seals
-from . import batch as _batch
-from . import causes as _causes
 from . import decisions as _decisions
-from . import policy as _policy
 from . import prune as _prune
 from . import sources as _sources
 from ._dbpath import default_db
@@ -23,34 +20,26 @@ from ._host import HOST
 from ._states import Action, RunStatus
 from .completions import DEFAULT_DELAY
 from .errors import (
-    AlreadyDecided,
-    CauseNotFound,
-    DecisionError,
     PhasegateError,
     RunNotFound,
-    SameOperator,
     StoreError,
     UsageError,
 )
-from .identity import Who, different_operators, same_person, whoami
+from .identity import whoami
 from .lease import HolderState, holder_alive, holder_state
 from .outcome import Outcome
-from .recording import carry, record
+from .oversight import Oversight
+from .recording import record
 from .runner import Runner, validate_run_id
 from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
+from .triage import Triage
 from .views import (
-    PROPOSED,
-    ClaimView,
-    DecisionView,
     RunSummary,
     RunView,
     build,
-    decision_view,
     effective_status,
     frontier_columns,
-    iso,
-    shown_state,
     trusted_frontier,
 )
 from .workers import WorkerView, list_workers
@@ -149,6 +138,10 @@ class Engine:
         #: resumable, with its lease released (a worker's graceful shutdown).
         self.should_stop: Callable[[], bool] | None = None
         self.archive_dir = archive.archive_dir(self.store.path, archive_dir or os.environ.get("PHASEGATE_ARCHIVE_DIR"))
+        #: Claims, the store's policy and seconds (oversight.py).
+        self.oversight = Oversight(self.store, clock, self._view, self.claim_seconds)
+        #: Causes and one decision for many runs (triage.py).
+        self.triage = Triage(self.store, clock, self._view, self.oversight)
 
     def close(self) -> None:
         self.store.close()
@@ -226,7 +219,7 @@ class Engine:
                 view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
             )
             _decisions.require_result(act, result)
-            state, expires = self._admit(conn, view, act, chosen, who, now, override_claim=override_claim)
+            state, expires = self.oversight.admit(conn, view, act, chosen, who, now, override_claim=override_claim)
             (done,) = record(
                 self.store,
                 conn,
@@ -239,334 +232,6 @@ class Engine:
                 expires_at=expires,
             )
             return done
-
-    def _admit(
-        self,
-        conn: Any,
-        view: RunView,
-        act: Action,
-        chosen: _decisions.Fit,
-        who: Who,
-        now: float,
-        *,
-        override_claim: bool,
-        rules: _policy.Policy | None = None,
-    ) -> tuple[str, float | None]:
-        """What a decision that fits must pass besides (the same for one run
-        and for each run of a group): someone else's claim needs
-        `override_claim`; an action the store's policy lists is only proposed,
-        one proposal at a time. Returns the state to record it in, and a
-        proposal's expiry."""
-        claims.check(view.claim, who, view.run_id, override=override_claim, what=f"decide {act.value}")
-        rules = rules or _policy.current(self.store, conn)
-        if rules.needs_second(act):
-            self._one_proposal(conn, view, act, chosen.effect_key, now)
-            return PROPOSED, now + rules.proposal_seconds
-        return ("applied" if act is Action.RESET else "pending"), None
-
-    # -- many runs at once -----------------------------------------------------
-
-    def causes(self, *, with_actions: bool = True) -> list[_causes.Cause]:
-        """The runs that need a person, grouped by why (causes.py), largest
-        group first; each with the decisions that fit all of its runs (one
-        view per run: `with_actions=False` skips them when only the runs matter)."""
-        now = self.clock()
-        with self.store.read() as conn:
-
-            def view_of(run: Any, own: OwnRows | None) -> RunView:
-                return self._view(conn, run, now, with_candidates=False, with_diffs=False, own=own)
-
-            return _causes.collect(self.store, conn, now, view_of if with_actions else None)
-
-    def cause(self, cause_id: str, *, with_actions: bool = False) -> _causes.Cause:
-        """One cause by its id, as `causes` lists it now."""
-        if not _causes.is_cause_id(cause_id):
-            raise CauseNotFound(
-                f"{cause_id!r} is not a cause id (c- and ten hex digits; `phasegate status --by-cause` lists them)"
-            )
-        for c in self.causes(with_actions=with_actions):
-            if c.cause == cause_id:
-                return c
-        raise CauseNotFound(
-            f"no cause {cause_id} among the runs that need attention now"
-            " (decided already? `phasegate status --by-cause` lists the causes)"
-        )
-
-    def _group(
-        self, run_ids: Sequence[str], action: str, reason: str | None, cause: str | None
-    ) -> tuple[Action, list[str]]:
-        """A group decision's arguments checked as `decide` checks one run's,
-        then its runs: those named (each must still have `cause`, if given),
-        or without any named, every run of `cause` as it is now."""
-        act = _decisions.parse_action(action)
-        if reason is not None:
-            _decisions.check_reason(reason)
-        for rid in run_ids:
-            validate_run_id(rid)
-        if cause is not None and not run_ids:
-            return act, list(self.cause(cause).runs)
-        if cause is not None and not _causes.is_cause_id(cause):
-            raise CauseNotFound(f"{cause!r} is not a cause id (c- and ten hex digits)")
-        if not run_ids:
-            raise UsageError("name the runs to decide, or a cause")
-        return act, list(run_ids)
-
-    def decide_many(
-        self,
-        run_ids: Sequence[str],
-        action: str,
-        *,
-        reason: str,
-        operator: str | None = None,
-        cause: str | None = None,
-        skip_unfit: bool = False,
-        phase: str | None = None,
-        effect: str | None = None,
-        result: Any = _decisions.NO_RESULT,
-        force: bool = False,
-        expect_env: str | None = None,
-        override_claim: bool = False,
-    ) -> _batch.BatchResult:
-        """One decision for many runs (`run_ids`, or every run of `cause`;
-        both: those runs, each refused unless it still has that cause):
-        each run checked as `decide` checks it, then all recorded in one
-        transaction with one reason and a shared batch id. A run that does
-        not fit refuses the whole group (`GroupRefused`, nothing recorded)
-        unless `skip_unfit`; a run of `cause` that stopped again for another
-        reason since does not fit, nor one someone else claimed (without
-        `override_claim`). An action the policy lists is proposed for each run."""
-        act, runs = self._group(run_ids, action, reason, cause)
-        who = whoami(operator)
-        now = self.clock()
-        opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
-
-        def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
-            return self._view(conn, run, now, with_candidates=False, own=own)
-
-        rules: list[_policy.Policy] = []
-
-        def admit(conn: Any, view: RunView, chosen: _decisions.Fit) -> tuple[str, float | None]:
-            # The policy is read once for the group, in its transaction: one rule for every run.
-            if not rules:
-                rules.append(_policy.current(self.store, conn))
-            return self._admit(conn, view, act, chosen, who, now, override_claim=override_claim, rules=rules[0])
-
-        return _batch.decide(
-            self.store,
-            view_of,
-            admit,
-            runs,
-            act,
-            opts,
-            reason=str(reason),
-            who=who,
-            now=now,
-            skip_unfit=skip_unfit,
-            cause=cause,
-        )
-
-    def preview_many(
-        self,
-        run_ids: Sequence[str],
-        action: str,
-        *,
-        reason: str | None = None,
-        cause: str | None = None,
-        phase: str | None = None,
-        effect: str | None = None,
-        result: Any = _decisions.NO_RESULT,
-        force: bool = False,
-        expect_env: str | None = None,
-        operator: str | None = None,
-        override_claim: bool = False,
-    ) -> list[_batch.PreviewLine]:
-        """What `decide_many` would do to each run, or why it would refuse it
-        (a run someone else claimed included)."""
-        act, runs = self._group(run_ids, action, reason, cause)
-        now = self.clock()
-        who = whoami(operator)
-        opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
-
-        def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
-            return self._view(conn, run, now, with_candidates=False, own=own)
-
-        def check(view: RunView) -> None:
-            claims.check(view.claim, who, view.run_id, override=override_claim, what=f"decide {act.value}")
-
-        return _batch.preview(self.store, view_of, runs, act, opts, cause=cause, check=check)
-
-    def _one_proposal(self, conn: Any, view: RunView, act: Action, effect: str | None, now: float) -> None:
-        """One proposal of an action (of an effect) at a time: a second is
-        refused while the first would still fit; one the run has moved past
-        (an approval of values since replaced) is voided by the new one."""
-        rows = {int(r.id): r for r in self.store.decisions_for(conn, view.run_id)}
-        for d in view.proposals:
-            if d.action != act.value or (effect is not None and d.effect != effect):
-                continue
-            if _proposal_fits(view, rows[d.id]):
-                raise AlreadyDecided(
-                    f"run {view.run_id!r} already has this proposed: {d.action} by {d.operator}"
-                    f" (decision {d.id}), waiting for a second operator until {d.expires_at}"
-                )
-            self.store.settle_decision(conn, d.id, "void", now)
-
-    def _carry(self, conn: Any, run: Any, view: RunView, act: Action, who: str, now: float) -> None:
-        """What recording a decision that takes effect does to the run (`recording.carry`)."""
-        carry(self.store, conn, [(run, view, act)], who, now)
-
-    def second(
-        self,
-        run_id: str,
-        decision_id: int,
-        *,
-        reason: str,
-        operator: str | None = None,
-        override_claim: bool = False,
-    ) -> _decisions.Decision:
-        """Second a proposed decision: another operator (another OS account,
-        `identity.different_operators`) agrees, and it takes effect as if it
-        had just been recorded. It is checked again against the run as it is
-        now (`decisions.fit`); a proposal past its expiry, already seconded,
-        or the proposer's own is refused and nothing is recorded. The second
-        is kept as its own decision row ("second"), naming the proposal."""
-        validate_run_id(run_id)
-        _decisions.check_reason(reason)
-        who = whoami(operator)
-        now = self.clock()
-        with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id, lock=True)
-            if run is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
-            rows = {int(d.id): d for d in self.store.decisions_for(conn, run_id)}
-            prop = rows.get(int(decision_id))
-            if prop is None:
-                raise UsageError(f"run {run_id!r} has no decision {decision_id}")
-            shown = shown_state(prop, now)
-            if shown != PROPOSED:
-                why = {"expired": f"it expired unseconded at {iso(prop.expires_at)}; propose it again"}.get(
-                    shown, f"it is {shown}, not waiting for a second operator"
-                )
-                raise DecisionError(f"decision {decision_id} of run {run_id!r} cannot be seconded: {why}")
-            rules = _policy.current(self.store, conn)
-            proposer = Who(str(prop.operator), str(prop.account or ""))
-            if not different_operators(proposer, who, web_account=rules.web_account):
-                raise SameOperator(
-                    f"decision {decision_id} was proposed from account {proposer.account or '?'}; a second must come"
-                    f" from another operator's account (this is {who.account}), whatever --operator says"
-                )
-            view = self._view(conn, run, now, with_candidates=False)
-            if view.claim is not None and not same_person(Who(view.claim.operator, view.claim.account), proposer):
-                claims.check(view.claim, who, run_id, override=override_claim, what="second it")
-            act = Action(prop.action)
-            # Validated again as the run is now: the proposal may be a day old.
-            _refit(view, prop)
-            second_id = self.store.insert_decision(
-                conn,
-                {
-                    "run_id": run_id,
-                    "action": "second",
-                    "reason": str(reason),
-                    "operator": who.operator,
-                    "account": who.account,
-                    "at": now,
-                    "state": "applied",
-                    "applied_at": now,
-                    "detail_json": _json.dumps({"decision": int(decision_id)}),
-                },
-            )
-            state = "applied" if act is Action.RESET else "pending"
-            self.store.update_decision(
-                conn,
-                int(decision_id),
-                {"state": state, "seconded_by": second_id, **({"applied_at": now} if state == "applied" else {})},
-            )
-            self._carry(conn, run, view, act, f"{prop.operator}, seconded by {who.operator}", now)
-        return _decisions.Decision(
-            int(decision_id), run_id, act, str(prop.operator), str(prop.reason), prop.phase, prop.effect_key, state
-        )
-
-    # -- claims and the policy -------------------------------------------------
-
-    def claim(
-        self, run_id: str, *, operator: str | None = None, release: bool = False, force: bool = False
-    ) -> ClaimView | None:
-        """Claim the run for the operator (or renew their claim), or with
-        `release` give it up. Someone else's claim is taken over (or
-        released) only with `force`; either way the old one stays in the
-        audit. Returns the claim in force afterwards."""
-        validate_run_id(run_id)
-        who = whoami(operator)
-        now = self.clock()
-        with self.store.write() as conn:
-            if self.store.get_run(conn, run_id, lock=True) is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
-            return claims.claim(
-                self.store, conn, run_id, who, now, seconds=self.claim_seconds, release=release, force=force
-            )
-
-    def claims(self, run_ids: Sequence[str]) -> dict[str, ClaimView]:
-        """The claims in force on these runs, in one query (a page of the runs list)."""
-        now = self.clock()
-        with self.store.read() as conn:
-            rows = self.store.current_claims(conn, list(run_ids), now)
-        return {rid: ClaimView.from_row(r) for rid, r in rows.items()}
-
-    def proposals(self, run_ids: Sequence[str]) -> dict[str, list[DecisionView]]:
-        """Proposals waiting for a second operator on these runs, in one query (a page of the runs list)."""
-        now = self.clock()
-        with self.store.read() as conn:
-            rows = self.store.open_proposals(conn, list(run_ids), now)
-        out: dict[str, list[DecisionView]] = {}
-        for r in rows:
-            out.setdefault(str(r.run_id), []).append(decision_view(r, now))
-        return out
-
-    def claimed_by_other(self, view: RunView, operator: str | None = None) -> bool:
-        """Whether someone other than this operator claimed the run (a
-        decision then needs `override_claim`)."""
-        held = view.claim
-        return held is not None and not same_person(Who(held.operator, held.account), whoami(operator))
-
-    def secondable(self, view: RunView, operator: str | None = None) -> list[DecisionView]:
-        """The proposals on the run this operator may second: those proposed
-        from another account (`identity.different_operators`, the one rule)."""
-        if not view.proposals:
-            return []
-        me, web = whoami(operator), self.policy().web_account
-        return [d for d in view.proposals if different_operators(Who(d.operator, d.account or ""), me, web_account=web)]
-
-    def policy(self) -> _policy.Policy:
-        with self.store.read() as conn:
-            return _policy.current(self.store, conn)
-
-    def policy_history(self, limit: int = 20) -> list[_policy.Policy]:
-        with self.store.read() as conn:
-            return _policy.history(self.store, conn, limit)
-
-    def set_policy(
-        self,
-        *,
-        reason: str,
-        operator: str | None = None,
-        require_second: str | None = None,
-        proposal_seconds: float | None = None,
-        web_account: str | None = None,
-    ) -> _policy.Policy:
-        """Change the store-wide policy (audited: who, account, when, why).
-        `require_second`: comma-separated actions; "" clears the list."""
-        acts = _policy.parse_actions(require_second) if require_second is not None else None
-        who = whoami(operator)
-        with self.store.write() as conn:
-            return _policy.change(
-                self.store,
-                conn,
-                who,
-                self.clock(),
-                reason=reason,
-                require_second=acts,
-                proposal_seconds=proposal_seconds,
-                web_account=web_account,
-            )
 
     # -- reading --------------------------------------------------------------
 
@@ -975,31 +640,6 @@ def _lost_outputs(v: chain.Verified) -> list[dict[str, Any]]:
         if why is not None:
             out.append({"phase": name, "seq": int(d.entry.row.seq), "message": f"output of {name} is lost: {why}"})
     return out
-
-
-def _refit(view: RunView, row: Any) -> _decisions.Fit:
-    """`decisions.fit` of a recorded proposal against the run as it is now:
-    the same action, phase, effect and result, and for an approval the same
-    changed values (its env hash)."""
-    act = Action(row.action)
-    detail = _json.loads(row.detail_json or "{}")
-    return _decisions.fit(
-        view,
-        act,
-        phase=row.phase,
-        effect=row.effect_key,
-        result=detail.get("result", _decisions.NO_RESULT),
-        expect_env=detail.get("env_hash") if act is Action.APPROVE else None,
-        force=True,  # a stalled holder was the proposer's to weigh; its lease is revoked when it applies
-    )
-
-
-def _proposal_fits(view: RunView, row: Any) -> bool:
-    try:
-        _refit(view, row)
-    except PhasegateError:
-        return False
-    return True
 
 
 def _alive(row: Any, now: float) -> bool:

@@ -229,7 +229,7 @@ def test_snapshot_marked_runs(store: Path, make_app: Any, snap_compare: Any, siz
 
 async def test_a_run_someone_else_claimed_is_left_alone_by_the_group(cause_store: Path, make_app: Any) -> None:
     with Engine(cause_store) as eng:
-        eng.claim(fx.SAME_TAX_CHANGE[0], operator="ada")
+        eng.oversight.claim(fx.SAME_TAX_CHANGE[0], operator="ada")
     app = make_app(cause_store)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_causes(pilot)

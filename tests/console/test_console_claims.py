@@ -29,7 +29,7 @@ pytestmark = pytest.mark.anyio
 def claim_as(db: Path, run_id: str, operator: str, *, ago: float = 0.0) -> None:
     """`operator` claims the run `ago` seconds before the console's frozen now."""
     with fx.quiet_engine(), Engine(db, clock=fx.frozen(fx.NOW - ago)) as eng:
-        eng.claim(run_id, operator=operator)
+        eng.oversight.claim(run_id, operator=operator)
 
 
 def status(db: Path, run_id: str) -> Any:
@@ -127,7 +127,7 @@ def propose_as_nobody(db: Path, run_id: str, action: str) -> None:
 
 async def test_a_proposal_waits_and_2_seconds_it(shared_store: Path, make_app: Any) -> None:
     with Engine(shared_store) as eng:
-        eng.set_policy(require_second="approve,reset", reason="four eyes")
+        eng.oversight.set_policy(require_second="approve,reset", reason="four eyes")
     propose_as_nobody(shared_store, fx.ENV_MISMATCH, "approve")
     app = make_app(shared_store)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -145,7 +145,7 @@ async def test_a_proposal_waits_and_2_seconds_it(shared_store: Path, make_app: A
 
 async def test_ones_own_proposal_is_not_offered_to_second(store: Path, make_app: Any) -> None:
     with Engine(store, clock=fx.frozen()) as eng:
-        eng.set_policy(require_second="approve", reason="four eyes")
+        eng.oversight.set_policy(require_second="approve", reason="four eyes")
         eng.decide(fx.ENV_MISMATCH, "approve", reason="fine", operator="ada")
     app = make_app(store)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -87,7 +87,7 @@ def test_no_color(store: Path, make_app: Any, snap_compare: Any, monkeypatch: py
 def test_claimed_run_in_the_list(store: Path, make_app: Any, snap_compare: Any, size: tuple[int, int]) -> None:
     """#13: "claimed by ada, 3 min ago" first in the run's reason."""
     with fx.quiet_engine(), Engine(store, clock=fx.frozen(fx.NOW - 180)) as eng:
-        eng.claim(fx.ENV_MISMATCH, operator="ada")
+        eng.oversight.claim(fx.ENV_MISMATCH, operator="ada")
 
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
@@ -101,7 +101,7 @@ def test_detail_waiting_for_a_second_operator(
 ) -> None:
     """#13: a proposal under the store's policy, and a claim, in the detail's summary."""
     with fx.quiet_engine(), Engine(store, clock=fx.frozen(fx.NOW - 180)) as eng:
-        eng.set_policy(require_second="reset", reason="four eyes")
-        eng.claim(fx.ENV_MISMATCH, operator="ada")
+        eng.oversight.set_policy(require_second="reset", reason="four eyes")
+        eng.oversight.claim(fx.ENV_MISMATCH, operator="ada")
         eng.decide(fx.ENV_MISMATCH, "reset", reason="start over from the new rate", operator="ada")
     assert snap_compare(make_app(store), terminal_size=size, run_before=_detail(fx.ENV_MISMATCH))
