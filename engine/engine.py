@@ -138,10 +138,18 @@ class Engine:
         #: resumable, with its lease released (a worker's graceful shutdown).
         self.should_stop: Callable[[], bool] | None = None
         self.archive_dir = archive.archive_dir(self.store.path, archive_dir or os.environ.get("PHASEGATE_ARCHIVE_DIR"))
-        #: Claims, the store's policy and seconds (oversight.py).
-        self.oversight = Oversight(self.store, clock, self._view, self.claim_seconds)
-        #: Causes and one decision for many runs (triage.py).
-        self.triage = Triage(self.store, clock, self._view, self.oversight)
+        self._oversight = Oversight(self.store, clock, self._view, self.claim_seconds)
+        self._triage = Triage(self.store, clock, self._view, self._oversight)
+
+    @property
+    def oversight(self) -> Oversight:
+        """Claims, the store's policy and seconds (oversight.py)."""
+        return self._oversight
+
+    @property
+    def triage(self) -> Triage:
+        """Causes, and one decision for many runs (triage.py)."""
+        return self._triage
 
     def close(self) -> None:
         self.store.close()
@@ -219,7 +227,7 @@ class Engine:
                 view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
             )
             _decisions.require_result(act, result)
-            state, expires = self.oversight.admit(conn, view, act, chosen, who, now, override_claim=override_claim)
+            state, expires = self._oversight.admit(conn, view, act, chosen, who, now, override_claim=override_claim)
             (done,) = record(
                 self.store,
                 conn,
