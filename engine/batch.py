@@ -44,29 +44,23 @@ class Options:
     force: bool = False
     expect_env: str | None = None
 
+    def _given(self) -> dict[str, Any]:
+        """The options as `decisions.fit` and `decisions.preview` take them."""
+        return {
+            "phase": self.phase,
+            "effect": self.effect,
+            "result": self.result,
+            "force": self.force,
+            "expect_env": self.expect_env,
+        }
+
     def fit(self, view: RunView, act: Action) -> _decisions.Fit:
-        chosen = _decisions.fit(
-            view,
-            act,
-            phase=self.phase,
-            effect=self.effect,
-            result=self.result,
-            force=self.force,
-            expect_env=self.expect_env,
-        )
+        chosen = _decisions.fit(view, act, **self._given())
         _decisions.require_result(act, self.result)
         return chosen
 
     def preview(self, view: RunView, act: Action) -> _decisions.Preview:
-        pv = _decisions.preview(
-            view,
-            act,
-            phase=self.phase,
-            effect=self.effect,
-            result=self.result,
-            force=self.force,
-            expect_env=self.expect_env,
-        )
+        pv = _decisions.preview(view, act, **self._given())
         _decisions.require_result(act, self.result)
         return pv
 

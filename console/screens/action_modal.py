@@ -8,18 +8,16 @@ import json
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from phasegate import safe
 
-from .._format import tone
 from ..actions import ActionRequest, ActionResult, Choice
+from ._choosing import ChoosingModal
 
 
 def describe(choice: Choice) -> Text:
@@ -31,7 +29,7 @@ def describe(choice: Choice) -> Text:
     return text
 
 
-class ActionModal(ModalScreen[ActionResult | None]):
+class ActionModal(ChoosingModal[ActionResult | None]):
     """Confirm one action on one run."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -41,10 +39,9 @@ class ActionModal(ModalScreen[ActionResult | None]):
     ]
 
     def __init__(self, request: ActionRequest) -> None:
-        super().__init__()
+        super().__init__(request)
         self.request = request
         """What to confirm; read from the store before the modal opened."""
-        self.index = request.default
 
     def compose(self) -> ComposeResult:
         req = self.request
@@ -71,42 +68,9 @@ class ActionModal(ModalScreen[ActionResult | None]):
             yield Static(id="problem")
             yield Static(Text(f"Enter confirm   Esc cancel   or: {req.spec.cli}", style="dim"), id="hint")
 
-    def on_mount(self) -> None:
-        for box in self.query(Input):
-            box.cursor_blink = False  # no animation; stable snapshots
-        if self.request.choose:
-            self.query_one("#choices", OptionList).highlighted = self.index
-        self._show_choice()
-        self.query_one("#reason", Input).focus()
-
     def _show_choice(self) -> None:
         if self.request.choices:
             self.query_one("#preview", Static).update(describe(self.request.choices[self.index]))
-
-    def action_choose(self, delta: int) -> None:
-        if not self.request.choose:
-            return
-        self.index = (self.index + delta) % len(self.request.choices)
-        self.query_one("#choices", OptionList).highlighted = self.index
-        self._show_choice()
-
-    @on(OptionList.OptionHighlighted, "#choices")
-    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if event.option_index is not None and event.option_index != self.index:
-            self.index = event.option_index
-            self._show_choice()
-
-    @on(OptionList.OptionSelected, "#choices")
-    def _selected(self, event: OptionList.OptionSelected) -> None:
-        self.query_one("#reason", Input).focus()
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        self.action_confirm()
-
-    def _problem(self, text: str, focus: str) -> None:
-        self.query_one("#problem", Static).update(Text(text, style=tone("bold red")))
-        self.query_one(focus, Input).focus()
 
     def action_confirm(self) -> None:
         req = self.request

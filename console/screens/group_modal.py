@@ -10,11 +10,9 @@ import json
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -22,6 +20,7 @@ from phasegate import safe
 
 from .._format import tone
 from ..groups import GroupChoice, GroupRequest, GroupResult
+from ._choosing import ChoosingModal
 
 
 def describe(choice: GroupChoice) -> Text:
@@ -43,7 +42,7 @@ def runs_word(n: int) -> str:
     return f"{n} run{'s' if n != 1 else ''}"
 
 
-class GroupModal(ModalScreen[GroupResult | None]):
+class GroupModal(ChoosingModal[GroupResult | None]):
     """Confirm one decision for a group of runs."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -53,10 +52,9 @@ class GroupModal(ModalScreen[GroupResult | None]):
     ]
 
     def __init__(self, request: GroupRequest) -> None:
-        super().__init__()
+        super().__init__(request)
         self.request = request
         """What to confirm; read from the store before the modal opened."""
-        self.index = request.default
 
     @property
     def choice(self) -> GroupChoice:
@@ -88,14 +86,6 @@ class GroupModal(ModalScreen[GroupResult | None]):
             yield Static(id="problem")
             yield Static(id="hint")
 
-    def on_mount(self) -> None:
-        for box in self.query(Input):
-            box.cursor_blink = False  # no animation; stable snapshots
-        if self.request.choose:
-            self.query_one("#choices", OptionList).highlighted = self.index
-        self._show_choice()
-        self.query_one("#reason", Input).focus()
-
     def _show_choice(self) -> None:
         req, choice = self.request, self.choice
         n, unfit = len(choice.fitting), len(choice.lines) - len(choice.fitting)
@@ -113,31 +103,6 @@ class GroupModal(ModalScreen[GroupResult | None]):
         )
         hint = f"Enter: {req.spec.name} {runs_word(n)}   Esc cancel   or: {twin} --reason ..."
         self.query_one("#hint", Static).update(Text(hint, style="dim"))
-
-    def action_choose(self, delta: int) -> None:
-        if not self.request.choose:
-            return
-        self.index = (self.index + delta) % len(self.request.choices)
-        self.query_one("#choices", OptionList).highlighted = self.index
-        self._show_choice()
-
-    @on(OptionList.OptionHighlighted, "#choices")
-    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if event.option_index is not None and event.option_index != self.index:
-            self.index = event.option_index
-            self._show_choice()
-
-    @on(OptionList.OptionSelected, "#choices")
-    def _selected(self, event: OptionList.OptionSelected) -> None:
-        self.query_one("#reason", Input).focus()
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        self.action_confirm()
-
-    def _problem(self, text: str, focus: str) -> None:
-        self.query_one("#problem", Static).update(Text(text, style=tone("bold red")))
-        self.query_one(focus, Input).focus()
 
     def action_confirm(self) -> None:
         req, choice = self.request, self.choice
