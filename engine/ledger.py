@@ -214,13 +214,15 @@ class EffectLedger:
         self._fence.ensure()
         token = FenceToken(self._fence.run_id, self._fence.epoch, int(rec["attempt"]), key)
         result = _call(fn, key, token=token)
-        text = _json.dumps(result)
+        text, by_orjson = _json.encode(result)
         done = EffectRecord(rec, state="done", done_at=self._clock(), result_json=text, result_hash=_json.sha256(text))
         seals.sealed(done)
         self.effects[key] = done
         # Committed with the run's next transaction, or by the timer (completions.py).
         self.completions.add(done)
-        return _json.loads(text)
+        # The phase gets a copy, parsed as a resume would read it (orjson
+        # where it wrote the text: see `_json.loads_canonical`).
+        return _json.loads_canonical(text, by_orjson)
 
     def _intent(
         self,
