@@ -5,11 +5,12 @@ play a VM migration, a long GC or a laptop lid at an exact moment.
   after-intent:EFFECT   the effect's intent is committed, its function not yet called
   in-phase:PHASE        the phase's function is about to be called
   in-commit:PHASE       inside the phase's checkpoint transaction, before it commits
-Each point pauses once per process. The variable is read once, when this
-module is imported (a test sets it in the child's environment), so unset, as
-in production, a point costs one truth test, not an `os.environ` lookup
-(~1 us: the key is encoded and the value decoded each time, at every phase
-and effect). The test that set it continues the process (SIGCONT).
+Each point pauses once per process. The variable is read at the first point
+a process reaches (again in a forked child, which a test gives its own
+environment after the fork), so unset, as in production, a point costs one
+truth test, not an `os.environ` lookup (~1 us: the key is encoded and the
+value decoded each time, at every phase and effect). The test that set it
+continues the process (SIGCONT).
 """
 
 from __future__ import annotations
@@ -18,14 +19,30 @@ import os
 import signal
 
 _done: set[str] = set()
-_wanted: frozenset[str] = frozenset(p for p in os.environ.get("PHASEGATE_PAUSE_AT", "").split(",") if p)
+_wanted: frozenset[str] | None = None
+"""The points asked for; None until read."""
+
+
+def _forget() -> None:
+    global _wanted
+    _wanted = None
+
+
+os.register_at_fork(after_in_child=_forget)
+
+
+def _read() -> frozenset[str]:
+    global _wanted
+    _wanted = frozenset(p for p in os.environ.get("PHASEGATE_PAUSE_AT", "").split(",") if p)
+    return _wanted
 
 
 def pause_point(kind: str, name: str) -> None:
-    if not _wanted:
+    wanted = _wanted if _wanted is not None else _read()
+    if not wanted:
         return
     point = f"{kind}:{name}"
-    if point in _done or point not in _wanted:
+    if point in _done or point not in wanted:
         return
     _done.add(point)
     os.kill(os.getpid(), signal.SIGSTOP)
