@@ -97,6 +97,8 @@ class Runner:
         self.inputs_text = _json.dumps(inputs if inputs is not None else {})
         self._inputs_fast: tuple[str, bool] | None = None
         """(the inputs text it was decided for, whether orjson may parse it)."""
+        self._sources_known: set[str] = set()
+        """Code fingerprints `sources.remember` was asked about in this run."""
         self.target = target
         self.force = force
         """Take the run over even from a stalled holder (`HolderStalled`)."""
@@ -381,7 +383,10 @@ class Runner:
             out_hash = _json.sha256(text)
             if nxt is not None and p.name in nxt.needs:
                 next_needs[p.name] = out_hash
-            sources.remember(self.store, self.wf.phases, self.clock, needed=p)
+            if p.code_hash not in self._sources_known:
+                # Asked once a run per fingerprint: the store's answer does not change.
+                sources.remember(self.store, self.wf.phases, self.clock, needed=p)
+                self._sources_known.add(p.code_hash)
             journal.checkpoint(
                 p,
                 text,

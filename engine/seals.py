@@ -69,9 +69,29 @@ def _field(rec: Any, name: str) -> Any:
 _PLAIN = frozenset({str, int, bool, type(None)})
 
 
+_BOOL_AT = tuple(i for i, n in enumerate(SEALED) if n in _BOOLS)
+_INT_AT = tuple(i for i, n in enumerate(SEALED) if n in _INTS)
+
+
+def _fields(rec: Mapping[str, Any] | Any) -> list[Any]:
+    """`_field` of every sealed name, in order (a dict, the effect path's
+    record, without a call and two set lookups a field)."""
+    if not isinstance(rec, dict):
+        return [_field(rec, n) for n in SEALED]
+    get = rec.get
+    fields = [get(n) for n in SEALED]
+    for i in _BOOL_AT:
+        fields[i] = bool(fields[i])
+    for i in _INT_AT:
+        v = fields[i]
+        if v is not None:
+            fields[i] = int(v)
+    return fields
+
+
 def seal(rec: Mapping[str, Any] | Any) -> str:
     """The seal of a record (a mapping or a row) as its fields are now."""
-    fields = [_field(rec, n) for n in SEALED]
+    fields = _fields(rec)
     # A record phasegate wrote holds only strings, integers, booleans and
     # None: orjson's bytes are then the canonical text, without the checks
     # `_json.dumps` makes for floats and NaN (3-4 us a seal, two seals an

@@ -81,3 +81,18 @@ def test_a_field_of_another_type_takes_the_canonical_path() -> None:
             redo_on_rewind=False,
         )  # fmt: skip
         assert seal(rec) == _reference(rec)
+
+
+def test_a_dict_and_a_row_of_the_same_record_seal_alike() -> None:
+    # The effect path seals dicts; the start sequence seals rows read back.
+    from types import SimpleNamespace
+
+    rec = _ledger(2)[1]
+    rec["attempt"] = "3"  # a driver may hand back text: sealed as the integer
+    rec["retry_ok"] = 1
+    partial = {"run_id": "r", "key": "r/p/x", "state": "intent"}  # absent fields seal as None / False
+    for r in (rec, partial):
+        row = SimpleNamespace(**{k: r.get(k) for k in ("run_id", "phase", "name", "key", "state", "idempotent",
+            "atomic", "attempt", "retry_ok", "result_hash", "confirmed_by", "prev_key", "reconcilable",
+            "redo_on_rewind")})  # fmt: skip
+        assert seal(r) == seal(row) == _reference(r)
