@@ -371,12 +371,13 @@ class Runner:
             nxt = to_run[i + 1] if i + 1 < len(to_run) else None
             next_needs = {n: self.outputs.hashes[n] for n in (nxt.needs if nxt else ()) if n in self.outputs.hashes}
             out_hash = _json.sha256(encoded.data)
+            text = encoded.text
             if nxt is not None and p.name in nxt.needs:
                 next_needs[p.name] = out_hash
             sources.remember(self.store, self.wf.phases, self.clock, needed=p)
             journal.checkpoint(
                 p,
-                encoded.text,
+                text,
                 steps_done=ctx.steps_done,
                 missing=sorted(missing),
                 nxt=nxt,
@@ -384,7 +385,10 @@ class Runner:
                 probes=probes,
                 out_hash=out_hash,
             )
-            self.outputs.put(p.name, encoded, out_hash)
+            self.outputs.put(p.name, text, encoded, out_hash)
+            # Its bytes are done with: not kept alive through the next phase
+            # (at 1 MB a buffer held across the call cost fresh pages each boundary).
+            del encoded
         return self._complete()
 
     def _attempt_phase(self, p: Phase, missing: set[str]) -> tuple[Any, PhaseContext] | Outcome:
