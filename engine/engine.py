@@ -478,11 +478,13 @@ class Engine:
 
     def _verify_lanes(self, held: ExitStack, run_id: str | None) -> list[tuple[Any, ThreadPoolExecutor]]:
         """Connections, each with a thread, to verify parts of a page side by
-        side: none for one run, for PostgreSQL, on one core, or for a store
-        smaller than `_VERIFY_SPLIT_BYTES`. The reading (sqlite3) and the
-        hashing (hashlib) let go of the GIL, so two threads use two cores."""
+        side. The reading (sqlite3) and the hashing (hashlib) let go of the
+        GIL, so two threads use two cores, where a second core is free: with
+        none, two threads were 15-25% slower than one (bench/RESULTS.md,
+        verify-fast). So none for one run, for PostgreSQL, for a store
+        smaller than `_VERIFY_SPLIT_BYTES`, or without a spare core."""
         path = self.store.path
-        if run_id or path is None or not self.store.is_sqlite or _cores() < 2:
+        if run_id or path is None or not self.store.is_sqlite or _spare_cores() < 1:
             return []
         try:
             if path.stat().st_size < _VERIFY_SPLIT_BYTES:
@@ -691,18 +693,28 @@ class Engine:
         return cands
 
 
-def _cores() -> int:
-    """The cores this process may run on."""
+def _spare_cores() -> float:
+    """Cores this process may use less the load on the machine (the
+    one-minute average of runnable tasks, this one's among them), as `make
+    --load-average` decides whether to start another job: an idle two-core
+    machine has one and more to spare, a busy one none."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on every platform
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load figure here: count every other core as busy
+        load = cores - 1
+    return cores - load
 
 
 def _lost_outputs(v: chain.Verified) -> list[dict[str, Any]]:
     """Done phases of the trusted chain whose output cannot be had now: the
     chain verifies, but what it vouches for is gone (a stored copy lost, an
     archive deleted or altered)."""
+    if all(e.row.output_state == "present" and e.row.output_json is not None for e in v.entries):
+        return []  # every output is at hand (`archive.why_lost`): no need to replay the chain to ask
     out = []
     for name, d in chain.fold(v.entries).done.items():
         why = archive.why_lost(d.entry)

@@ -5,6 +5,7 @@ connections. It must find exactly what one connection finds."""
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 
 import pytest
 from test_integrity import flip_output
@@ -30,7 +31,10 @@ def test_verify_in_lanes_finds_what_one_lane_finds(h, monkeypatch):
         one = eng.verify(record=False)
         # Two lanes from the first byte, three runs a page: pages and parts both cut the store.
         monkeypatch.setattr(engine_module, "_VERIFY_SPLIT_BYTES", 0)
+        monkeypatch.setattr(engine_module, "_spare_cores", lambda: 2.0)  # as on an idle machine
         monkeypatch.setattr(engine_module, "_VERIFY_PAGE", 3)
+        with ExitStack() as held:
+            assert len(eng._verify_lanes(held, None)) == 2
         split = eng.verify(record=False)
         deep = eng.verify(record=False, deep=True)
     assert split == one
