@@ -4,7 +4,7 @@ stored checkpoint, in MB/s of envelope and output bytes checked, against
 `hashlib.sha256` over the same bytes already in memory, in one thread. The
 default verify checks hashes and links over the stored bytes, and on a
 machine with a core to spare verifies a large store in two threads
-(`engine.py` `_verify_lanes`; the detail says which ran); `deep=True`
+(`engine.py` `_verify_lane`; the detail says which ran); `deep=True`
 (`verify --deep`) parses every output too, and is reported beside it
 without a target. Two reads of the same rows with nothing else done are
 measured beside it: the plain one (text decoded, encoded back, hashed) and

@@ -90,10 +90,8 @@ def _checked_retention(value: float) -> float:
 
 _VERIFY_PAGE = 500
 """Runs verified per read transaction: one streamed query for their chains."""
-_VERIFY_LANES = 2
-"""Threads a large store's verify uses (`Engine._verify_lanes`)."""
 _VERIFY_SPLIT_BYTES = 1 << 20
-"""The store size from which verify uses them."""
+"""The store size from which verify uses a second thread (`Engine._verify_lane`)."""
 _Checked = tuple[dict[str, Any], dict[str, tuple[dict[str, Any], Any]], dict[str, list[Any]]]
 """A verified page: its run rows, each run's report and failure, its effect damage."""
 
@@ -442,15 +440,24 @@ class Engine:
             return [{"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.store.schema_problem}}]
         with ExitStack() as held:
             conn = held.enter_context(self.store.scan())
-            lanes = self._verify_lanes(held, run_id)
+            lane = self._verify_lane(held, run_id)
             after: str | None = ""
             while after is not None:
+                other = None
                 with self.store.read_on(conn):
                     page = [run_id] if run_id else self.store.run_ids(conn, after=after, limit=_VERIFY_PAGE)
-                    if len(lanes) < 2 or len(page) < 2:
-                        run_rows, found, damage = self._verify_page(conn, page, run_id, deep)
-                if len(lanes) >= 2 and len(page) >= 2:
-                    run_rows, found, damage = self._verify_split(lanes, page, deep)
+                    mine = page
+                    if lane is not None and len(page) >= 2:
+                        # The second half of the page (a run-id range) in its
+                        # own read transaction on the other lane, meanwhile.
+                        mine, theirs = page[: len(page) // 2], page[len(page) // 2 :]
+                        other = lane[1].submit(self._verify_part, lane[0], theirs, deep)
+                    run_rows, found, damage = self._verify_page(conn, mine, run_id, deep)
+                if other is not None:
+                    their_rows, their_found, their_damage = other.result()
+                    run_rows.update(their_rows)
+                    found.update(their_found)
+                    damage.update(their_damage)
                 # The next page starts after this one (keyset): one read
                 # transaction a page, none held while failures are recorded.
                 after = page[-1] if len(page) == _VERIFY_PAGE and not run_id else None
@@ -476,44 +483,24 @@ class Engine:
                         self._record_integrity(rid, reasons)
         return reports
 
-    def _verify_lanes(self, held: ExitStack, run_id: str | None) -> list[tuple[Any, ThreadPoolExecutor]]:
-        """Connections, each with a thread, to verify parts of a page side by
-        side. The reading (sqlite3) and the hashing (hashlib) let go of the
-        GIL, so two threads use two cores, where a second core is free: with
-        none, two threads were 15-25% slower than one (bench/RESULTS.md,
-        verify-fast). So none for one run, for PostgreSQL, for a store
-        smaller than `_VERIFY_SPLIT_BYTES`, or without a spare core."""
+    def _verify_lane(self, held: ExitStack, run_id: str | None) -> tuple[Any, ThreadPoolExecutor] | None:
+        """A second connection, with a thread, to verify half of each page
+        while this thread verifies the other half. The reading (sqlite3) and
+        the hashing (hashlib) let go of the GIL, so the two use two cores,
+        where a second core is free; with none, they were 15-25% slower
+        than one thread (bench/RESULTS.md, verify-fast). So none for one run,
+        for PostgreSQL, for a store smaller than `_VERIFY_SPLIT_BYTES`, or
+        without a spare core."""
         path = self.store.path
         if run_id or path is None or not self.store.is_sqlite or _spare_cores() < 1:
-            return []
+            return None
         try:
             if path.stat().st_size < _VERIFY_SPLIT_BYTES:
-                return []
+                return None
         except OSError:
-            return []
-        lanes = []
-        for _ in range(_VERIFY_LANES):
-            pool = held.enter_context(ThreadPoolExecutor(1, thread_name_prefix="phasegate-verify"))
-            lanes.append((held.enter_context(self.store.scan()), pool))
-        return lanes
-
-    def _verify_split(self, lanes: list[tuple[Any, ThreadPoolExecutor]], page: list[str], deep: bool) -> _Checked:
-        """A page cut into contiguous parts (a run-id range each), each
-        verified in its own read transaction on its own lane."""
-        n = len(lanes)
-        parts = [page[i * len(page) // n : (i + 1) * len(page) // n] for i in range(n)]
-        futures = [
-            pool.submit(self._verify_part, conn, part, deep) for (conn, pool), part in zip(lanes, parts, strict=True)
-        ]
-        run_rows: dict[str, Any] = {}
-        found: dict[str, tuple[dict[str, Any], Any]] = {}
-        damage: dict[str, list[Any]] = {}
-        for f in futures:
-            r, fo, d = f.result()
-            run_rows.update(r)
-            found.update(fo)
-            damage.update(d)
-        return run_rows, found, damage
+            return None
+        pool = held.enter_context(ThreadPoolExecutor(1, thread_name_prefix="phasegate-verify"))
+        return held.enter_context(self.store.scan()), pool
 
     def _verify_part(self, conn: Any, part: list[str], deep: bool) -> _Checked:
         with self.store.read_on(conn):

@@ -29,12 +29,12 @@ def test_verify_in_lanes_finds_what_one_lane_finds(h, monkeypatch):
     with Engine(h.db) as eng:
         monkeypatch.setattr(engine_module, "_VERIFY_SPLIT_BYTES", 1 << 62)
         one = eng.verify(record=False)
-        # Two lanes from the first byte, three runs a page: pages and parts both cut the store.
+        # A second lane from the first byte, three runs a page: pages and parts both cut the store.
         monkeypatch.setattr(engine_module, "_VERIFY_SPLIT_BYTES", 0)
         monkeypatch.setattr(engine_module, "_spare_cores", lambda: 2.0)  # as on an idle machine
         monkeypatch.setattr(engine_module, "_VERIFY_PAGE", 3)
         with ExitStack() as held:
-            assert len(eng._verify_lanes(held, None)) == 2
+            assert eng._verify_lane(held, None) is not None
         split = eng.verify(record=False)
         deep = eng.verify(record=False, deep=True)
     assert split == one
