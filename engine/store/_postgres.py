@@ -147,6 +147,14 @@ def make_engine(target: str, *, readonly: bool) -> SAEngine:
     return engine
 
 
+def scan_begin(raw: Any) -> None:
+    """A long read needs nothing set on a server connection (SQLite maps its file)."""
+
+
+def scan_end(raw: Any) -> None:
+    """Nothing was set by `scan_begin`."""
+
+
 def hot_sql(sql: str) -> str:
     """The hot statements are written with :name parameters; psycopg wants %(name)s."""
     return re.sub(r":(\w+)", r"%(\1)s", sql)

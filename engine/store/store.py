@@ -35,6 +35,53 @@ from .schema import (
     workers,
 )
 
+#: Checkpoint columns read as their stored bytes by `live_chains` on SQLite.
+_STORED_BYTES = frozenset({"envelope", "output_json"})
+
+
+class _StoredCheckpoint(NamedTuple):
+    """A checkpoint row read through the sqlite3 driver, with the attribute
+    and `_mapping` access of SQLAlchemy's rows; `envelope` and `output_json`
+    are bytes."""
+
+    id: Any
+    run_id: Any
+    epoch: Any
+    seq: Any
+    kind: Any
+    phase: Any
+    envelope: Any
+    payload_hash: Any
+    prev_hash: Any
+    output_json: Any
+    output_state: Any
+    output_bytes: Any
+    archive_path: Any
+    created_at: Any
+    status: Any
+    clean: Any
+    """Whether SQLite found the row whole (`_rowcheck.clean_sql`)."""
+
+    @property
+    def _mapping(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+_LIVE_RANGE = (
+    "SELECT "
+    + ", ".join(_sqlite.stored_text(c) if c in _STORED_BYTES else c for c in _StoredCheckpoint._fields[:-1])
+    + f", {_rowcheck.clean_sql(checkpoints, _STORED_BYTES)} AS clean"
+    " FROM phasegate_checkpoints WHERE run_id >= ? AND run_id <= ? AND status = 'live'"
+    " ORDER BY run_id, epoch, seq"
+)
+
+
+def _checked_chain(rows: list[Any], as_bytes: frozenset[str]) -> list[Any]:
+    """`rows` once each is checked: in Python only those SQLite did not find whole."""
+    _rowcheck.check_all(checkpoints, [r for r in rows if not getattr(r, "clean", False)], as_bytes=as_bytes)
+    return rows
+
+
 #: The lease a store is opened for when its opener does not say (the engine does).
 DEFAULT_LEASE_SECONDS = 30.0
 
@@ -225,6 +272,39 @@ class Store:
         except IntegrityError:
             raise  # a constraint broken by our own code is a bug, not a user's problem
         except DBAPIError as exc:
+            raise self.explain(exc) from None
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
+
+    @contextmanager
+    def scan(self) -> Iterator[Connection]:
+        """A connection for a long read over many runs (a verify), on which
+        `read_on` opens one read transaction after another: on SQLite its
+        file is mapped into memory while it is held (`_sqlite.scan_begin`)."""
+        try:
+            with self.sa.connect() as conn:
+                raw = conn.connection.driver_connection
+                self.dialect.scan_begin(raw)
+                try:
+                    yield conn
+                finally:
+                    if not conn.invalidated:
+                        self.dialect.scan_end(raw)
+        except (DBAPIError, self.dialect.DriverError) as exc:
+            raise self.explain(exc) from None
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
+
+    @contextmanager
+    def read_on(self, conn: Connection) -> Iterator[Connection]:
+        """A read transaction on a `scan` connection, with `read`'s errors."""
+        try:
+            with conn.begin():
+                yield conn
+        except IntegrityError:
+            raise
+        except (DBAPIError, self.dialect.DriverError) as exc:
+            # The chains are read through the driver itself (`live_chains`).
             raise self.explain(exc) from None
         except UnicodeDecodeError:
             raise self._not_utf8() from None
@@ -600,32 +680,47 @@ class Store:
                 out[row.run_id][i].append(row)  # type: ignore[union-attr]
         return out
 
-    def live_chains(self, conn: Connection, epochs: Mapping[str, int]) -> Iterator[tuple[str, list[Row[Any]]]]:
+    def live_chains(self, conn: Connection, epochs: Mapping[str, int]) -> Iterator[tuple[str, list[Any]]]:
         """The live chain of each run's current epoch (`epochs`: run id to
         epoch), run after run in run-id order, from one streamed query: what
         `chain` gives for each, without a statement per run. Only one run's
-        rows are held at a time."""
-        # Ordered as the (run_id, epoch, seq) index is, so the rows stream out
-        # of it: a join on the runs table, or any other order, made SQLite copy
-        # every selected output into a temporary sorter first.
-        q = (
-            select(checkpoints)
-            .where(checkpoints.c.run_id.in_(sorted(epochs)), checkpoints.c.status == "live")
-            .order_by(checkpoints.c.run_id, checkpoints.c.epoch, checkpoints.c.seq)
-        )
-        # Streamed: PostgreSQL's client-side cursor would otherwise hold every
-        # output of the page in memory at once.
-        result = conn.execution_options(yield_per=16).execute(q)
-        held: list[Row[Any]] = []
-        for row in result:
+        rows are held at a time.
+
+        On SQLite the rows are read through the driver, in the transaction
+        `conn` holds, with `envelope` and `output_json` as their stored bytes
+        (`_sqlite.stored_text`): what a verify hashes, without SQLAlchemy's
+        row handling, a decode and an encode back per value. Elsewhere they
+        are `chain`'s rows."""
+        if not epochs:
+            return
+        if self.is_sqlite:
+            raw: Any = conn.connection.driver_connection
+            # The page's runs are a run-id range: the rows stream out of the
+            # (run_id, epoch, seq) index in its order. A join on the runs
+            # table, or any other order, made SQLite copy every selected
+            # output into a temporary sorter first.
+            rows: Iterator[Any] = map(_StoredCheckpoint._make, raw.execute(_LIVE_RANGE, (min(epochs), max(epochs))))
+            as_bytes = _STORED_BYTES
+        else:
+            q = (
+                select(checkpoints)
+                .where(checkpoints.c.run_id.in_(sorted(epochs)), checkpoints.c.status == "live")
+                .order_by(checkpoints.c.run_id, checkpoints.c.epoch, checkpoints.c.seq)
+            )
+            # Streamed: PostgreSQL's client-side cursor would otherwise hold every
+            # output of the page in memory at once.
+            rows = iter(conn.execution_options(yield_per=16).execute(q))
+            as_bytes = frozenset()
+        held: list[Any] = []
+        for row in rows:
             if row.epoch != epochs.get(row.run_id):
-                continue  # an earlier epoch's entry, kept live by nothing that reads it here
+                continue  # an earlier epoch's entry, kept live by nothing that reads it here, or another page's run
             if held and row.run_id != held[0].run_id:
-                yield held[0].run_id, _rowcheck.check_all(checkpoints, held)
+                yield held[0].run_id, _checked_chain(held, as_bytes)
                 held = []
             held.append(row)
         if held:
-            yield held[0].run_id, _rowcheck.check_all(checkpoints, held)
+            yield held[0].run_id, _checked_chain(held, as_bytes)
 
     def next_seq(self, conn: Connection, run_id: str, epoch: int) -> int:
         q = select(func.max(checkpoints.c.seq)).where(checkpoints.c.run_id == run_id, checkpoints.c.epoch == epoch)
