@@ -431,21 +431,35 @@ class Store:
 
     def lease_held(self, run_id: str, owner: str, now: float) -> bool:
         """Whether `owner` holds an unexpired lease now: one read on the
-        reused connection (the check right before an effect's call)."""
+        reused connection, a transaction of its own (the check right before
+        an effect's call or a phase)."""
+        with self._alone() as cur:
+            cur.execute(self._hot_sql["held"], {"run_id": run_id, "owner": owner, "now": now})
+            return cur.fetchone() is not None
+
+    def hot_alone(self, name: str, params: dict[str, Any]) -> int:
+        """One hot statement as a transaction of its own, committed as it
+        ends (PostgreSQL: one round trip instead of BEGIN, it and COMMIT).
+        Returns its row count: 0 from a fenced statement means the lease is gone."""
+        with self._alone() as cur:
+            cur.execute(self._hot_sql[name], params)
+            return int(cur.rowcount)
+
+    @contextmanager
+    def _alone(self) -> Iterator[Any]:
+        """A cursor on the reused connection for one statement that is its
+        own transaction (the dialect's `alone_begin`)."""
         with self._hot_lock:
             raw = self._hot_connection().connection.dbapi_connection
             assert raw is not None
             cur = raw.cursor()
             try:
-                cur.execute(self._hot_sql["held"], {"run_id": run_id, "owner": owner, "now": now})
-                held = cur.fetchone() is not None
-                self.dialect.hot_read_done(raw, cur)
-                return held
-            except self.dialect.DriverError as exc:
+                self.dialect.alone_begin(raw, cur)
                 try:
-                    self.dialect.hot_rollback(raw, cur)
-                except Exception:  # noqa: BLE001 - no transaction left to roll back
-                    pass
+                    yield cur
+                finally:
+                    self.dialect.alone_end(raw, cur)
+            except self.dialect.DriverError as exc:
                 self._drop_hot(raw)
                 raise self.explain(exc) from None
             finally:
