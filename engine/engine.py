@@ -434,7 +434,10 @@ class Engine:
         By default every hash and link is checked over the stored bytes and
         outputs are not parsed (a resume parses what it reads anyway); `deep`
         parses each output too, as `phasegate verify --deep` does. Runs are
-        read a page at a time, each page's chains in one streamed query."""
+        read a keyset page at a time in one read transaction, each page's
+        chains in one streamed query (on SQLite through the driver, as stored
+        bytes); a large SQLite store on a machine with a core to spare is
+        verified half a page on a second thread (`_verify_lane`)."""
         reports: list[dict[str, Any]] = []
         if self.store.schema_problem:
             return [{"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.store.schema_problem}}]
@@ -445,14 +448,20 @@ class Engine:
             while after is not None:
                 other = None
                 with self.store.read_on(conn):
-                    page = [run_id] if run_id else self.store.run_ids(conn, after=after, limit=_VERIFY_PAGE)
-                    mine = page
+                    if run_id:
+                        rows = list(self.store.runs_by_id(conn, [run_id]).values())
+                        if not rows:
+                            raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+                    else:
+                        rows = self.store.runs_after(conn, after, _VERIFY_PAGE)
+                    page = [r.run_id for r in rows]
                     if lane is not None and len(page) >= 2:
                         # The second half of the page (a run-id range) in its
                         # own read transaction on the other lane, meanwhile.
-                        mine, theirs = page[: len(page) // 2], page[len(page) // 2 :]
+                        theirs = page[len(page) // 2 :]
                         other = lane[1].submit(self._verify_part, lane[0], theirs, deep)
-                    run_rows, found, damage = self._verify_page(conn, mine, run_id, deep)
+                        rows = rows[: len(page) // 2]
+                    run_rows, found, damage = self._verify_page(conn, {r.run_id: r for r in rows}, deep)
                 if other is not None:
                     their_rows, their_found, their_damage = other.result()
                     run_rows.update(their_rows)
@@ -503,16 +512,15 @@ class Engine:
         return held.enter_context(self.store.scan()), pool
 
     def _verify_part(self, conn: Any, part: list[str], deep: bool) -> _Checked:
+        """`part` of a page (a run-id range), in its own read transaction on `conn`."""
         with self.store.read_on(conn):
-            return self._verify_page(conn, part, None, deep)
+            run_rows = self.store.runs_between(conn, part[0], part[-1])
+            return self._verify_page(conn, {rid: run_rows[rid] for rid in part if rid in run_rows}, deep)
 
-    def _verify_page(self, conn: Any, page: list[str], run_id: str | None, deep: bool) -> _Checked:
-        """In the read transaction `conn` holds: the page's run rows, each
-        chain verified as it streams (one run's outputs in memory at a time),
-        and the page's effect records in one query."""
-        run_rows = self.store.runs_by_id(conn, page)
-        if run_id and run_id not in run_rows:
-            raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+    def _verify_page(self, conn: Any, run_rows: dict[str, Any], deep: bool) -> _Checked:
+        """In the read transaction `conn` holds, for these runs (a run-id
+        range): each chain verified as it streams (one run's outputs in
+        memory at a time), and their effect records in one query."""
         found = {
             rid: self._verify_one(run_rows[rid], rows, deep)
             for rid, rows in self.store.live_chains(conn, {r: int(row.epoch) for r, row in run_rows.items()})

@@ -191,37 +191,6 @@ def _column_problem(table: Any, row: Any, as_bytes: frozenset[str] = frozenset()
     return None
 
 
-def clean_sql(table: Any, as_bytes: frozenset[str] = frozenset()) -> str:
-    """An SQLite expression true only for a row of `table` that `check_all`
-    passes: the same checks made by SQLite as it reads the row, so that a
-    verify checks in Python only the rows it flags (a large store's every
-    checkpoint row, otherwise). It may flag a row the checks pass, never the
-    reverse; the checks in Python stay the judges and the messages."""
-    terms = []
-    for name, may_be_empty, want, allowed in _table_spec(table, as_bytes):
-        kinds: tuple[str, ...] = ()
-        if want is int:
-            kinds = ("integer",)
-        elif want is float:
-            kinds = ("integer", "real")
-        elif want is str or want is bytes:  # bytes: a text column read as its bytes
-            kinds = ("text",)
-        elif want is not None:
-            return "0"  # a type SQLite does not store as such (bool): every row is checked in Python
-        if allowed is not None:
-            values = ", ".join("'" + v.replace("'", "''") + "'" for v in sorted(allowed))
-            terms.append(f"({name} IN ({values}){f' OR {name} IS NULL' if may_be_empty else ''})")
-        if kinds:
-            typed = " OR ".join(f"typeof({name}) = '{k}'" for k in kinds)
-            terms.append(f"({typed}{f' OR {name} IS NULL' if may_be_empty else ''})")
-        elif not may_be_empty and allowed is None:
-            terms.append(f"{name} IS NOT NULL")
-        if want is float:
-            # Finite: 9e999 reads as infinity (SQLite stores no NaN).
-            terms.append(f"({name} IS NULL OR typeof({name}) = 'integer' OR ({name} > -9e999 AND {name} < 9e999))")
-    return " AND ".join(terms) or "1"
-
-
 def check_all(table: Any, result: Any, *, as_bytes: frozenset[str] = frozenset()) -> list[Any]:
     """Every row of a query on `table`, each checked like a run's row: a
     damaged one is a StoreError naming the table, the run and the column.

@@ -57,8 +57,13 @@ def hot_rollback(raw: Any, cur: Any) -> None:
     cur.execute("ROLLBACK")
 
 
-def hot_read_done(raw: Any, cur: Any) -> None:
-    """A lone SELECT on the hot connection ran in autocommit: nothing to end."""
+def alone_begin(raw: Any, cur: Any) -> None:
+    """The hot connection runs in autocommit between its explicit
+    transactions: a lone statement is a transaction of its own already."""
+
+
+def alone_end(raw: Any, cur: Any) -> None:
+    """Nothing to restore (`alone_begin`)."""
 
 
 #: How much of the file a scan maps into memory (SQLite caps it at its build's

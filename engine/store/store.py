@@ -7,7 +7,7 @@ so a resume costs the same with ten other runs or a hundred thousand.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from .. import runorder
 from ..errors import StoreError
-from . import _paging, _postgres, _rowcheck, _sqlite, migrations
+from . import _paging, _postgres, _rawread, _rowcheck, _sqlite, migrations
 from .schema import (
     SCHEMA_VERSION,
     alerts,
@@ -35,51 +35,13 @@ from .schema import (
     workers,
 )
 
-#: Checkpoint columns read as their stored bytes by `live_chains` on SQLite.
-_STORED_BYTES = frozenset({"envelope", "output_json"})
+_RUNS = _rawread.Reader(runs)
+_EFFECTS = _rawread.Reader(effects)
 
 
-class _StoredCheckpoint(NamedTuple):
-    """A checkpoint row read through the sqlite3 driver, with the attribute
-    and `_mapping` access of SQLAlchemy's rows; `envelope` and `output_json`
-    are bytes."""
-
-    id: Any
-    run_id: Any
-    epoch: Any
-    seq: Any
-    kind: Any
-    phase: Any
-    envelope: Any
-    payload_hash: Any
-    prev_hash: Any
-    output_json: Any
-    output_state: Any
-    output_bytes: Any
-    archive_path: Any
-    created_at: Any
-    status: Any
-    clean: Any
-    """Whether SQLite found the row whole (`_rowcheck.clean_sql`)."""
-
-    @property
-    def _mapping(self) -> dict[str, Any]:
-        return self._asdict()
-
-
-_LIVE_RANGE = (
-    "SELECT "
-    + ", ".join(_sqlite.stored_text(c) if c in _STORED_BYTES else c for c in _StoredCheckpoint._fields[:-1])
-    + f", {_rowcheck.clean_sql(checkpoints, _STORED_BYTES)} AS clean"
-    " FROM phasegate_checkpoints WHERE run_id >= ? AND run_id <= ? AND status = 'live'"
-    " ORDER BY run_id, epoch, seq"
-)
-
-
-def _checked_chain(rows: list[Any], as_bytes: frozenset[str]) -> list[Any]:
-    """`rows` once each is checked: in Python only those SQLite did not find whole."""
-    _rowcheck.check_all(checkpoints, [r for r in rows if not getattr(r, "clean", False)], as_bytes=as_bytes)
-    return rows
+def _driver(conn: Connection) -> Any:
+    """The sqlite3 connection under `conn`, in the transaction `conn` holds."""
+    return conn.connection.driver_connection
 
 
 #: The lease a store is opened for when its opener does not say (the engine does).
@@ -469,21 +431,35 @@ class Store:
 
     def lease_held(self, run_id: str, owner: str, now: float) -> bool:
         """Whether `owner` holds an unexpired lease now: one read on the
-        reused connection (the check right before an effect's call)."""
+        reused connection, a transaction of its own (the check right before
+        an effect's call or a phase)."""
+        with self._alone() as cur:
+            cur.execute(self._hot_sql["held"], {"run_id": run_id, "owner": owner, "now": now})
+            return cur.fetchone() is not None
+
+    def hot_alone(self, name: str, params: dict[str, Any]) -> int:
+        """One hot statement as a transaction of its own, committed as it
+        ends (PostgreSQL: one round trip instead of BEGIN, it and COMMIT).
+        Returns its row count: 0 from a fenced statement means the lease is gone."""
+        with self._alone() as cur:
+            cur.execute(self._hot_sql[name], params)
+            return int(cur.rowcount)
+
+    @contextmanager
+    def _alone(self) -> Iterator[Any]:
+        """A cursor on the reused connection for one statement that is its
+        own transaction (the dialect's `alone_begin`)."""
         with self._hot_lock:
             raw = self._hot_connection().connection.dbapi_connection
             assert raw is not None
             cur = raw.cursor()
             try:
-                cur.execute(self._hot_sql["held"], {"run_id": run_id, "owner": owner, "now": now})
-                held = cur.fetchone() is not None
-                self.dialect.hot_read_done(raw, cur)
-                return held
-            except self.dialect.DriverError as exc:
+                self.dialect.alone_begin(raw, cur)
                 try:
-                    self.dialect.hot_rollback(raw, cur)
-                except Exception:  # noqa: BLE001 - no transaction left to roll back
-                    pass
+                    yield cur
+                finally:
+                    self.dialect.alone_end(raw, cur)
+            except self.dialect.DriverError as exc:
                 self._drop_hot(raw)
                 raise self.explain(exc) from None
             finally:
@@ -642,6 +618,24 @@ class Store:
             q = q.with_for_update()
         return {r.run_id: _rowcheck.check(r) for r in conn.execute(q)}
 
+    def runs_after(self, conn: Connection, after: str, limit: int) -> list[Any]:
+        """The next `limit` run rows after run id `after`, in run-id order
+        (a keyset page), each checked like `get_run`'s. On SQLite read
+        through the driver (`_rawread`): a verify reads every run row."""
+        if self.is_sqlite:
+            found: Iterator[Any] = _RUNS.rows(_driver(conn), "run_id > ? ORDER BY run_id LIMIT ?", (after, limit))
+        else:
+            found = iter(conn.execute(select(runs).where(runs.c.run_id > after).order_by(runs.c.run_id).limit(limit)))
+        return [_rowcheck.check(r) for r in found]
+
+    def runs_between(self, conn: Connection, first: str, last: str) -> dict[str, Any]:
+        """The run rows from run id `first` to `last`, both included, each checked."""
+        if self.is_sqlite:
+            found: Iterator[Any] = _RUNS.rows(_driver(conn), "run_id >= ? AND run_id <= ?", (first, last))
+        else:
+            found = iter(conn.execute(select(runs).where(runs.c.run_id >= first, runs.c.run_id <= last)))
+        return {r.run_id: _rowcheck.check(r) for r in found}
+
     def rows_of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, OwnRows]:
         """What a view reads of each run (`all_checkpoints`, `steps_for`,
         `effects_for`, `decisions_for`), for many runs in four indexed queries
@@ -680,13 +674,17 @@ class Store:
         if not epochs:
             return
         if self.is_sqlite:
-            raw: Any = conn.connection.driver_connection
+            raw = _driver(conn)
             # The page's runs are a run-id range: the rows stream out of the
             # (run_id, epoch, seq) index in its order. A join on the runs
             # table, or any other order, made SQLite copy every selected
             # output into a temporary sorter first.
-            rows: Iterator[Any] = map(_StoredCheckpoint._make, raw.execute(_LIVE_RANGE, (min(epochs), max(epochs))))
-            as_bytes = _STORED_BYTES
+            rows: Iterator[Any] = _rawread.LIVE_CHECKPOINTS.rows(
+                raw,
+                "run_id >= ? AND run_id <= ? AND status = 'live' ORDER BY run_id, epoch, seq",
+                (min(epochs), max(epochs)),
+            )
+            as_bytes = _rawread.STORED_BYTES
         else:
             q = (
                 select(checkpoints)
@@ -702,11 +700,11 @@ class Store:
             if row.epoch != epochs.get(row.run_id):
                 continue  # an earlier epoch's entry, kept live by nothing that reads it here, or another page's run
             if held and row.run_id != held[0].run_id:
-                yield held[0].run_id, _checked_chain(held, as_bytes)
+                yield held[0].run_id, _rowcheck.check_all(checkpoints, held, as_bytes=as_bytes)
                 held = []
             held.append(row)
         if held:
-            yield held[0].run_id, _checked_chain(held, as_bytes)
+            yield held[0].run_id, _rowcheck.check_all(checkpoints, held, as_bytes=as_bytes)
 
     def next_seq(self, conn: Connection, run_id: str, epoch: int) -> int:
         q = select(func.max(checkpoints.c.seq)).where(checkpoints.c.run_id == run_id, checkpoints.c.epoch == epoch)
@@ -778,14 +776,24 @@ class Store:
             effects, conn.execute(select(effects).where(effects.c.run_id == run_id).order_by(effects.c.id))
         )
 
-    def effects_of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
+    def effects_of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, list[Any]]:
         """`effects_for` of several runs in one query (verify reads a page at a time)."""
         if not run_ids:
             return {}
-        q = select(effects).where(effects.c.run_id.in_(list(run_ids))).order_by(effects.c.run_id, effects.c.id)
-        out: dict[str, list[Row[Any]]] = {}
-        for row in _rowcheck.check_all(effects, conn.execute(q)):
-            out.setdefault(row.run_id, []).append(row)
+        found: Iterable[Any]
+        if self.is_sqlite:
+            # Through the driver, by the run-id range (`ix_effects_run`); runs in the range but not asked for are left out below.
+            where = "run_id >= ? AND run_id <= ? ORDER BY run_id, id"
+            found = _EFFECTS.rows(_driver(conn), where, (min(run_ids), max(run_ids)))
+        else:
+            found = conn.execute(
+                select(effects).where(effects.c.run_id.in_(list(run_ids))).order_by(effects.c.run_id, effects.c.id)
+            )
+        asked = set(run_ids)
+        out: dict[str, list[Any]] = {}
+        for row in _rowcheck.check_all(effects, found):
+            if row.run_id in asked:
+                out.setdefault(row.run_id, []).append(row)
         return out
 
     def effect_by_key(self, conn: Connection, key: str) -> Row[Any] | None:
