@@ -4,7 +4,10 @@ play a VM migration, a long GC or a laptop lid at an exact moment.
 `PHASEGATE_PAUSE_AT` names the points, comma-separated:
   after-intent:EFFECT   the effect's intent is committed, its function not yet called
   in-phase:PHASE        the phase's function is about to be called
-  in-commit:PHASE       inside the phase's checkpoint transaction, before it commits
+  in-commit:PHASE       inside the phase's checkpoint transaction, before it commits;
+                        where the checkpoint is one statement that commits itself
+                        (PostgreSQL, no effect completion riding with it), just
+                        before that statement is sent: nothing is held there
 Each point pauses once per process. The variable is read at the first point
 a process reaches (again in a forked child, which a test gives its own
 environment after the fork), so unset, as in production, a point costs one
