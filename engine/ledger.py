@@ -213,15 +213,23 @@ class EffectLedger:
         # unless the intent's own fenced commit is that fresh: Fence.ensure).
         self._fence.ensure()
         result = _call(fn, key, fence=self._fence, attempt=int(rec["attempt"]))
-        text, by_orjson = _json.encode(result)
-        done = EffectRecord(rec, state="done", done_at=self._clock(), result_json=text, result_hash=_json.sha256(text))
+        encoded = _json.encode(result)
+        done = EffectRecord(
+            rec,
+            state="done",
+            done_at=self._clock(),
+            result_json=encoded.text,
+            result_hash=_json.sha256(encoded.data),
+        )
         seals.sealed(done)
         self.effects[key] = done
         # Committed with the run's next transaction, or by the timer (completions.py).
         self.completions.add(done)
-        # The phase gets a copy, parsed as a resume would read it (orjson
-        # where it wrote the text: see `_json.loads_canonical`).
-        return _json.loads_canonical(text, by_orjson)
+        # The phase gets a copy as a resume would read it: the one parsed
+        # while encoding, or a parse as encode wrote it (`_json.loads_canonical`).
+        if encoded.parsed is not _json.MISSING:
+            return encoded.parsed
+        return _json.loads_canonical(encoded.data, encoded.by_orjson)
 
     def _intent(
         self,
