@@ -20,7 +20,8 @@ import math
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -31,7 +32,7 @@ from .errors import PhasegateError, UsageError
 from .outcome import Outcome
 from .safetext import safe, safe_json, storable
 from .sources import CodeDiff, printable
-from .views import RunSummary, RunView, iso
+from .views import ClaimView, RunSummary, RunView, iso
 
 if TYPE_CHECKING:
     from .causes import Cause
@@ -187,9 +188,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not (args.run_id or args.json or args.diff):
         from .quickstatus import runs
 
-        quick = runs(args.db or default_db())
+        now = time.time()
+        quick = runs(args.db or default_db(), now)
         if quick is not None:
-            return _print_runs(quick)
+            return _print_runs(quick.runs, quick.claims, now)
     with _engine(args) as eng:
         if args.run_id:
             view = eng.status(args.run_id)
@@ -212,16 +214,27 @@ def cmd_status(args: argparse.Namespace) -> int:
                 first = False
             print("\n]")
             return EXIT_OK
-        return _print_runs(eng.runs())
+        return _print_runs(eng.runs(), eng.oversight.claims(None), eng.clock())
 
 
-def _print_runs(rows: Sequence[RunSummary]) -> int:
+#: How much of a claimer's name the list shows (escaped first): a claim note
+#: stays short whatever name was stored.
+_CLAIMER_WIDTH = 24
+
+
+def _print_runs(rows: Sequence[RunSummary], held: Mapping[str, ClaimView], now: float) -> int:
     if not rows:
         print("no runs")
     for r in rows:
         fr = f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}"
         fr = safe(fr)
-        print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {safe(r.reason)}")
+        reason = safe(r.reason)
+        claim = held.get(r.run_id)
+        if claim is not None:
+            # First in the reason, as the console's runs list says it.
+            said = claim.said(now, name_width=_CLAIMER_WIDTH)
+            reason = f"{said}; {reason}" if reason else said
+        print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {reason}")
     return EXIT_OK
 
 

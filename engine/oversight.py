@@ -176,11 +176,12 @@ class Oversight:
                 self.store, conn, run_id, who, now, seconds=self.claim_seconds, release=release, force=force
             )
 
-    def claims(self, run_ids: Sequence[str]) -> dict[str, ClaimView]:
-        """The claims in force on these runs, in one query (a page of the runs list)."""
+    def claims(self, run_ids: Sequence[str] | None) -> dict[str, ClaimView]:
+        """The claims in force on these runs, in one query (a page of the
+        runs list; `None`: on every run, for the whole list)."""
         now = self.clock()
         with self.store.read() as conn:
-            rows = self.store.current_claims(conn, list(run_ids), now)
+            rows = self.store.current_claims(conn, None if run_ids is None else list(run_ids), now)
         return {rid: ClaimView.from_row(r) for rid, r in rows.items()}
 
     def proposals(self, run_ids: Sequence[str]) -> dict[str, list[DecisionView]]:
