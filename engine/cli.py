@@ -337,6 +337,11 @@ def _print_preview(pv: Preview, head: str = "", indent: str = "  ") -> None:
         print(f"{indent}env hash: {pv.env_hash} (decide ... --expect-env {pv.env_hash} refuses if the world moved)")
 
 
+def _overrides(held: ClaimView, now: float, indent: str) -> str:
+    """A dry run's word on someone else's claim that --force overrides."""
+    return f"{indent}--force overrides: {held.said(now, name_width=_CLAIMER_WIDTH)}"
+
+
 def _decide_args(args: argparse.Namespace) -> None:
     """`decide RUN ACTION` or `decide --cause CAUSE ACTION`: with --cause the
     one positional is the action."""
@@ -354,6 +359,7 @@ def _decide_args(args: argparse.Namespace) -> None:
 
 def cmd_decide(args: argparse.Namespace) -> int:
     from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
+    from .identity import whoami
 
     _decide_args(args)
     if args.action == "second":
@@ -381,7 +387,14 @@ def cmd_decide(args: argparse.Namespace) -> int:
             )
             if pv.action is Action.CONFIRM_EFFECT and result is NO_RESULT:
                 raise UsageError(CONFIRM_NEEDS_RESULT)  # refused as the decision itself would be
+            # Then the claim rule, as the decision applies it: someone else's
+            # claim refuses it (exit 4) unless --force overrides it.
+            held = eng.oversight.overridden_claim(
+                eng.status(args.run_id), pv.action, whoami(args.operator), override_claim=args.force
+            )
             _print_preview(pv)
+            if held is not None:
+                print(_overrides(held, eng.clock(), "  "))
             return EXIT_OK
         d = eng.decide(
             args.run_id,
@@ -425,9 +438,12 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
             )
             unfit = [ln for ln in lines if ln.preview is None]
             print(f"{args.action} for the {len(lines)} run(s) of cause {args.cause} would do this (nothing recorded):")
+            now = eng.clock()
             for ln in lines:
                 if ln.preview is not None:
                     _print_preview(ln.preview, head=f"{safe(ln.run_id)}: ", indent="    ")
+                    if ln.overrides is not None:
+                        print(_overrides(ln.overrides, now, "    "))
                 else:
                     print(f"{safe(ln.run_id)}: does not fit: {safe(ln.unfit)}")
             if unfit and not args.skip_unfit:

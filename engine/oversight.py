@@ -194,6 +194,14 @@ class Oversight:
             out.setdefault(str(r.run_id), []).append(decision_view(r, now))
         return out
 
+    def overridden_claim(self, view: RunView, act: Action, who: Who, *, override_claim: bool) -> ClaimView | None:
+        """For a preview: the claim rule as `admit` applies it (someone
+        else's claim refuses the decision without `override_claim`), and the
+        claim the decision would override with it (None: nobody else's)."""
+        claims.check(view.claim, who, view.run_id, override=override_claim, what=f"decide {act.value}")
+        held = view.claim
+        return held if held is not None and not same_person(Who(held.operator, held.account), who) else None
+
     def claimed_by_other(self, view: RunView, operator: str | None = None) -> bool:
         """Whether someone other than this operator claimed the run (a
         decision then needs `override_claim`)."""

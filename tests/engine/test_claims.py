@@ -169,3 +169,28 @@ def test_the_runs_list_escapes_and_cuts_a_claimers_name(h):
     said = line[line.index("claimed by ") :]
     assert said.startswith("claimed by ada\\x1b]52;c;") and said.endswith("..., just now"), said
     assert len(said) <= 80
+
+
+def test_a_dry_run_meets_a_claim_as_the_decision_would(h):
+    """`decide --dry-run` on a run someone else claimed: the line and exit
+    code 4 the decision itself gives without --force; with --force, what it
+    would override. Nothing recorded either way."""
+    _completed(h)
+    assert h.cli("claim", "r1", env=ADA).returncode == 0
+    before = h.dump()
+    dry = h.decide("r1", "rewind", "--phase", "price", "--dry-run", env=BOB)
+    real = h.decide("r1", "rewind", "--phase", "price", env=BOB)
+    assert dry.returncode == real.returncode == 4, (dry, real)
+    assert _one_line(dry) == _one_line(real)
+    assert "claimed by ada" in _one_line(dry) and "--force" in _one_line(dry)
+    forced = h.decide("r1", "rewind", "--phase", "price", "--dry-run", "--force", env=BOB)
+    assert forced.returncode == 0, forced
+    assert "re-runs: price" in forced.stdout
+    assert forced.stdout.splitlines()[-1] == "  --force overrides: claimed by ada, just now"
+    own = h.decide("r1", "rewind", "--phase", "price", "--dry-run", env=ADA)
+    assert own.returncode == 0 and "overrides" not in own.stdout, own
+    assert h.dump() == before
+    # A decision that does not fit is refused for that first, as the decision is.
+    dry = h.decide("r1", "rewind", "--phase", "nope", "--dry-run", env=BOB)
+    real = h.decide("r1", "rewind", "--phase", "nope", env=BOB)
+    assert dry.returncode == real.returncode == 2 and _one_line(dry) == _one_line(real)
