@@ -434,7 +434,10 @@ class Engine:
         By default every hash and link is checked over the stored bytes and
         outputs are not parsed (a resume parses what it reads anyway); `deep`
         parses each output too, as `phasegate verify --deep` does. Runs are
-        read a page at a time, each page's chains in one streamed query."""
+        read a keyset page at a time in one read transaction, each page's
+        chains in one streamed query (on SQLite through the driver, as stored
+        bytes); a large SQLite store on a machine with a core to spare is
+        verified half a page on a second thread (`_verify_lane`)."""
         reports: list[dict[str, Any]] = []
         if self.store.schema_problem:
             return [{"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.store.schema_problem}}]

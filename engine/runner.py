@@ -365,12 +365,13 @@ class Runner:
                 return called
             out, ctx = called
             try:
-                text, by_orjson = _json.encode(out)
+                encoded = _json.encode(out)
             except UsageError as exc:
                 return self._fail(p.name, exc)
             nxt = to_run[i + 1] if i + 1 < len(to_run) else None
             next_needs = {n: self.outputs.hashes[n] for n in (nxt.needs if nxt else ()) if n in self.outputs.hashes}
-            out_hash = _json.sha256(text)
+            out_hash = _json.sha256(encoded.data)
+            text = encoded.text
             if nxt is not None and p.name in nxt.needs:
                 next_needs[p.name] = out_hash
             sources.remember(self.store, self.wf.phases, self.clock, needed=p)
@@ -384,7 +385,10 @@ class Runner:
                 probes=probes,
                 out_hash=out_hash,
             )
-            self.outputs.put(p.name, text, out_hash, by_orjson)
+            self.outputs.put(p.name, text, encoded, out_hash)
+            # Its bytes are done with: not kept alive through the next phase
+            # (at 1 MB a buffer held across the call cost fresh pages each boundary).
+            del encoded
         return self._complete()
 
     def _attempt_phase(self, p: Phase, missing: set[str]) -> tuple[Any, PhaseContext] | Outcome:

@@ -251,7 +251,10 @@ class Store:
                     yield conn
                 finally:
                     if not conn.invalidated:
-                        self.dialect.scan_end(raw)
+                        try:
+                            self.dialect.scan_end(raw)
+                        except self.dialect.DriverError:
+                            pass  # a broken connection: the error that broke it is the one to tell
         except (DBAPIError, self.dialect.DriverError) as exc:
             raise self.explain(exc) from None
         except UnicodeDecodeError:
