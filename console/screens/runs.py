@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Input, Rule, Static
 from phasegate import PhasegateError, RunSummary, RunView, safe
 
 from .. import groups, service
-from .._format import claimed, hashes
+from .._format import hashes
 from ..context import ConsoleContext
 from ..widgets import CountsBar, KeyBar, RunsTable
 from ..widgets.runs_table import COLUMNS
@@ -371,7 +371,7 @@ class RunsScreen(RunActions):
         if waits:
             line.append(safe(waits) + "; ")
         if held is not None:
-            line.append(claimed(held.operator, held.claimed_ts, self.ctx.clock()) + "; ")
+            line.append(held.said(self.ctx.clock()) + "; ")
         line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
         if line == self._why_shown:
             return

@@ -251,7 +251,10 @@ class Store:
                     yield conn
                 finally:
                     if not conn.invalidated:
-                        self.dialect.scan_end(raw)
+                        try:
+                            self.dialect.scan_end(raw)
+                        except self.dialect.DriverError:
+                            pass  # a broken connection: the error that broke it is the one to tell
         except (DBAPIError, self.dialect.DriverError) as exc:
             raise self.explain(exc) from None
         except UnicodeDecodeError:
@@ -871,16 +874,16 @@ class Store:
 
     # -- claims and the policy (version 4) ----------------------------------------
 
-    def current_claims(self, conn: Connection, run_ids: Sequence[str], now: float) -> dict[str, Row[Any]]:
+    def current_claims(self, conn: Connection, run_ids: Sequence[str] | None, now: float) -> dict[str, Row[Any]]:
         """The claim in force on each of these runs (one query for a page of
-        the runs list, by its run ids; the runs query itself is left alone)."""
-        if "phasegate_claims" not in self.tables or not run_ids:
+        the runs list, by its run ids; the runs query itself is left alone).
+        `None`: on every run (the whole list, `phasegate status`: claims in
+        force are few, and every run id as a parameter would not be)."""
+        if "phasegate_claims" not in self.tables or (run_ids is not None and not run_ids):
             return {}
-        q = (
-            select(claims)
-            .where(claims.c.run_id.in_(list(run_ids)), claims.c.released_at.is_(None), claims.c.expires_at > now)
-            .order_by(claims.c.id)
-        )
+        q = select(claims).where(claims.c.released_at.is_(None), claims.c.expires_at > now).order_by(claims.c.id)
+        if run_ids is not None:
+            q = q.where(claims.c.run_id.in_(list(run_ids)))
         return {r.run_id: r for r in _rowcheck.check_all(claims, conn.execute(q))}
 
     def claims_for(self, conn: Connection, run_id: str) -> list[Row[Any]]:
