@@ -90,8 +90,12 @@ def _checked_retention(value: float) -> float:
 
 _VERIFY_PAGE = 500
 """Runs verified per read transaction: one streamed query for their chains."""
-_VERIFY_SPLIT_BYTES = 1 << 20
-"""The store size from which verify uses a second thread (`Engine._verify_lane`)."""
+_VERIFY_SPLIT_BYTES = 4 << 20
+"""The store size from which verify uses a second thread (`Engine._verify_lane`):
+the second lane costs about 1.1 ms of CPU a verify (its thread, connection,
+transaction and mapping, its half's run rows read again), and can save at
+most half of the 1.2-1.7 ms a MB a verify costs, less what the two threads
+wait for the GIL."""
 _Checked = tuple[dict[str, Any], dict[str, tuple[dict[str, Any], Any]], dict[str, list[Any]]]
 """A verified page: its run rows, each run's report and failure, its effect damage."""
 
@@ -496,7 +500,7 @@ class Engine:
         """A second connection, with a thread, to verify half of each page
         while this thread verifies the other half. The reading (sqlite3) and
         the hashing (hashlib) let go of the GIL, so the two use two cores,
-        where a second core is free; with none, they were 15-25% slower
+        where a second core is free; with none, they were 5-30% slower
         than one thread (bench/RESULTS.md, verify-fast). So none for one run,
         for PostgreSQL, for a store smaller than `_VERIFY_SPLIT_BYTES`, or
         without a spare core."""
