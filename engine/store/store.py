@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from sqlalchemy import and_, case, delete, func, insert, inspect, or_, select, update
 from sqlalchemy.engine import Connection, Row
@@ -1070,30 +1070,14 @@ class Store:
         " :output_json, :output_state, :output_bytes, NULL, :created_at, 'live' FROM moved"
     )
 
-    @contextmanager
-    def hot_tx(self) -> Iterator[HotTx]:
+    def hot_tx(self, first: Sequence[tuple[str, dict[str, Any]]] = ()) -> HotScope:
         """One write transaction on the reused connection, driven at the
-        driver level: BEGIN IMMEDIATE, the fixed statements, COMMIT (an fsync
-        under synchronous=FULL). Rolled back on any exception."""
-        with self._hot_lock:
-            raw = self._hot_connection().connection.dbapi_connection
-            assert raw is not None
-            cur = raw.cursor()
-            try:
-                self.dialect.hot_begin(raw, cur)
-                yield HotTx(cur, self._hot_sql)
-                self.dialect.hot_commit(raw, cur)
-            except BaseException as exc:
-                try:
-                    self.dialect.hot_rollback(raw, cur)
-                except Exception:  # noqa: BLE001 - no transaction left to roll back
-                    pass
-                if isinstance(exc, self.dialect.DriverError):
-                    self._drop_hot(raw)
-                    raise self.explain(exc) from None
-                raise
-            finally:
-                cur.close()
+        driver level: BEGIN IMMEDIATE, the `first` statements (name,
+        parameters), the caller's, COMMIT (an fsync under synchronous=FULL).
+        Rolled back on any exception. A class, not a generator: entered at
+        every boundary and every effect, where contextlib's machinery cost
+        more than the statements' binding."""
+        return HotScope(self, first)
 
     # -- live -----------------------------------------------------------------
 
@@ -1129,6 +1113,70 @@ class ChangeProbe(Protocol):
     def changed(self) -> bool: ...
 
     def close(self) -> None: ...
+
+
+class HotScope:
+    """`Store.hot_tx`'s transaction: the hot lock held from enter to exit."""
+
+    __slots__ = ("_store", "_first", "_raw", "_cur")
+
+    def __init__(self, store: Store, first: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        self._store = store
+        self._first = first
+
+    def __enter__(self) -> HotTx:
+        store = self._store
+        store._hot_lock.acquire()
+        try:
+            raw = store._hot_connection().connection.dbapi_connection
+            assert raw is not None
+            cur = raw.cursor()
+        except BaseException:
+            store._hot_lock.release()
+            raise
+        self._raw, self._cur = raw, cur
+        tx = HotTx(cur, store._hot_sql)
+        try:
+            store.dialect.hot_begin(raw, cur)
+            for name, params in self._first:
+                tx.run(name, params)
+        except BaseException as exc:
+            self._abort(exc)
+            raise
+        return tx
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> Literal[False]:
+        if exc is None:
+            try:
+                self._store.dialect.hot_commit(self._raw, self._cur)
+            except BaseException as err:
+                self._abort(err)
+                raise
+            self._end()
+            return False
+        self._abort(exc)
+        return False  # the caller's exception goes on
+
+    def _abort(self, exc: BaseException) -> None:
+        """Roll back, let go of the connection and the lock; a driver error
+        becomes the store's own (raised from here), anything else goes on as it was."""
+        store = self._store
+        try:
+            try:
+                store.dialect.hot_rollback(self._raw, self._cur)
+            except Exception:  # noqa: BLE001 - no transaction left to roll back
+                pass
+            if isinstance(exc, store.dialect.DriverError):
+                store._drop_hot(self._raw)
+                raise store.explain(exc) from None
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        try:
+            self._cur.close()
+        finally:
+            self._store._hot_lock.release()
 
 
 class HotTx:
