@@ -82,18 +82,6 @@ def age_now(now: float) -> float:
     return now - now % AGE_STEP
 
 
-def claimed(operator: str, claimed_at: float, now: float) -> str:
-    """ "claimed by ada, 3 min ago": who is looking at a run (`phasegate claim`)."""
-    s = max(0, int(now - claimed_at))
-    if s < 60:
-        ago = "just now"
-    elif s < 3600:
-        ago = f"{s // 60} min ago"
-    else:
-        ago = f"{s // 3600} h {(s % 3600) // 60} min ago"
-    return f"claimed by {safe(operator)}, {ago}"
-
-
 def size(n: int) -> str:
     if n < 1024:
         return f"{n} B"

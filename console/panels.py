@@ -15,7 +15,7 @@ from rich.text import Text
 
 from phasegate import RunView, printable, safe
 
-from ._format import EFFECT_MARKS, claimed, hashes, marked, middle, plain, short, size, tone
+from ._format import EFFECT_MARKS, hashes, marked, middle, plain, short, size, tone
 from .service import proposal_line
 
 NONE = Text("none", style="dim")
@@ -50,7 +50,7 @@ def summary(v: RunView, now: float) -> Text:
         line.append(hashes(safe(v.attention)))
     if v.claim is not None:
         line.append("\n" if line else "")
-        line.append(claimed(v.claim.operator, v.claim.claimed_ts, now), style="bold")
+        line.append(v.claim.said(now), style="bold")
         line.append(f" (until {str(v.claim.expires_at).replace('T', ' ').rstrip('Z')})")
     for b in v.blocked[1:]:
         line.append("\n" if line else "")

@@ -24,7 +24,7 @@ from phasegate import (
     correctable_effects,
 )
 
-from ._format import claimed, size
+from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice
 
 #: The status filter cycle: label -> stored statuses to ask for (None = all).
@@ -284,7 +284,7 @@ def build_request(engine: Engine, run_id: str, name: str, now: float = 0.0) -> A
     view = engine.status(run_id)
     override = claimed_by_other(engine, view)
     held = view.claim
-    claim = claimed(held.operator, held.claimed_ts, now) if override and held is not None else ""
+    claim = held.said(now) if override and held is not None else ""
     if name == "second":
         return _second_request(engine, view, claim)
     if name == "prune":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
@@ -62,29 +63,44 @@ _ORJSON_OPTS = (
 # below 1e-4 the standard library writes an exponent where orjson writes
 # `0.0000...`, and single-digit negative exponents are `e-07` there, `e-7`
 # here. Text that merely contains these characters (in a string) falls back
-# too: slower, never wrong.
-_TINY_FLOAT = re.compile(r"\.0000")
-_SHORT_EXPONENT = re.compile(r"e-\d(?!\d)")
+# too: slower, never wrong. The checks run over orjson's bytes as it wrote
+# them: no text is decoded to look at it, and a check whose one
+# indispensable byte is absent (`.`, found by memchr) does not scan.
+_TINY_FLOAT = b".0000"
+_SHORT_EXPONENT = re.compile(rb"e-\d(?!\d)")
 # orjson writes NaN and Infinity as null. A null in the text is only trusted
 # when parsing it back gives the value itself (NaN equals nothing, None least).
-_NULL = re.compile(r"null")
+# A compiled pattern: re finds a literal faster than `in` does (0.41 against
+# 0.57 ms over 1 MB here).
+_NULL = re.compile(rb"null")
 
 
 def _refuse(value: Any) -> NoReturn:
     raise TypeError(type(value).__name__)
 
 
-def _fast(value: Any) -> str | None:
-    """orjson's text for `value` when it is provably the canonical text, else None."""
+def _fast(value: Any) -> bytes | None:
+    """orjson's UTF-8 for `value` when it is provably the canonical text, else None."""
+    data, _ = _fast_parsed(value)
+    return data
+
+
+def _fast_parsed(value: Any) -> tuple[bytes | None, Any]:
+    """`_fast`, and the bytes parsed back when a null made that necessary
+    (else `MISSING`): such a parse is a fresh copy, which a later phase may
+    be handed instead of parsing the same bytes again."""
     try:
-        text = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTS).decode()
+        data = orjson.dumps(value, default=_refuse, option=_ORJSON_OPTS)
     except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
-        return None
-    if ("." in text and _TINY_FLOAT.search(text)) or _SHORT_EXPONENT.search(text):
-        return None
-    if _NULL.search(text) and not _same(orjson.loads(text), value):
-        return None
-    return text
+        return None, MISSING
+    if (b"." in data and _TINY_FLOAT in data) or _SHORT_EXPONENT.search(data):
+        return None, MISSING
+    if _NULL.search(data):
+        parsed = orjson.loads(data)
+        if not _same(parsed, value):
+            return None, MISSING
+        return data, parsed
+    return data, MISSING
 
 
 def _same(parsed: Any, value: Any) -> bool:
@@ -94,17 +110,50 @@ def _same(parsed: Any, value: Any) -> bool:
         return False
 
 
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+"""No parsed copy came with an `Encoded`: parse its bytes when one is needed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A value's canonical JSON, as the bytes that are hashed, stored and parsed."""
+
+    data: bytes
+    """Canonical JSON in UTF-8: the output hash is taken over exactly these bytes."""
+    by_orjson: bool
+    """orjson wrote them, so they hold no integer past 64 bits and orjson may
+    parse them (`loads_canonical`)."""
+    parsed: Any = MISSING
+    """A copy already parsed from `data` while checking it (or MISSING), that no one else holds."""
+
+    @property
+    def text(self) -> str:
+        """The same JSON as text, for a store column of text."""
+        return self.data.decode("utf-8")
+
+
 def dumps(value: Any) -> str:
     """Canonical JSON text of `value`."""
-    text = _fast(value)
-    return text if text is not None else dumps_stdlib(value)
+    data = _fast(value)
+    return data.decode("utf-8") if data is not None else dumps_stdlib(value)
 
 
-def encode(value: Any) -> tuple[str, bool]:
-    """Canonical JSON text of `value`, and whether orjson wrote it: such text
-    holds no integer past 64 bits, so `loads_canonical` may parse it fast."""
-    text = _fast(value)
-    return (text, True) if text is not None else (dumps_stdlib(value), False)
+def encode(value: Any) -> Encoded:
+    """Canonical JSON of `value` as bytes, the form a checkpoint hashes and keeps."""
+    data, parsed = _fast_parsed(value)
+    if data is not None:
+        return Encoded(data, True, parsed)
+    text = dumps_stdlib(value)
+    try:
+        return Encoded(text.encode("utf-8"), False)
+    except UnicodeEncodeError:
+        # A lone surrogate: the standard library writes it, UTF-8 cannot hold it.
+        raise UsageError("value is not JSON-serialisable: a string holds a lone surrogate") from None
 
 
 def dumps_stdlib(value: Any) -> str:
@@ -152,7 +201,7 @@ def loads(text: str | bytes) -> Any:
     return json.loads(text)
 
 
-def loads_canonical(text: str, by_orjson: bool) -> Any:
+def loads_canonical(text: str | bytes, by_orjson: bool) -> Any:
     """Parse text that `encode` wrote, into the same value `loads` would give.
 
     orjson parses faster; its only difference on canonical text is integers

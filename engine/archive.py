@@ -108,6 +108,18 @@ def archive_name(row: Any) -> str:
 def restore(path: Path, output_hash: str | None) -> Any:
     """An archived output, only if its bytes still hash to what the chain
     says; `MISSING` otherwise."""
+    text = restore_text(path, output_hash)
+    if text is MISSING:
+        return MISSING
+    try:
+        return _json.loads(text)
+    except ValueError:
+        return MISSING
+
+
+def restore_text(path: Path, output_hash: str | None) -> Any:
+    """An archived output's JSON text, only if it still hashes to what the
+    chain says; `MISSING` otherwise."""
     try:
         doc = _json.loads(path.read_bytes())
         text = doc["output_json"]
@@ -115,10 +127,7 @@ def restore(path: Path, output_hash: str | None) -> Any:
         return MISSING
     if not isinstance(text, str) or _json.sha256(text) != output_hash:
         return MISSING
-    try:
-        return _json.loads(text)
-    except ValueError:
-        return MISSING
+    return text
 
 
 def why_lost(entry: Any) -> str | None:

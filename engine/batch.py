@@ -23,7 +23,7 @@ from .errors import DecisionError, PhasegateError, RunNotFound, StoreError
 from .identity import Who
 from .recording import Chosen, record
 from .store.store import OwnRows, Store
-from .views import RunView
+from .views import ClaimView, RunView
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,8 @@ class PreviewLine:
     run_id: str
     preview: _decisions.Preview | None
     unfit: str | None = None
+    overrides: ClaimView | None = None
+    """Someone else's claim the decision would override (`--force`)."""
 
 
 class GroupRefused(DecisionError):
@@ -204,11 +206,12 @@ def preview(
     opts: Options,
     *,
     cause: str | None = None,
-    check: Callable[[RunView], None] | None = None,
+    check: Callable[[RunView], ClaimView | None] | None = None,
 ) -> list[PreviewLine]:
     """What the decision would do to each run (`decisions.preview`), or why
-    it would be refused (`check`: the claim rule, as `decide` applies it);
-    one read transaction, nothing recorded."""
+    it would be refused (`check`: the claim rule, as `decide` applies it,
+    returning the claim it would override); one read transaction, nothing
+    recorded."""
     out: list[PreviewLine] = []
     with store.read() as conn:
         for rid, got in _read(store, conn, sorted(set(run_ids)), view_of, lock=False).items():
@@ -216,9 +219,8 @@ def preview(
                 if isinstance(got, PhasegateError):
                     raise got
                 pv = _check(got[1], act, opts, cause, opts.preview)
-                if check is not None:
-                    check(got[1])
-                out.append(PreviewLine(rid, pv))
+                overrides = check(got[1]) if check is not None else None
+                out.append(PreviewLine(rid, pv, overrides=overrides))
             except PhasegateError as exc:
                 out.append(PreviewLine(rid, None, exc.message))
     return out

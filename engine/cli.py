@@ -20,7 +20,8 @@ import math
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -31,7 +32,7 @@ from .errors import PhasegateError, UsageError
 from .outcome import Outcome
 from .safetext import safe, safe_json, storable
 from .sources import CodeDiff, printable
-from .views import RunSummary, RunView, iso
+from .views import ClaimView, RunSummary, RunView, iso
 
 if TYPE_CHECKING:
     from .causes import Cause
@@ -187,9 +188,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not (args.run_id or args.json or args.diff):
         from .quickstatus import runs
 
-        quick = runs(args.db or default_db())
+        now = time.time()
+        quick = runs(args.db or default_db(), now)
         if quick is not None:
-            return _print_runs(quick)
+            return _print_runs(quick.runs, quick.claims, now)
     with _engine(args) as eng:
         if args.run_id:
             view = eng.status(args.run_id)
@@ -212,16 +214,27 @@ def cmd_status(args: argparse.Namespace) -> int:
                 first = False
             print("\n]")
             return EXIT_OK
-        return _print_runs(eng.runs())
+        return _print_runs(eng.runs(), eng.oversight.claims(None), eng.clock())
 
 
-def _print_runs(rows: Sequence[RunSummary]) -> int:
+#: How much of a claimer's name the list shows (escaped first): a claim note
+#: stays short whatever name was stored.
+_CLAIMER_WIDTH = 24
+
+
+def _print_runs(rows: Sequence[RunSummary], held: Mapping[str, ClaimView], now: float) -> int:
     if not rows:
         print("no runs")
     for r in rows:
         fr = f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}"
         fr = safe(fr)
-        print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {safe(r.reason)}")
+        reason = safe(r.reason)
+        claim = held.get(r.run_id)
+        if claim is not None:
+            # First in the reason, as the console's runs list says it.
+            said = claim.said(now, name_width=_CLAIMER_WIDTH)
+            reason = f"{said}; {reason}" if reason else said
+        print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {reason}")
     return EXIT_OK
 
 
@@ -324,6 +337,11 @@ def _print_preview(pv: Preview, head: str = "", indent: str = "  ") -> None:
         print(f"{indent}env hash: {pv.env_hash} (decide ... --expect-env {pv.env_hash} refuses if the world moved)")
 
 
+def _overrides(held: ClaimView, now: float, indent: str) -> str:
+    """A dry run's word on someone else's claim that --force overrides."""
+    return f"{indent}--force overrides: {held.said(now, name_width=_CLAIMER_WIDTH)}"
+
+
 def _decide_args(args: argparse.Namespace) -> None:
     """`decide RUN ACTION` or `decide --cause CAUSE ACTION`: with --cause the
     one positional is the action."""
@@ -341,6 +359,7 @@ def _decide_args(args: argparse.Namespace) -> None:
 
 def cmd_decide(args: argparse.Namespace) -> int:
     from .decisions import CONFIRM_NEEDS_RESULT, NO_RESULT
+    from .identity import whoami
 
     _decide_args(args)
     if args.action == "second":
@@ -368,7 +387,14 @@ def cmd_decide(args: argparse.Namespace) -> int:
             )
             if pv.action is Action.CONFIRM_EFFECT and result is NO_RESULT:
                 raise UsageError(CONFIRM_NEEDS_RESULT)  # refused as the decision itself would be
+            # Then the claim rule, as the decision applies it: someone else's
+            # claim refuses it (exit 4) unless --force overrides it.
+            held = eng.oversight.overridden_claim(
+                eng.status(args.run_id), pv.action, whoami(args.operator), override_claim=args.force
+            )
             _print_preview(pv)
+            if held is not None:
+                print(_overrides(held, eng.clock(), "  "))
             return EXIT_OK
         d = eng.decide(
             args.run_id,
@@ -412,9 +438,12 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
             )
             unfit = [ln for ln in lines if ln.preview is None]
             print(f"{args.action} for the {len(lines)} run(s) of cause {args.cause} would do this (nothing recorded):")
+            now = eng.clock()
             for ln in lines:
                 if ln.preview is not None:
                     _print_preview(ln.preview, head=f"{safe(ln.run_id)}: ", indent="    ")
+                    if ln.overrides is not None:
+                        print(_overrides(ln.overrides, now, "    "))
                 else:
                     print(f"{safe(ln.run_id)}: does not fit: {safe(ln.unfit)}")
             if unfit and not args.skip_unfit:

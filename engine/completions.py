@@ -43,9 +43,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # annotations only: the store's module loads SQLAlchemy
     from .lease import Fence
@@ -92,19 +90,11 @@ class Completions:
         if self.delay <= 0:
             self.flush()
 
-    @contextmanager
-    def hot_tx(self) -> Iterator[HotTx]:
+    def hot_tx(self) -> Carried:
         """The store's hot transaction with the waiting completions written
         first: they commit with whatever the caller writes, or not at all.
         The caller's fence check covers them (every caller makes one)."""
-        with self._store.hot_tx() as tx:
-            with self._cond:
-                batch = list(self._waiting.values())
-            for values, _ in batch:
-                tx.run("effect_done", values)
-            yield tx
-        if batch:
-            self._committed(batch)
+        return Carried(self)
 
     def flush(self) -> None:
         """Commit the waiting completions now, alone, fenced by the lease."""
@@ -160,3 +150,27 @@ class Completions:
         thread = self._thread
         if thread is not None and thread is not threading.current_thread() and thread.is_alive():
             thread.join(timeout=5)
+
+
+class Carried:
+    """`Completions.hot_tx`: the store's transaction, carrying the
+    completions that were waiting when it began (a class: entered at every
+    boundary and effect, where a generator's context manager costs more)."""
+
+    __slots__ = ("_owner", "_batch", "_scope")
+
+    def __init__(self, owner: Completions) -> None:
+        self._owner = owner
+
+    def __enter__(self) -> HotTx:
+        owner = self._owner
+        with owner._cond:
+            self._batch = list(owner._waiting.values())
+        self._scope = owner._store.hot_tx([("effect_done", values) for values, _ in self._batch])
+        return self._scope.__enter__()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> Literal[False]:
+        self._scope.__exit__(kind, exc, tb)
+        if exc is None and self._batch:
+            self._owner._committed(self._batch)
+        return False

@@ -155,25 +155,33 @@ class RunJournal:
             "owner": self._fence.owner,
         }
         began = self._fence.stamp()
-        # The phase's effects' completions still waiting commit with it.
-        with self._completions.hot_tx() as tx:
-            if self._store.checkpoint_in_one:
-                # One statement, one round trip: the fenced head move, and
-                # the entry inserted only when it moved (PostgreSQL).
-                n = tx.run("checkpoint_advance", {**entry, **head})
-            else:
-                tx.run("checkpoint", entry)
-                n = tx.run("advance", head)
-            if n == 0:
-                raise self._fence.lost(
-                    f"run {self.run_id!r}: lease lost before checkpoint of {p.name}; nothing recorded"
-                )
+        if self._store.checkpoint_in_one and not self._completions:
+            # One statement that is its own transaction (PostgreSQL): the
+            # fenced head move, and the entry inserted only when it moved, in
+            # one round trip. Nothing else rides with it: no completion waits
+            # (the phase's effects returned before it did).
             pause_point("in-commit", p.name)
+            if self._store.hot_alone("checkpoint_advance", {**entry, **head}) == 0:
+                raise self._lost(p)
+        else:
+            # The phase's effects' completions still waiting commit with it.
+            with self._completions.hot_tx() as tx:
+                if self._store.checkpoint_in_one:
+                    n = tx.run("checkpoint_advance", {**entry, **head})
+                else:
+                    tx.run("checkpoint", entry)
+                    n = tx.run("advance", head)
+                if n == 0:
+                    raise self._lost(p)
+                pause_point("in-commit", p.name)
         self._fence.verified(began)
         self.next_seq = seq + 1
         self.head = env_hash
         self.shape = shape
         return out_hash
+
+    def _lost(self, p: Phase) -> Exception:
+        return self._fence.lost(f"run {self.run_id!r}: lease lost before checkpoint of {p.name}; nothing recorded")
 
     def marker(
         self,

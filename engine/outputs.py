@@ -2,13 +2,17 @@
 
 An output comes from the run's verified chain, or from its archive when it
 was pruned there and its bytes still hash to what the chain says. Each phase
-is handed its own parsed copy, so a phase that mutates what it was given
-cannot change what a later phase, or a resume, sees.
+(and each attempt of it) is handed its own copy parsed from the stored JSON,
+so what it sees is exactly what a resume would read (keys in sorted order,
+lists where the producer returned tuples), and a phase that mutates what it
+was given cannot change what a later phase, a later attempt, or a resume
+sees.
 
-An output this process just checkpointed is kept as the text it stored and
-parsed only when a phase is handed it: the copy is then exactly what a resume
-would read, and an output no later phase reads is never parsed (at 1 MB the
-parse cost as much as the commit).
+The stored JSON is kept, and parsed only when a phase is handed it: an
+output no later phase reads is never parsed (at 1 MB the parse cost as much
+as the commit). A copy that was parsed already on the way in (the encoder's
+check of a null, a resume's verify of the chain) and that nothing else will
+read is handed to the first phase that asks, instead of a second parse.
 """
 
 from __future__ import annotations
@@ -24,13 +28,15 @@ from .workflow import Workflow
 class PhaseOutputs:
     def __init__(self, wf: Workflow) -> None:
         self._wf = wf
-        self._values: dict[str, Any] = {}
-        self._texts: dict[str, tuple[str, bool]] = {}
+        self._stored: dict[str, tuple[str | bytes, bool]] = {}
+        """Each output's JSON as stored, and whether orjson wrote it (`_json.Encoded.by_orjson`)."""
+        self._fresh: dict[str, Any] = {}
+        """A copy already parsed from the stored JSON that no one holds yet."""
         self.hashes: dict[str, str] = {}
         """Output hash of each phase this run has the output of."""
 
     def __contains__(self, name: str) -> bool:
-        return name in self._values or name in self._texts
+        return name in self._stored
 
     def available(self, state: chain.Folded, name: str) -> bool:
         """Whether done phase `name`'s output can be had; loads it if so."""
@@ -41,29 +47,46 @@ class PhaseOutputs:
             return False
         e = d.entry
         if e.output_ok:
-            self._keep(name, e.output, e.env["output_hash"])
+            # The verify parsed it for this start; only this reads it from there.
+            self._keep(name, e.row.output_json, e.output, e.env["output_hash"])
             return True
         if e.row.output_state == "archived" and e.row.archive_path:
-            value = archive.restore(Path(e.row.archive_path), e.env.get("output_hash"))
-            if value is not archive.MISSING and self._wf.check_output(name, value) is None:
-                self._keep(name, value, e.env["output_hash"])
+            text = archive.restore_text(Path(e.row.archive_path), e.env.get("output_hash"))
+            if text is archive.MISSING:
+                return False
+            try:
+                value = _json.loads(text)
+            except ValueError:
+                return False
+            if self._wf.check_output(name, value) is None:
+                self._keep(name, text, value, e.env["output_hash"])
                 return True
         return False
 
-    def put(self, name: str, text: str, digest: str, by_orjson: bool) -> None:
-        """The output a phase just checkpointed (as the text that was stored,
-        and whether orjson wrote it: see `_json.encode`)."""
-        self._values.pop(name, None)
-        self._texts[name] = (text, by_orjson)
+    def put(self, name: str, text: str, encoded: _json.Encoded, digest: str) -> None:
+        """The output a phase just checkpointed: the text that was stored
+        (`encoded.data` as text). The text is kept rather than the bytes: the
+        text lives on in the store's statement anyway, and keeping the bytes
+        as well cost about 140 more page faults a 1 MB boundary (a fresh 1 MB
+        buffer each time), more than the parse from bytes saves."""
+        self._stored[name] = (text, encoded.by_orjson)
+        if encoded.parsed is _json.MISSING:
+            self._fresh.pop(name, None)
+        else:
+            self._fresh[name] = encoded.parsed
         self.hashes[name] = digest
 
-    def _keep(self, name: str, value: Any, digest: str) -> None:
-        self._texts.pop(name, None)
-        self._values[name] = value
+    def _keep(self, name: str, text: str, value: Any, digest: str) -> None:
+        # Text read back from a store may hold integers past 64 bits: the
+        # standard library's parser, as a resume's.
+        self._stored[name] = (text, False)
+        self._fresh[name] = value
         self.hashes[name] = digest
 
     def handed(self, name: str) -> Any:
-        """The value to pass a phase that needs `name`, as its type declares it."""
-        stored = self._texts.get(name)
-        value = _json.loads_canonical(*stored) if stored is not None else self._values[name]
+        """A copy of `name`'s output for one phase (or attempt), as its type declares it."""
+        if name in self._fresh:
+            value = self._fresh.pop(name)
+        else:
+            value = _json.loads_canonical(*self._stored[name])
         return rehydrate(self._wf.get(name).output_type, value)

@@ -176,11 +176,12 @@ class Oversight:
                 self.store, conn, run_id, who, now, seconds=self.claim_seconds, release=release, force=force
             )
 
-    def claims(self, run_ids: Sequence[str]) -> dict[str, ClaimView]:
-        """The claims in force on these runs, in one query (a page of the runs list)."""
+    def claims(self, run_ids: Sequence[str] | None) -> dict[str, ClaimView]:
+        """The claims in force on these runs, in one query (a page of the
+        runs list; `None`: on every run, for the whole list)."""
         now = self.clock()
         with self.store.read() as conn:
-            rows = self.store.current_claims(conn, list(run_ids), now)
+            rows = self.store.current_claims(conn, None if run_ids is None else list(run_ids), now)
         return {rid: ClaimView.from_row(r) for rid, r in rows.items()}
 
     def proposals(self, run_ids: Sequence[str]) -> dict[str, list[DecisionView]]:
@@ -192,6 +193,14 @@ class Oversight:
         for r in rows:
             out.setdefault(str(r.run_id), []).append(decision_view(r, now))
         return out
+
+    def overridden_claim(self, view: RunView, act: Action, who: Who, *, override_claim: bool) -> ClaimView | None:
+        """For a preview: the claim rule as `admit` applies it (someone
+        else's claim refuses the decision without `override_claim`), and the
+        claim the decision would override with it (None: nobody else's)."""
+        claims.check(view.claim, who, view.run_id, override=override_claim, what=f"decide {act.value}")
+        held = view.claim
+        return held if held is not None and not same_person(Who(held.operator, held.account), who) else None
 
     def claimed_by_other(self, view: RunView, operator: str | None = None) -> bool:
         """Whether someone other than this operator claimed the run (a

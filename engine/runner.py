@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +48,11 @@ from .steplog import StepLog
 from .store.store import Store
 from .views import frontier_columns, trusted_frontier
 from .workflow import Phase, Workflow
+
+#: A number of 19 digits or more: past what orjson parses as an integer
+#: (it would come back as a float), so such inputs take the standard
+#: library's parser (in a string too: slower, never wrong).
+_LONG_NUMBER = re.compile(r"\d{19}")
 
 log = logging.getLogger("phasegate.run")
 
@@ -89,6 +95,10 @@ class Runner:
         self.should_stop = should_stop
         self.inputs_given = inputs_given
         self.inputs_text = _json.dumps(inputs if inputs is not None else {})
+        self._inputs_fast: tuple[str, bool] | None = None
+        """(the inputs text it was decided for, whether orjson may parse it)."""
+        self._sources_known: set[str] = set()
+        """Code fingerprints `sources.remember` was asked about in this run."""
         self.target = target
         self.force = force
         """Take the run over even from a stalled holder (`HolderStalled`)."""
@@ -365,15 +375,19 @@ class Runner:
                 return called
             out, ctx = called
             try:
-                text, by_orjson = _json.encode(out)
+                encoded = _json.encode(out)
             except UsageError as exc:
                 return self._fail(p.name, exc)
             nxt = to_run[i + 1] if i + 1 < len(to_run) else None
             next_needs = {n: self.outputs.hashes[n] for n in (nxt.needs if nxt else ()) if n in self.outputs.hashes}
-            out_hash = _json.sha256(text)
+            out_hash = _json.sha256(encoded.data)
+            text = encoded.text
             if nxt is not None and p.name in nxt.needs:
                 next_needs[p.name] = out_hash
-            sources.remember(self.store, self.wf.phases, self.clock, needed=p)
+            if p.code_hash not in self._sources_known:
+                # Asked once a run per fingerprint: the store's answer does not change.
+                sources.remember(self.store, self.wf.phases, self.clock, needed=p)
+                self._sources_known.add(p.code_hash)
             journal.checkpoint(
                 p,
                 text,
@@ -384,7 +398,10 @@ class Runner:
                 probes=probes,
                 out_hash=out_hash,
             )
-            self.outputs.put(p.name, text, out_hash, by_orjson)
+            self.outputs.put(p.name, text, encoded, out_hash)
+            # Its bytes are done with: not kept alive through the next phase
+            # (at 1 MB a buffer held across the call cost fresh pages each boundary).
+            del encoded
         return self._complete()
 
     def _attempt_phase(self, p: Phase, missing: set[str]) -> tuple[Any, PhaseContext] | Outcome:
@@ -401,7 +418,7 @@ class Runner:
             ctx = PhaseContext(
                 self.run_id,
                 p.name,
-                _json.loads(self.inputs_text),
+                self._inputs_copy(),
                 frozenset(missing),
                 steps=self.steps,
                 effects=self.effects,
@@ -426,6 +443,15 @@ class Runner:
             self.steps.load()
             self.effects.load()
             attempt += 1
+
+    def _inputs_copy(self) -> Any:
+        """A fresh parse of the run's inputs (canonical text, hash-checked
+        at the start): orjson's, which gives the same value where no number
+        is too long for it (~1 us saved a phase even on `{}`)."""
+        text = self.inputs_text
+        if self._inputs_fast is None or self._inputs_fast[0] is not text:
+            self._inputs_fast = (text, _LONG_NUMBER.search(text) is None)
+        return _json.loads_shallow(text) if self._inputs_fast[1] else _json.loads(text)
 
     def _handed(self, p: Phase, missing: set[str]) -> dict[str, Any]:
         """The outputs a phase is called with; None for a missing one it has no default for."""

@@ -13,7 +13,6 @@ from typing import Any
 
 from . import batch as _batch
 from . import causes as _causes
-from . import claims
 from . import decisions as _decisions
 from . import policy as _policy
 from ._states import Action
@@ -22,7 +21,7 @@ from .identity import whoami
 from .oversight import Oversight, ViewOf
 from .runner import validate_run_id
 from .store.store import OwnRows, Store
-from .views import RunView
+from .views import ClaimView, RunView
 
 
 class Triage:
@@ -160,7 +159,7 @@ class Triage:
         def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
             return self._view(conn, run, now, with_candidates=False, own=own)
 
-        def check(view: RunView) -> None:
-            claims.check(view.claim, who, view.run_id, override=override_claim, what=f"decide {act.value}")
+        def check(view: RunView) -> ClaimView | None:
+            return self._oversight.overridden_claim(view, act, who, override_claim=override_claim)
 
         return _batch.preview(self.store, view_of, runs, act, opts, cause=cause, check=check)

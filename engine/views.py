@@ -14,6 +14,7 @@ from ._states import ActionName, EffectState, PhaseState, RunStatus
 from .lease import HolderState, holder_name, holder_state
 from .ledger import needs_answer
 from .prune import PruneCandidate
+from .safetext import safe
 from .sources import CodeDiff
 
 
@@ -254,6 +255,23 @@ class ClaimView:
             "claimed_at": self.claimed_at,
             "expires_at": self.expires_at,
         }
+
+    def said(self, now: float, *, name_width: int | None = None) -> str:
+        """ "claimed by ada, 3 min ago", escaped: how the runs list (the
+        console's reason column, `phasegate status`) and the detail say who is
+        looking at the run. `name_width` cuts a long name, after escaping, so
+        the cut never splits an escape."""
+        s = max(0, int(now - self.claimed_ts))
+        if s < 60:
+            ago = "just now"
+        elif s < 3600:
+            ago = f"{s // 60} min ago"
+        else:
+            ago = f"{s // 3600} h {(s % 3600) // 60} min ago"
+        name = safe(self.operator)
+        if name_width is not None and len(name) > name_width:
+            name = name[: name_width - 3] + "..."
+        return f"claimed by {name}, {ago}"
 
     @classmethod
     def from_row(cls, row: Any) -> ClaimView:

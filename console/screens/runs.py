@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Input, Rule, Static
 from phasegate import PhasegateError, RunSummary, RunView, safe
 
 from .. import groups, service
-from .._format import claimed, hashes
+from .._format import hashes
 from ..context import ConsoleContext
 from ..widgets import CountsBar, KeyBar, RunsTable
 from ..widgets.runs_table import COLUMNS
@@ -30,6 +30,9 @@ SORTS: tuple[tuple[str, str], ...] = (("attention", "needs attention first"),) +
     (order, label) for _k, label, _w, order in COLUMNS[:-1]
 )
 """The sort cycle: needs attention first (the default), then each column."""
+
+#: What the list says, in the table and in its header, when a filter matches nothing.
+NO_MATCH = "no runs match: f or Esc changes the filter"
 
 
 class RunsScreen(RunActions):
@@ -104,6 +107,9 @@ class RunsScreen(RunActions):
         yield CountsBar(id="counts")
         yield Input(placeholder="filter: run id, workflow or reason (Enter keeps it, Esc clears)", id="filter")
         yield RunsTable(id="runs")
+        # Under the table's header when a filter matches nothing: a line of
+        # its own, not a row, so the cursor has no run to open or decide.
+        yield Static(NO_MATCH, id="nomatch")
         # Apart from the why line, so a new why repaints only its own lines.
         yield Rule(id="rule")
         yield Static(id="why")
@@ -255,8 +261,13 @@ class RunsScreen(RunActions):
         sort_label = SORTS[self.sort_index][1] + (" (reversed)" if self.descending else "")
         first = page.offset + 1 if page.rows else 0
         shown = f"rows {first}-{page.offset + page.fetched} of {page.total}"
-        if not page.rows and (self.text or self.filter_index):
-            shown = "no runs match: f or Esc changes the filter"
+        no_match = not page.rows and bool(self.text or self.filter_index)
+        if no_match:
+            shown = NO_MATCH
+        # The table shrinks to its header and the line below it says so.
+        if table.has_class("-empty") != no_match:
+            table.set_class(no_match, "-empty")
+            self.query_one("#nomatch", Static).display = no_match
         if self.out_of_order:
             shown += f"  {self.out_of_order} out of order: o re-sorts"
         self.query_one(CountsBar).show(
@@ -371,7 +382,7 @@ class RunsScreen(RunActions):
         if waits:
             line.append(safe(waits) + "; ")
         if held is not None:
-            line.append(claimed(held.operator, held.claimed_ts, self.ctx.clock()) + "; ")
+            line.append(held.said(self.ctx.clock()) + "; ")
         line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
         if line == self._why_shown:
             return

@@ -15,7 +15,7 @@ from textual.widgets import DataTable
 
 from phasegate import ClaimView, RunSummary, safe
 
-from .._format import age, age_now, claimed, middle, plain, run_status
+from .._format import age, age_now, middle, plain, run_status
 
 #: (key, label, width or None for "what is left", store order when sorted by it)
 COLUMNS: tuple[tuple[str, str, int | None, str], ...] = (
@@ -167,9 +167,9 @@ class RunsTable(DataTable[Text]):
         }
         said = [waiting] if waiting else []
         if claim is not None:
-            said.append(claimed(claim.operator, claim.claimed_ts, now))
+            said.append(claim.said(now))
         if said:
-            # Escaped already (`claimed`, and `waiting` by its caller): shown as plain text.
+            # Escaped already (`ClaimView.said`, and `waiting` by its caller): shown as plain text.
             cells["reason"] = Text("; ".join(said) + "; ", style="bold")
             cells["reason"].append_text(plain(r.reason or "-"))
         return {k: cells[k] for k, *_rest in COLUMNS if k in self.widths}

@@ -147,6 +147,14 @@ def make_engine(target: str, *, readonly: bool) -> SAEngine:
     return engine
 
 
+def scan_begin(raw: Any) -> None:
+    """A long read needs nothing set on a server connection (SQLite maps its file)."""
+
+
+def scan_end(raw: Any) -> None:
+    """Nothing was set by `scan_begin`."""
+
+
 def hot_sql(sql: str) -> str:
     """The hot statements are written with :name parameters; psycopg wants %(name)s."""
     return re.sub(r":(\w+)", r"%(\1)s", sql)
@@ -164,9 +172,20 @@ def hot_rollback(raw: Any, cur: Any) -> None:
     raw.rollback()
 
 
-def hot_read_done(raw: Any, cur: Any) -> None:
-    """End the transaction psycopg opened for a lone SELECT."""
-    raw.rollback()
+def alone_begin(raw: Any, cur: Any) -> None:
+    """A lone statement runs in autocommit: the server commits it as it ends,
+    one round trip where BEGIN, the statement and COMMIT (or ROLLBACK) are
+    three. Never a ROLLBACK on this connection in the normal course: psycopg
+    forgets its prepared statements at every rollback (and sends DEALLOCATE
+    ALL), so the checkpoint's statement would be parsed afresh each time."""
+    raw.autocommit = True
+
+
+def alone_end(raw: Any, cur: Any) -> None:
+    # Back to explicit transactions before anything else uses the connection:
+    # the hot transactions, SQLAlchemy's own and the pool rely on it.
+    if not disconnected(raw):
+        raw.autocommit = False
 
 
 _TRIGGER = [

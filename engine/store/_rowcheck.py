@@ -131,14 +131,15 @@ _ENUMS: dict[tuple[str, str], frozenset[str]] = {
 
 
 _Spec = tuple[str, bool, type | None, frozenset[str] | None]
-_specs: dict[str, list[_Spec]] = {}
+_specs: dict[tuple[str, frozenset[str]], list[_Spec]] = {}
 
 
-def _table_spec(table: Any) -> list[_Spec]:
+def _table_spec(table: Any, as_bytes: frozenset[str] = frozenset()) -> list[_Spec]:
     """Each column's name, whether it may be empty, its Python type and its
     allowed values: worked out once per table, not once per row (a verify
-    of a large store checks every checkpoint row)."""
-    spec = _specs.get(table.name)
+    of a large store checks every checkpoint row). Text columns in
+    `as_bytes` were read as their stored bytes (`_sqlite.stored_text`)."""
+    spec = _specs.get((table.name, as_bytes))
     if spec is None:
         from sqlalchemy import String, Text  # loaded already: `table` is one
 
@@ -154,14 +155,16 @@ def _table_spec(table: Any) -> list[_Spec]:
                 # never type-checked here, and checking them now would turn
                 # rows that read today into errors. A separate decision.
                 want = None
+            if col.name in as_bytes:
+                want = bytes
             spec.append((col.name, bool(col.nullable or col.primary_key), want, _ENUMS.get((table.name, col.name))))
-        _specs[table.name] = spec
+        _specs[(table.name, as_bytes)] = spec
     return spec
 
 
-def _column_problem(table: Any, row: Any) -> str | None:
+def _column_problem(table: Any, row: Any, as_bytes: frozenset[str] = frozenset()) -> str | None:
     m = _plain(row)
-    for name, may_be_empty, want, allowed in _table_spec(table):
+    for name, may_be_empty, want, allowed in _table_spec(table, as_bytes):
         v = m.get(name)
         if v is None:
             if may_be_empty:
@@ -175,6 +178,8 @@ def _column_problem(table: Any, row: Any) -> str | None:
             return f"{name} {str(v)[:40]!r} is not one of {', '.join(sorted(allowed))}"
         if want is None:
             continue
+        if want is bytes and isinstance(v, str):
+            return f"{name} is stored as {v[:20]}, not text"  # the name of its type (`_sqlite.stored_text`)
         if want is float:
             ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         elif want is int:
@@ -186,9 +191,10 @@ def _column_problem(table: Any, row: Any) -> str | None:
     return None
 
 
-def check_all(table: Any, result: Any) -> list[Any]:
+def check_all(table: Any, result: Any, *, as_bytes: frozenset[str] = frozenset()) -> list[Any]:
     """Every row of a query on `table`, each checked like a run's row: a
-    damaged one is a StoreError naming the table, the run and the column."""
+    damaged one is a StoreError naming the table, the run and the column.
+    The text columns named in `as_bytes` were read as their stored bytes."""
     try:
         rows = list(result)
     except (ValueError, TypeError, OverflowError) as exc:  # the driver could not even convert a value
@@ -196,7 +202,7 @@ def check_all(table: Any, result: Any) -> list[Any]:
             f"a row of {table.name} is damaged ({exc}); nothing was changed", title="damaged record"
         ) from None
     for row in rows:
-        why = _column_problem(table, row)
+        why = _column_problem(table, row, as_bytes)
         if why is not None:
             rid = row._mapping.get("run_id")
             raise StoreError(

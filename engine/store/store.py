@@ -7,10 +7,10 @@ so a resume costs the same with ten other runs or a hundred thousand.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from sqlalchemy import and_, case, delete, func, insert, inspect, or_, select, update
 from sqlalchemy.engine import Connection, Row
@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from .. import runorder
 from ..errors import StoreError
-from . import _paging, _postgres, _rowcheck, _sqlite, migrations
+from . import _paging, _postgres, _rawread, _rowcheck, _sqlite, migrations
 from .schema import (
     SCHEMA_VERSION,
     alerts,
@@ -34,6 +34,15 @@ from .schema import (
     steps,
     workers,
 )
+
+_RUNS = _rawread.Reader(runs)
+_EFFECTS = _rawread.Reader(effects)
+
+
+def _driver(conn: Connection) -> Any:
+    """The sqlite3 connection under `conn`, in the transaction `conn` holds."""
+    return conn.connection.driver_connection
+
 
 #: The lease a store is opened for when its opener does not say (the engine does).
 DEFAULT_LEASE_SECONDS = 30.0
@@ -229,6 +238,42 @@ class Store:
         except UnicodeDecodeError:
             raise self._not_utf8() from None
 
+    @contextmanager
+    def scan(self) -> Iterator[Connection]:
+        """A connection for a long read over many runs (a verify), on which
+        `read_on` opens one read transaction after another: on SQLite its
+        file is mapped into memory while it is held (`_sqlite.scan_begin`)."""
+        try:
+            with self.sa.connect() as conn:
+                raw = conn.connection.driver_connection
+                self.dialect.scan_begin(raw)
+                try:
+                    yield conn
+                finally:
+                    if not conn.invalidated:
+                        try:
+                            self.dialect.scan_end(raw)
+                        except self.dialect.DriverError:
+                            pass  # a broken connection: the error that broke it is the one to tell
+        except (DBAPIError, self.dialect.DriverError) as exc:
+            raise self.explain(exc) from None
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
+
+    @contextmanager
+    def read_on(self, conn: Connection) -> Iterator[Connection]:
+        """A read transaction on a `scan` connection, with `read`'s errors."""
+        try:
+            with conn.begin():
+                yield conn
+        except IntegrityError:
+            raise
+        except (DBAPIError, self.dialect.DriverError) as exc:
+            # The chains are read through the driver itself (`live_chains`).
+            raise self.explain(exc) from None
+        except UnicodeDecodeError:
+            raise self._not_utf8() from None
+
     def _not_utf8(self) -> StoreError:
         # The driver decodes text as it reads it: a damaged page can hold bytes
         # that are not UTF-8, which it reports as a Python error, not its own.
@@ -389,21 +434,35 @@ class Store:
 
     def lease_held(self, run_id: str, owner: str, now: float) -> bool:
         """Whether `owner` holds an unexpired lease now: one read on the
-        reused connection (the check right before an effect's call)."""
+        reused connection, a transaction of its own (the check right before
+        an effect's call or a phase)."""
+        with self._alone() as cur:
+            cur.execute(self._hot_sql["held"], {"run_id": run_id, "owner": owner, "now": now})
+            return cur.fetchone() is not None
+
+    def hot_alone(self, name: str, params: dict[str, Any]) -> int:
+        """One hot statement as a transaction of its own, committed as it
+        ends (PostgreSQL: one round trip instead of BEGIN, it and COMMIT).
+        Returns its row count: 0 from a fenced statement means the lease is gone."""
+        with self._alone() as cur:
+            cur.execute(self._hot_sql[name], params)
+            return int(cur.rowcount)
+
+    @contextmanager
+    def _alone(self) -> Iterator[Any]:
+        """A cursor on the reused connection for one statement that is its
+        own transaction (the dialect's `alone_begin`)."""
         with self._hot_lock:
             raw = self._hot_connection().connection.dbapi_connection
             assert raw is not None
             cur = raw.cursor()
             try:
-                cur.execute(self._hot_sql["held"], {"run_id": run_id, "owner": owner, "now": now})
-                held = cur.fetchone() is not None
-                self.dialect.hot_read_done(raw, cur)
-                return held
-            except self.dialect.DriverError as exc:
+                self.dialect.alone_begin(raw, cur)
                 try:
-                    self.dialect.hot_rollback(raw, cur)
-                except Exception:  # noqa: BLE001 - no transaction left to roll back
-                    pass
+                    yield cur
+                finally:
+                    self.dialect.alone_end(raw, cur)
+            except self.dialect.DriverError as exc:
                 self._drop_hot(raw)
                 raise self.explain(exc) from None
             finally:
@@ -562,6 +621,24 @@ class Store:
             q = q.with_for_update()
         return {r.run_id: _rowcheck.check(r) for r in conn.execute(q)}
 
+    def runs_after(self, conn: Connection, after: str, limit: int) -> list[Any]:
+        """The next `limit` run rows after run id `after`, in run-id order
+        (a keyset page), each checked like `get_run`'s. On SQLite read
+        through the driver (`_rawread`): a verify reads every run row."""
+        if self.is_sqlite:
+            found: Iterator[Any] = _RUNS.rows(_driver(conn), "run_id > ? ORDER BY run_id LIMIT ?", (after, limit))
+        else:
+            found = iter(conn.execute(select(runs).where(runs.c.run_id > after).order_by(runs.c.run_id).limit(limit)))
+        return [_rowcheck.check(r) for r in found]
+
+    def runs_between(self, conn: Connection, first: str, last: str) -> dict[str, Any]:
+        """The run rows from run id `first` to `last`, both included, each checked."""
+        if self.is_sqlite:
+            found: Iterator[Any] = _RUNS.rows(_driver(conn), "run_id >= ? AND run_id <= ?", (first, last))
+        else:
+            found = iter(conn.execute(select(runs).where(runs.c.run_id >= first, runs.c.run_id <= last)))
+        return {r.run_id: _rowcheck.check(r) for r in found}
+
     def rows_of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, OwnRows]:
         """What a view reads of each run (`all_checkpoints`, `steps_for`,
         `effects_for`, `decisions_for`), for many runs in four indexed queries
@@ -586,32 +663,51 @@ class Store:
                 out[row.run_id][i].append(row)  # type: ignore[union-attr]
         return out
 
-    def live_chains(self, conn: Connection, epochs: Mapping[str, int]) -> Iterator[tuple[str, list[Row[Any]]]]:
+    def live_chains(self, conn: Connection, epochs: Mapping[str, int]) -> Iterator[tuple[str, list[Any]]]:
         """The live chain of each run's current epoch (`epochs`: run id to
         epoch), run after run in run-id order, from one streamed query: what
         `chain` gives for each, without a statement per run. Only one run's
-        rows are held at a time."""
-        # Ordered as the (run_id, epoch, seq) index is, so the rows stream out
-        # of it: a join on the runs table, or any other order, made SQLite copy
-        # every selected output into a temporary sorter first.
-        q = (
-            select(checkpoints)
-            .where(checkpoints.c.run_id.in_(sorted(epochs)), checkpoints.c.status == "live")
-            .order_by(checkpoints.c.run_id, checkpoints.c.epoch, checkpoints.c.seq)
-        )
-        # Streamed: PostgreSQL's client-side cursor would otherwise hold every
-        # output of the page in memory at once.
-        result = conn.execution_options(yield_per=16).execute(q)
-        held: list[Row[Any]] = []
-        for row in result:
+        rows are held at a time.
+
+        On SQLite the rows are read through the driver, in the transaction
+        `conn` holds, with `envelope` and `output_json` as their stored bytes
+        (`_sqlite.stored_text`): what a verify hashes, without SQLAlchemy's
+        row handling, a decode and an encode back per value. Elsewhere they
+        are `chain`'s rows."""
+        if not epochs:
+            return
+        if self.is_sqlite:
+            raw = _driver(conn)
+            # The page's runs are a run-id range: the rows stream out of the
+            # (run_id, epoch, seq) index in its order. A join on the runs
+            # table, or any other order, made SQLite copy every selected
+            # output into a temporary sorter first.
+            rows: Iterator[Any] = _rawread.LIVE_CHECKPOINTS.rows(
+                raw,
+                "run_id >= ? AND run_id <= ? AND status = 'live' ORDER BY run_id, epoch, seq",
+                (min(epochs), max(epochs)),
+            )
+            as_bytes = _rawread.STORED_BYTES
+        else:
+            q = (
+                select(checkpoints)
+                .where(checkpoints.c.run_id.in_(sorted(epochs)), checkpoints.c.status == "live")
+                .order_by(checkpoints.c.run_id, checkpoints.c.epoch, checkpoints.c.seq)
+            )
+            # Streamed: PostgreSQL's client-side cursor would otherwise hold every
+            # output of the page in memory at once.
+            rows = iter(conn.execution_options(yield_per=16).execute(q))
+            as_bytes = frozenset()
+        held: list[Any] = []
+        for row in rows:
             if row.epoch != epochs.get(row.run_id):
-                continue  # an earlier epoch's entry, kept live by nothing that reads it here
+                continue  # an earlier epoch's entry, kept live by nothing that reads it here, or another page's run
             if held and row.run_id != held[0].run_id:
-                yield held[0].run_id, _rowcheck.check_all(checkpoints, held)
+                yield held[0].run_id, _rowcheck.check_all(checkpoints, held, as_bytes=as_bytes)
                 held = []
             held.append(row)
         if held:
-            yield held[0].run_id, _rowcheck.check_all(checkpoints, held)
+            yield held[0].run_id, _rowcheck.check_all(checkpoints, held, as_bytes=as_bytes)
 
     def next_seq(self, conn: Connection, run_id: str, epoch: int) -> int:
         q = select(func.max(checkpoints.c.seq)).where(checkpoints.c.run_id == run_id, checkpoints.c.epoch == epoch)
@@ -683,14 +779,24 @@ class Store:
             effects, conn.execute(select(effects).where(effects.c.run_id == run_id).order_by(effects.c.id))
         )
 
-    def effects_of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
+    def effects_of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, list[Any]]:
         """`effects_for` of several runs in one query (verify reads a page at a time)."""
         if not run_ids:
             return {}
-        q = select(effects).where(effects.c.run_id.in_(list(run_ids))).order_by(effects.c.run_id, effects.c.id)
-        out: dict[str, list[Row[Any]]] = {}
-        for row in _rowcheck.check_all(effects, conn.execute(q)):
-            out.setdefault(row.run_id, []).append(row)
+        found: Iterable[Any]
+        if self.is_sqlite:
+            # Through the driver, by the run-id range (`ix_effects_run`); runs in the range but not asked for are left out below.
+            where = "run_id >= ? AND run_id <= ? ORDER BY run_id, id"
+            found = _EFFECTS.rows(_driver(conn), where, (min(run_ids), max(run_ids)))
+        else:
+            found = conn.execute(
+                select(effects).where(effects.c.run_id.in_(list(run_ids))).order_by(effects.c.run_id, effects.c.id)
+            )
+        asked = set(run_ids)
+        out: dict[str, list[Any]] = {}
+        for row in _rowcheck.check_all(effects, found):
+            if row.run_id in asked:
+                out.setdefault(row.run_id, []).append(row)
         return out
 
     def effect_by_key(self, conn: Connection, key: str) -> Row[Any] | None:
@@ -768,16 +874,16 @@ class Store:
 
     # -- claims and the policy (version 4) ----------------------------------------
 
-    def current_claims(self, conn: Connection, run_ids: Sequence[str], now: float) -> dict[str, Row[Any]]:
+    def current_claims(self, conn: Connection, run_ids: Sequence[str] | None, now: float) -> dict[str, Row[Any]]:
         """The claim in force on each of these runs (one query for a page of
-        the runs list, by its run ids; the runs query itself is left alone)."""
-        if "phasegate_claims" not in self.tables or not run_ids:
+        the runs list, by its run ids; the runs query itself is left alone).
+        `None`: on every run (the whole list, `phasegate status`: claims in
+        force are few, and every run id as a parameter would not be)."""
+        if "phasegate_claims" not in self.tables or (run_ids is not None and not run_ids):
             return {}
-        q = (
-            select(claims)
-            .where(claims.c.run_id.in_(list(run_ids)), claims.c.released_at.is_(None), claims.c.expires_at > now)
-            .order_by(claims.c.id)
-        )
+        q = select(claims).where(claims.c.released_at.is_(None), claims.c.expires_at > now).order_by(claims.c.id)
+        if run_ids is not None:
+            q = q.where(claims.c.run_id.in_(list(run_ids)))
         return {r.run_id: r for r in _rowcheck.check_all(claims, conn.execute(q))}
 
     def claims_for(self, conn: Connection, run_id: str) -> list[Row[Any]]:
@@ -964,30 +1070,14 @@ class Store:
         " :output_json, :output_state, :output_bytes, NULL, :created_at, 'live' FROM moved"
     )
 
-    @contextmanager
-    def hot_tx(self) -> Iterator[HotTx]:
+    def hot_tx(self, first: Sequence[tuple[str, dict[str, Any]]] = ()) -> HotScope:
         """One write transaction on the reused connection, driven at the
-        driver level: BEGIN IMMEDIATE, the fixed statements, COMMIT (an fsync
-        under synchronous=FULL). Rolled back on any exception."""
-        with self._hot_lock:
-            raw = self._hot_connection().connection.dbapi_connection
-            assert raw is not None
-            cur = raw.cursor()
-            try:
-                self.dialect.hot_begin(raw, cur)
-                yield HotTx(cur, self._hot_sql)
-                self.dialect.hot_commit(raw, cur)
-            except BaseException as exc:
-                try:
-                    self.dialect.hot_rollback(raw, cur)
-                except Exception:  # noqa: BLE001 - no transaction left to roll back
-                    pass
-                if isinstance(exc, self.dialect.DriverError):
-                    self._drop_hot(raw)
-                    raise self.explain(exc) from None
-                raise
-            finally:
-                cur.close()
+        driver level: BEGIN IMMEDIATE, the `first` statements (name,
+        parameters), the caller's, COMMIT (an fsync under synchronous=FULL).
+        Rolled back on any exception. A class, not a generator: entered at
+        every boundary and every effect, where contextlib's machinery cost
+        more than the statements' binding."""
+        return HotScope(self, first)
 
     # -- live -----------------------------------------------------------------
 
@@ -1023,6 +1113,70 @@ class ChangeProbe(Protocol):
     def changed(self) -> bool: ...
 
     def close(self) -> None: ...
+
+
+class HotScope:
+    """`Store.hot_tx`'s transaction: the hot lock held from enter to exit."""
+
+    __slots__ = ("_store", "_first", "_raw", "_cur")
+
+    def __init__(self, store: Store, first: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        self._store = store
+        self._first = first
+
+    def __enter__(self) -> HotTx:
+        store = self._store
+        store._hot_lock.acquire()
+        try:
+            raw = store._hot_connection().connection.dbapi_connection
+            assert raw is not None
+            cur = raw.cursor()
+        except BaseException:
+            store._hot_lock.release()
+            raise
+        self._raw, self._cur = raw, cur
+        tx = HotTx(cur, store._hot_sql)
+        try:
+            store.dialect.hot_begin(raw, cur)
+            for name, params in self._first:
+                tx.run(name, params)
+        except BaseException as exc:
+            self._abort(exc)
+            raise
+        return tx
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> Literal[False]:
+        if exc is None:
+            try:
+                self._store.dialect.hot_commit(self._raw, self._cur)
+            except BaseException as err:
+                self._abort(err)
+                raise
+            self._end()
+            return False
+        self._abort(exc)
+        return False  # the caller's exception goes on
+
+    def _abort(self, exc: BaseException) -> None:
+        """Roll back, let go of the connection and the lock; a driver error
+        becomes the store's own (raised from here), anything else goes on as it was."""
+        store = self._store
+        try:
+            try:
+                store.dialect.hot_rollback(self._raw, self._cur)
+            except Exception:  # noqa: BLE001 - no transaction left to roll back
+                pass
+            if isinstance(exc, store.dialect.DriverError):
+                store._drop_hot(self._raw)
+                raise store.explain(exc) from None
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        try:
+            self._cur.close()
+        finally:
+            self._store._hot_lock.release()
 
 
 class HotTx:

@@ -427,6 +427,7 @@ async def test_f_shows_blocked_runs_and_an_empty_filter_says_so(store: Path, mak
     app = make_app(store)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
+        runs_screen = app.screen
         table = app.screen.query_one(RunsTable)
         await pilot.press("f", "f")
         await settle(pilot)
@@ -436,6 +437,17 @@ async def test_f_shows_blocked_runs_and_an_empty_filter_says_so(store: Path, mak
         await settle(pilot)
         assert table.row_count == 0
         assert "no runs match: f or Esc changes the filter" in _header(app)
+        # Said in the table too, under its header: a line of its own, not a
+        # row, so the cursor has nothing to open (#17).
+        note = app.screen.query_one("#nomatch")
+        assert note.display and "no runs match: f or Esc changes the filter" in str(note.render())
+        assert table.region.height < note.region.height and note.region.y == table.region.bottom
+        await pilot.press("enter", "enter")  # the filter kept, then Enter on the empty table
+        await settle(pilot)
+        assert app.screen is runs_screen and app.focused is table and table.row_count == 0
+        await pilot.press("escape")
+        await settle(pilot)
+        assert table.row_count > 0 and not note.display
 
 
 async def test_the_read_only_notice_is_not_dim(store: Path, make_app: Any) -> None:

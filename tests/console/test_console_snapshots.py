@@ -84,6 +84,18 @@ def test_no_color(store: Path, make_app: Any, snap_compare: Any, monkeypatch: py
 
 
 @pytest.mark.parametrize("size", SIZES)
+def test_a_filter_that_matches_nothing(store: Path, make_app: Any, snap_compare: Any, size: tuple[int, int]) -> None:
+    """#17: the table keeps its header and says "no runs match" under it."""
+
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press("slash", *"no-such-run", "enter")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
 def test_claimed_run_in_the_list(store: Path, make_app: Any, snap_compare: Any, size: tuple[int, int]) -> None:
     """#13: "claimed by ada, 3 min ago" first in the run's reason."""
     with fx.quiet_engine(), Engine(store, clock=fx.frozen(fx.NOW - 180)) as eng:

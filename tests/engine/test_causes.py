@@ -260,6 +260,15 @@ def test_a_group_respects_claims_and_the_second_operator_policy(h):
     assert _decisions(h) == []
     p = h.cli("decide", "--cause", cause["cause"], "approve", "--reason", "fine", "--operator", "bob", "--dry-run")
     assert p.returncode == 2 and "a-2: does not fit: run 'a-2' is claimed by ada" in p.stdout, p
+    # With --force the dry run says whose claim it would override, on that run only.
+    p = h.cli(
+        "decide", "--cause", cause["cause"], "approve", "--reason", "fine", "--operator", "bob", "--dry-run", "--force"
+    )
+    assert p.returncode == 0, p
+    assert p.stdout.count("--force overrides: claimed by ada, just now") == 1, p.stdout
+    a2 = p.stdout[p.stdout.index("a-2: ") :]
+    assert "    --force overrides: claimed by ada, just now" in a2
+    assert _decisions(h) == []
     # The policy asks a second operator for approvals: each run's is proposed, in one batch.
     p = h.cli("policy", "--require-second", "approve", "--reason", "two people approve")
     assert p.returncode == 0, p

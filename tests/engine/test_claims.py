@@ -129,3 +129,68 @@ def test_a_hostile_operator_name_is_shown_escaped(h):
     for out in (p.stderr, h.cli("status", "r1").stdout, h.cli("status", "r1", "--json").stdout):
         assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
     assert h.status("r1")["claim"]["operator"] == evil["PHASEGATE_OPERATOR"]  # stored as given
+
+
+def _line(out: str, run_id: str) -> str:
+    lines = [line for line in out.splitlines() if line.startswith(run_id + " ")]
+    assert len(lines) == 1, out
+    return lines[0]
+
+
+def test_the_runs_list_says_who_claimed_a_run(h):
+    """Plain `phasegate status` (the list): "claimed by ada, ..." first in the
+    run's reason, as the console's runs list says it; an expired or released
+    claim is not shown. On SQLite the list is read without the engine
+    (quickstatus.py); with a setting to check, the engine lists it: the same
+    bytes either way."""
+    _completed(h)
+    assert h.run("r2").returncode == 0
+    assert h.cli("claim", "r1", env=ADA).returncode == 0
+    assert h.cli("claim", "r2", env={**BOB, "PHASEGATE_CLAIM_SECONDS": "0.001"}).returncode == 0  # lapsed at once
+    quick = h.cli("status")
+    full = h.cli("status", env={"PHASEGATE_LEASE_SECONDS": "30"})
+    assert quick.returncode == full.returncode == 0
+    assert quick.stdout == full.stdout
+    assert "claimed by ada, just now" in _line(quick.stdout, "r1")
+    assert "claimed" not in _line(quick.stdout, "r2")
+    assert h.cli("claim", "r1", "--release", env=ADA).returncode == 0
+    assert "claimed" not in h.cli("status").stdout
+
+
+def test_the_runs_list_escapes_and_cuts_a_claimers_name(h):
+    _completed(h)
+    evil = "ada\x1b]52;c;ZXZpbA==\x07\u202e" + "x" * 200
+    assert h.cli("claim", "r1", env={"PHASEGATE_OPERATOR": evil}).returncode == 0
+    quick = h.cli("status")
+    full = h.cli("status", env={"PHASEGATE_LEASE_SECONDS": "30"})
+    assert quick.stdout == full.stdout
+    line = _line(quick.stdout, "r1")
+    assert "\x1b" not in line and "\u202e" not in line and "\x07" not in line
+    said = line[line.index("claimed by ") :]
+    assert said.startswith("claimed by ada\\x1b]52;c;") and said.endswith("..., just now"), said
+    assert len(said) <= 80
+
+
+def test_a_dry_run_meets_a_claim_as_the_decision_would(h):
+    """`decide --dry-run` on a run someone else claimed: the line and exit
+    code 4 the decision itself gives without --force; with --force, what it
+    would override. Nothing recorded either way."""
+    _completed(h)
+    assert h.cli("claim", "r1", env=ADA).returncode == 0
+    before = h.dump()
+    dry = h.decide("r1", "rewind", "--phase", "price", "--dry-run", env=BOB)
+    real = h.decide("r1", "rewind", "--phase", "price", env=BOB)
+    assert dry.returncode == real.returncode == 4, (dry, real)
+    assert _one_line(dry) == _one_line(real)
+    assert "claimed by ada" in _one_line(dry) and "--force" in _one_line(dry)
+    forced = h.decide("r1", "rewind", "--phase", "price", "--dry-run", "--force", env=BOB)
+    assert forced.returncode == 0, forced
+    assert "re-runs: price" in forced.stdout
+    assert forced.stdout.splitlines()[-1] == "  --force overrides: claimed by ada, just now"
+    own = h.decide("r1", "rewind", "--phase", "price", "--dry-run", env=ADA)
+    assert own.returncode == 0 and "overrides" not in own.stdout, own
+    assert h.dump() == before
+    # A decision that does not fit is refused for that first, as the decision is.
+    dry = h.decide("r1", "rewind", "--phase", "nope", "--dry-run", env=BOB)
+    real = h.decide("r1", "rewind", "--phase", "nope", env=BOB)
+    assert dry.returncode == real.returncode == 2 and _one_line(dry) == _one_line(real)
