@@ -4,6 +4,7 @@ run in a subprocess (the way an operator or a deploy script uses it)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support import cli as support
-from tests.support import seeds
+from tests.support import parallel, seeds
 
 ROOT = support.ROOT
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
@@ -47,6 +48,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return f"phasegate test seed: {seeds.test_seed()} (--seed N or {seeds.ENV}=N to change it)"
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """What `-n auto` (pyproject's addopts) means here: see tests/support/parallel.py."""
+    return parallel.workers(config.args, os.environ, os.cpu_count())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Only a worker reorders (all workers the same way, as xdist requires):
+    # the longest parts are handed out first. A serial run keeps file order.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: parallel.heavy_rank(item.nodeid))
 
 
 @pytest.fixture

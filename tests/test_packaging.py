@@ -17,6 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 #: Repository folder -> the import package it becomes.
 MAPPED = {"engine": "phasegate", "console": "phasegate.console", "sample_runs": "phasegate.sample_runs"}
+# One xdist worker for the module: the wheel and its venv are built once.
+pytestmark = pytest.mark.xdist_group("packaging")
 
 
 def test_every_package_folder_is_listed_for_setuptools() -> None:

@@ -12,6 +12,9 @@ from demo_support import cli, ledger_keys, status
 
 from phasegate.sample_runs._spare import kill_if_same
 
+# One xdist worker for the module: the demo store is built once, for all its tests.
+pytestmark = pytest.mark.xdist_group("demo-states")
+
 
 def _kill_live_run(work: Path) -> None:
     """The demo leaves a slow run going in the background: stop it (only it)."""

@@ -19,7 +19,11 @@ import pytest
 from tests.torture import proc
 from tests.torture.crash import TARGET
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the harness forks children (POSIX only)")
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="the harness forks children (POSIX only)"),
+    # One xdist worker for the module: its store is module-scoped.
+    pytest.mark.xdist_group("torture-bad-input"),
+]
 
 
 def _dump(db: Path) -> str:

@@ -14,7 +14,11 @@ import pytest
 from tests.support.seeds import replay_hint
 from tests.torture import corrupt
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the harness forks children (POSIX only)")
+pytestmark = [
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="the harness forks children (POSIX only)"),
+    # One xdist worker for the module: its fuzzer (a store to damage) is module-scoped.
+    pytest.mark.xdist_group("torture-corruption"),
+]
 
 
 @pytest.fixture(scope="module")
