@@ -52,7 +52,15 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """What `-n auto` (pyproject's addopts) means here: see tests/support/parallel.py."""
-    return parallel.workers(config.args, os.environ, os.cpu_count())
+    return parallel.workers([_from_root(config, a) for a in config.args], os.environ, os.cpu_count())
+
+
+def _from_root(config: pytest.Config, arg: str) -> str:
+    """A command-line argument (path, or path::test) relative to the repository root."""
+    path, sep, rest = arg.partition("::")
+    full = (config.invocation_params.dir / path).resolve()
+    rel = full.relative_to(config.rootpath).as_posix() if full.is_relative_to(config.rootpath) else path
+    return rel + sep + rest
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

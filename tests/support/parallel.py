@@ -10,6 +10,8 @@ loadgroup`, and xdist asks `workers()` (through tests/conftest.py's
 - `PHASEGATE_TEST_WORKERS=N` decides (0: no workers, everything in this process);
 - a run of named tests only (every argument has `::`) gets none, so running
   one test to debug it costs no worker start-up (and `--pdb` works);
+- so does a run of tests/unit only: pure code that takes seconds, where
+  starting workers would cost more than it saves (11 s alone, 22 s in four);
 - otherwise twice the CPUs, between 2 and 8.
 
 `-n 0` (or `-p no:xdist`) on the command line runs serially whatever this says.
@@ -25,6 +27,8 @@ from collections.abc import Mapping, Sequence
 
 ENV = "PHASEGATE_TEST_WORKERS"
 MAX_WORKERS = 8
+IN_PROCESS = ("tests/unit",)
+"""Folders whose tests are faster run here than handed to workers."""
 
 HEAVY_FIRST = (
     "tests/bench/",
@@ -42,7 +46,8 @@ at the end; the order of tests inside each part is kept."""
 
 def workers(args: Sequence[str], environ: Mapping[str, str], cpus: int | None) -> int:
     """The number of xdist workers for a run with these command-line
-    arguments (pytest's `config.args`), environment and CPU count."""
+    arguments (pytest's `config.args`, relative to the repository root),
+    environment and CPU count."""
     raw = environ.get(ENV, "").strip()
     if raw:
         try:
@@ -52,9 +57,14 @@ def workers(args: Sequence[str], environ: Mapping[str, str], cpus: int | None) -
         if n < 0:
             raise ValueError(f"{ENV} must be 0 or more, not {n}")
         return n
-    if args and all("::" in a for a in args):
+    if args and all("::" in a or _in_process(a) for a in args):
         return 0
     return max(2, min(MAX_WORKERS, 2 * (cpus or 1)))
+
+
+def _in_process(arg: str) -> bool:
+    path = arg.split("::", 1)[0].rstrip("/")
+    return any(path == f or path.startswith(f + "/") for f in IN_PROCESS)
 
 
 def heavy_rank(nodeid: str) -> int:

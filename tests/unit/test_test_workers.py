@@ -22,6 +22,13 @@ def test_named_tests_only_run_in_this_process() -> None:
     assert parallel.workers(["tests/a.py::t", "tests/b.py"], {}, 2) == 4
 
 
+def test_unit_tests_alone_run_in_this_process() -> None:
+    assert parallel.workers(["tests/unit"], {}, 2) == 0
+    assert parallel.workers(["tests/unit/", "tests/unit/test_planner.py", "tests/engine/x.py::t"], {}, 2) == 0
+    assert parallel.workers(["tests/unit", "tests/engine"], {}, 2) == 4
+    assert parallel.workers(["tests/unitary"], {}, 2) == 4
+
+
 def test_the_environment_decides_when_set() -> None:
     assert parallel.workers(["tests"], {parallel.ENV: "0"}, 2) == 0
     assert parallel.workers(["tests/a.py::t"], {parallel.ENV: "3"}, 2) == 3
