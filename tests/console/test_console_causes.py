@@ -49,6 +49,16 @@ async def open_causes(pilot: Any) -> CausesScreen:
     return screen
 
 
+async def open_group_modal(pilot: Any) -> tuple[GroupModal, str]:
+    """`a` on the cause (or the marked runs): the group modal, and its preview's text."""
+    await settle(pilot)
+    await pilot.press("a")
+    await settle(pilot)
+    modal = pilot.app.screen
+    assert isinstance(modal, GroupModal)
+    return modal, str(modal.query_one("#preview").render())
+
+
 async def test_the_causes_view_shows_counts_and_enter_shows_a_causes_runs(cause_store: Path, make_app: Any) -> None:
     app = make_app(cause_store)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -76,11 +86,7 @@ async def test_one_decision_for_a_cause_through_the_group_modal(cause_store: Pat
     app = make_app(cause_store)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_causes(pilot)
-        await pilot.press("a")
-        await settle(pilot)
-        modal = pilot.app.screen
-        assert isinstance(modal, GroupModal)
-        text = str(modal.query_one("#preview").render())
+        modal, text = await open_group_modal(pilot)
         assert all(rid in text for rid in TAX_RUNS) and text.count("Accept the changed environment") == 4
         assert "4 runs" in str(modal.query_one("#hint").render())
         assert pilot.app.focused.id == "reason"
@@ -161,12 +167,8 @@ async def test_a_mark_that_does_not_fit_is_left_alone_and_said(store: Path, make
             table.move_cursor(row=table.get_row_index(rid))
             await settle(pilot)
             await pilot.press("space")
-        await settle(pilot)
-        await pilot.press("a")
-        await settle(pilot)
-        modal = pilot.app.screen
-        assert isinstance(modal, GroupModal)
-        assert "does not fit, left alone" in str(modal.query_one("#preview").render())
+        modal, text = await open_group_modal(pilot)
+        assert "does not fit, left alone" in text
         assert "records approve for 1 run in one transaction; 1 run that it does not fit" in str(
             modal.query_one("#count").render()
         )
@@ -233,11 +235,7 @@ async def test_a_run_someone_else_claimed_is_left_alone_by_the_group(cause_store
     app = make_app(cause_store)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_causes(pilot)
-        await pilot.press("a")
-        await settle(pilot)
-        modal = pilot.app.screen
-        assert isinstance(modal, GroupModal)
-        text = str(modal.query_one("#preview").render())
+        modal, text = await open_group_modal(pilot)
         assert (
             f"{fx.SAME_TAX_CHANGE[0]}: does not fit, left alone: run {fx.SAME_TAX_CHANGE[0]!r} is claimed by ada"
             in text
