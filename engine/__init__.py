@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         WorkflowError,
     )
     from .feed import store_files, watch_store
+    from .frontier import Frontier
     from .identity import WEB_USER_ENV, Who, whoami
     from .outcome import BlockReason, Outcome
     from .policy import Policy
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
         ClaimView,
         DecisionView,
         EffectView,
-        Frontier,
         LeaseView,
         OutputView,
         PhaseView,
@@ -135,7 +135,6 @@ _WHERE: dict[str, str] = {
             "ClaimView",
             "DecisionView",
             "EffectView",
-            "Frontier",
             "LeaseView",
             "OutputView",
             "PhaseView",
@@ -147,6 +146,7 @@ _WHERE: dict[str, str] = {
     "safe": ".safetext",
     "safe_json": ".safetext",
     "RunView": ".views",
+    "Frontier": ".frontier",
     "WorkerView": ".workers",
     "Workflow": ".workflow",
 }

@@ -15,7 +15,8 @@ from typing import Any
 from .errors import ClaimedByOther, UsageError
 from .identity import Who, same_person
 from .store.store import Store
-from .views import ClaimEvent, ClaimView, iso
+from .timefmt import iso
+from .views import ClaimEvent, ClaimView
 
 DEFAULT_CLAIM_SECONDS = 7200.0
 

@@ -32,7 +32,8 @@ from .errors import PhasegateError, UsageError
 from .outcome import Outcome
 from .safetext import safe, safe_json, storable
 from .sources import CodeDiff, printable
-from .views import ClaimView, RunSummary, RunView, iso
+from .timefmt import iso
+from .views import ClaimView, RunSummary, RunView
 
 if TYPE_CHECKING:
     from .causes import Cause
@@ -157,8 +158,8 @@ def _read_inputs(args: argparse.Namespace) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .ids import validate_run_id
     from .loader import load, normalise
-    from .runner import validate_run_id
 
     validate_run_id(args.run_id)  # before the store is created: bad usage changes nothing
     inputs = _read_inputs(args)

@@ -27,12 +27,14 @@ from .errors import (
     StoreError,
     UsageError,
 )
+from .frontier import frontier_columns, trusted_frontier
 from .identity import whoami
+from .ids import validate_run_id
 from .lease import HolderState, holder_alive, holder_state
 from .outcome import Outcome
 from .oversight import Oversight
 from .recording import record
-from .runner import Runner, validate_run_id
+from .runner import Runner
 from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
 from .triage import Triage
@@ -41,8 +43,6 @@ from .views import (
     RunView,
     build,
     effective_status,
-    frontier_columns,
-    trusted_frontier,
 )
 from .workers import WorkerView, list_workers
 from .workflow import Workflow

@@ -19,10 +19,11 @@ from . import policy as _policy
 from ._states import Action
 from .errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, SameOperator, UsageError
 from .identity import Who, different_operators, same_person, whoami
+from .ids import validate_run_id
 from .recording import carry
-from .runner import validate_run_id
 from .store.store import OwnRows, Store
-from .views import PROPOSED, ClaimView, DecisionView, RunView, decision_view, iso, shown_state
+from .timefmt import iso
+from .views import PROPOSED, ClaimView, DecisionView, RunView, decision_view, shown_state
 
 
 class ViewOf(Protocol):

@@ -16,7 +16,7 @@ from ._states import Action
 from .errors import UsageError
 from .identity import Who
 from .store.store import Store
-from .views import iso
+from .timefmt import iso
 
 DEFAULT_PROPOSAL_SECONDS = 86400.0
 """A proposal nobody seconds lapses after a day, unless the policy says otherwise."""

@@ -36,6 +36,8 @@ from .applying import DecisionApplier
 from .completions import DEFAULT_DELAY, Completions
 from .context import PhaseContext
 from .errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
+from .frontier import frontier_columns, trusted_frontier
+from .ids import validate_run_id
 from .journal import RunJournal
 from .lease import FORCE_RISK, Fence, Heartbeat, HolderState, holder_name, holder_state
 from .ledger import EffectLedger
@@ -43,10 +45,9 @@ from .outcome import BlockReason, Outcome
 from .outputs import PhaseOutputs
 from .planner import Pending, StartFacts, StartPlan, plan_start
 from .retry import Attempt
-from .safetext import is_safe, safe, sanitised
+from .safetext import sanitised
 from .steplog import StepLog
 from .store.store import Store
-from .views import frontier_columns, trusted_frontier
 from .workflow import Phase, Workflow
 
 #: A number of 19 digits or more: past what orjson parses as an integer
@@ -55,20 +56,6 @@ from .workflow import Phase, Workflow
 _LONG_NUMBER = re.compile(r"\d{19}")
 
 log = logging.getLogger("phasegate.run")
-
-
-def validate_run_id(run_id: Any) -> str:
-    if not isinstance(run_id, str) or not run_id.strip():
-        raise UsageError("a run id must be a non-empty string")
-    if len(run_id) > 200:
-        raise UsageError("a run id must be at most 200 characters")
-    if not is_safe(run_id) or not run_id.isprintable():
-        # A run id is typed, compared and shown by people: control characters
-        # (C0, C1), bidi overrides and invisible ones would let one id pass
-        # for another, or act on the terminal that shows it.
-        bad = next(c for c in run_id if not is_safe(c) or not c.isprintable())
-        raise UsageError(f"a run id must not contain control, format or invisible characters (found {safe(bad)})")
-    return run_id
 
 
 class Runner:

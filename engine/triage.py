@@ -18,8 +18,8 @@ from . import policy as _policy
 from ._states import Action
 from .errors import CauseNotFound, UsageError
 from .identity import whoami
+from .ids import validate_run_id
 from .oversight import Oversight, ViewOf
-from .runner import validate_run_id
 from .store.store import OwnRows, Store
 from .views import ClaimView, RunView
 

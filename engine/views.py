@@ -5,23 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from . import _json, chain
 from . import runbooks as _runbooks
 from ._states import ActionName, EffectState, PhaseState, RunStatus
+from .frontier import Frontier, frontier_of
 from .lease import HolderState, holder_name, holder_state
 from .ledger import needs_answer
 from .prune import PruneCandidate
 from .safetext import safe
 from .sources import CodeDiff
-
-
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+from .timefmt import iso
 
 
 def effective_status(row: Any, now: float) -> RunStatus:
@@ -132,16 +127,6 @@ class RunSummary:
 
 
 # The parts of a run's view. Field order is the order `status --json` prints.
-
-
-@dataclass(frozen=True)
-class Frontier:
-    """Where a resume picks up: the first phase not done."""
-
-    phase: str | None
-    index: int
-    of: int
-    steps_done: int
 
 
 @dataclass(frozen=True)
@@ -560,38 +545,6 @@ def shown_state(decision: Any, now: float) -> str:
     if decision.state == PROPOSED and expires is not None and float(expires) <= now:
         return EXPIRED
     return str(decision.state)
-
-
-def frontier_of(shape: list[Any], state: chain.Folded, steps: list[Any], effects: list[Any]) -> Frontier:
-    """Where a resume picks up, from the trusted (verified) chain alone: the
-    first phase neither done nor skipped, and the steps and finished effects
-    recorded in it. The one rule for a run's frontier: the detail, `status
-    RUN` and `--json` build it here, and the runs list reads the run row's
-    frontier columns, which every stop writes from here (`frontier_columns`)."""
-    for i, p in enumerate(shape):
-        name = p["name"]
-        if name not in state.done and name not in state.skipped:
-            n_steps = sum(1 for s in steps if s.phase == name) + sum(
-                1 for e in effects if e.phase == name and e.state == "done"
-            )
-            return Frontier(phase=name, index=i, of=len(shape), steps_done=n_steps)
-    last = state.done.get(shape[-1]["name"]) if shape else None
-    return Frontier(
-        phase=shape[-1]["name"] if shape else None,
-        index=len(shape),
-        of=len(shape),
-        steps_done=int(last.entry.env.get("steps_done", 0)) if last else 0,
-    )
-
-
-def trusted_frontier(run: Any, rows: list[Any], steps: list[Any], effects: list[Any], shape: list[Any]) -> Frontier:
-    """`frontier_of` a run's stored rows: nothing past an integrity failure counts."""
-    return frontier_of(shape, chain.fold(chain.verify_run(run, rows).entries), steps, effects)
-
-
-def frontier_columns(fr: Frontier) -> dict[str, Any]:
-    """The run row's frontier columns (what the runs list shows) for `fr`."""
-    return {"frontier_phase": fr.phase, "frontier_index": fr.index, "steps_done": fr.steps_done}
 
 
 def effect_state(effect: Any, *, holder_alive: bool) -> EffectState:

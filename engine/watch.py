@@ -27,7 +27,7 @@ from .errors import StoreError
 from .safetext import safe
 from .sources import printable
 from .store import _rowcheck
-from .views import iso
+from .timefmt import iso
 
 log = logging.getLogger("phasegate.watch")
 #: "Already announced" lines: shown with -v only (a restart would list every old stop).

@@ -30,7 +30,7 @@ from typing import Any
 from . import _json
 from ._host import HOST, new_owner, pid_alive
 from .store.store import Store
-from .views import iso
+from .timefmt import iso
 
 log = logging.getLogger("phasegate.worker")
 

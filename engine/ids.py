@@ -1,0 +1,35 @@
+"""What a run id may be: the one check, before a run id reaches the store,
+a terminal or a log line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import UsageError
+from .safetext import is_safe, safe
+
+
+def validate_run_id(run_id: Any) -> str:
+    """Check a run id as given by a person or a program.
+
+    Args:
+        run_id: The value offered as a run id.
+
+    Returns:
+        The run id, unchanged.
+
+    Raises:
+        UsageError: It is not a non-empty string of at most 200 printable
+            characters.
+    """
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise UsageError("a run id must be a non-empty string")
+    if len(run_id) > 200:
+        raise UsageError("a run id must be at most 200 characters")
+    if not is_safe(run_id) or not run_id.isprintable():
+        # A run id is typed, compared and shown by people: control characters
+        # (C0, C1), bidi overrides and invisible ones would let one id pass
+        # for another, or act on the terminal that shows it.
+        bad = next(c for c in run_id if not is_safe(c) or not c.isprintable())
+        raise UsageError(f"a run id must not contain control, format or invisible characters (found {safe(bad)})")
+    return run_id
