@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from phasegate import Engine
-from phasegate.loader import load
+from phasegate.authoring.loader import load
 
 from . import payload
 from ._util import Figure, at_least, at_most, median

@@ -18,23 +18,12 @@ _logging.getLogger("phasegate").addHandler(_logging.NullHandler())
 
 if TYPE_CHECKING:
     from ._dbpath import default_db
-    from ._states import (
-        Action,
-        ActionName,
-        BlockKind,
-        BlockKindName,
-        EffectState,
-        EffectStateName,
-        OutcomeStatus,
-        PhaseState,
-        PhaseStateName,
-        RunStatus,
-        RunStatusName,
-    )
-    from .batch import GroupRefused
-    from .causes import Cause, CauseKind
-    from .context import PhaseContext
-    from .decisions import NO_RESULT, Decision, Preview, correctable_effects
+    from .authoring.reconcile import Reconciled
+    from .authoring.sources import CodeDiff, printable
+    from .authoring.workflow import Workflow
+    from .decide.batch import GroupRefused
+    from .decide.causes import Cause, CauseKind
+    from .decide.fit import NO_RESULT, Decision, Preview, correctable_effects
     from .engine import Engine
     from .errors import (
         AlreadyDecided,
@@ -50,16 +39,27 @@ if TYPE_CHECKING:
         UsageError,
         WorkflowError,
     )
-    from .feed import store_files, watch_store
-    from .frontier import Frontier
-    from .identity import WEB_USER_ENV, Who, whoami
+    from .history.prune import PruneCandidate
     from .outcome import BlockReason, Outcome
-    from .policy import Policy
-    from .prune import PruneCandidate
-    from .reconcile import Reconciled
+    from .oversight.identity import WEB_USER_ENV, Who, whoami
+    from .oversight.policy import Policy
+    from .run.frontier import Frontier
+    from .run.phasecontext import PhaseContext
     from .safetext import safe, safe_json
-    from .sources import CodeDiff, printable
-    from .views import (
+    from .states import (
+        Action,
+        ActionName,
+        BlockKind,
+        BlockKindName,
+        EffectState,
+        EffectStateName,
+        OutcomeStatus,
+        PhaseState,
+        PhaseStateName,
+        RunStatus,
+        RunStatusName,
+    )
+    from .views.build import (
         ClaimEvent,
         ClaimView,
         DecisionView,
@@ -70,8 +70,8 @@ if TYPE_CHECKING:
         RunSummary,
         RunView,
     )
-    from .workers import WorkerView
-    from .workflow import Workflow
+    from .views.feed import store_files, watch_store
+    from .views.workers import WorkerView
 
 #: Public name -> the private module that defines it.
 _WHERE: dict[str, str] = {
@@ -89,18 +89,18 @@ _WHERE: dict[str, str] = {
             "RunStatus",
             "RunStatusName",
         ),
-        "._states",
+        ".states",
     ),
-    "PhaseContext": ".context",
-    "Cause": ".causes",
-    "CauseKind": ".causes",
-    "GroupRefused": ".batch",
-    "Preview": ".decisions",
-    "Decision": ".decisions",
-    "NO_RESULT": ".decisions",
-    "correctable_effects": ".decisions",
-    "store_files": ".feed",
-    "watch_store": ".feed",
+    "PhaseContext": ".run.phasecontext",
+    "Cause": ".decide.causes",
+    "CauseKind": ".decide.causes",
+    "GroupRefused": ".decide.batch",
+    "Preview": ".decide.fit",
+    "Decision": ".decide.fit",
+    "NO_RESULT": ".decide.fit",
+    "correctable_effects": ".decide.fit",
+    "store_files": ".views.feed",
+    "watch_store": ".views.feed",
     "Engine": ".engine",
     "default_db": "._dbpath",
     **dict.fromkeys(
@@ -120,14 +120,14 @@ _WHERE: dict[str, str] = {
         ),
         ".errors",
     ),
-    "Who": ".identity",
-    "WEB_USER_ENV": ".identity",
-    "whoami": ".identity",
-    "Policy": ".policy",
+    "Who": ".oversight.identity",
+    "WEB_USER_ENV": ".oversight.identity",
+    "whoami": ".oversight.identity",
+    "Policy": ".oversight.policy",
     "BlockReason": ".outcome",
     "Outcome": ".outcome",
-    "PruneCandidate": ".prune",
-    "Reconciled": ".reconcile",
+    "PruneCandidate": ".history.prune",
+    "Reconciled": ".authoring.reconcile",
     **dict.fromkeys(
         (
             "RunSummary",
@@ -139,16 +139,16 @@ _WHERE: dict[str, str] = {
             "OutputView",
             "PhaseView",
         ),
-        ".views",
+        ".views.build",
     ),
-    "CodeDiff": ".sources",
-    "printable": ".sources",
+    "CodeDiff": ".authoring.sources",
+    "printable": ".authoring.sources",
     "safe": ".safetext",
     "safe_json": ".safetext",
-    "RunView": ".views",
-    "Frontier": ".frontier",
-    "WorkerView": ".workers",
-    "Workflow": ".workflow",
+    "RunView": ".views.build",
+    "Frontier": ".run.frontier",
+    "WorkerView": ".views.workers",
+    "Workflow": ".authoring.workflow",
 }
 
 __all__ = [

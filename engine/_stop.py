@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import _json
-from ._states import BlockKind
 from .outcome import BlockReason
+from .states import BlockKind
 
 
 class Stop(BaseException):

@@ -13,39 +13,36 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import _json, archive, chain, claims, seals
-from . import decisions as _decisions
-from . import prune as _prune
-from . import sources as _sources
+from . import _json
 from ._dbpath import default_db
 from ._host import HOST
-from ._states import Action, RunStatus
-from .completions import DEFAULT_DELAY
+from .authoring import sources as _sources
+from .authoring.workflow import Workflow
+from .decide import fit as _decisions
+from .decide.gate import Oversight
+from .decide.recording import record
+from .decide.triage import Triage
 from .errors import (
     PhasegateError,
     RunNotFound,
     StoreError,
     UsageError,
 )
-from .frontier import frontier_columns, trusted_frontier
-from .identity import whoami
+from .history import archive, chain, seals
+from .history import prune as _prune
 from .ids import validate_run_id
-from .lease import HolderState, holder_alive, holder_state
 from .outcome import Outcome
-from .oversight import Oversight
-from .recording import record
-from .runner import Runner
+from .oversight import claims
+from .oversight.identity import whoami
+from .run.completions import DEFAULT_DELAY
+from .run.frontier import frontier_columns, trusted_frontier
+from .run.lease import HolderState, holder_alive, holder_state
+from .run.runner import Runner
+from .states import Action, RunStatus
 from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
-from .triage import Triage
-from .views import (
-    RunSummary,
-    RunView,
-    build,
-    effective_status,
-)
-from .workers import WorkerView, list_workers
-from .workflow import Workflow
+from .views.build import RunSummary, RunView, build, effective_status
+from .views.workers import WorkerView, list_workers
 
 
 def _env_float(name: str, default: float) -> float:
@@ -151,7 +148,7 @@ class Engine:
 
     @property
     def oversight(self) -> Oversight:
-        """Claims, the store's policy and seconds (oversight.py)."""
+        """Claims, the store's policy and seconds (decide/gate.py)."""
         return self._oversight
 
     @property

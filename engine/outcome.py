@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._states import BlockKind, OutcomeStatus
+from .states import BlockKind, OutcomeStatus
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ def _child(read_fd: int) -> int:
     os.environ.update(cmd["env"])
     import logging
 
-    from phasegate.cli import main
+    from phasegate.cli.main import main
 
     # The builder silenced the engine's logger for its progress display; a
     # run's own log file should have what `phasegate run` would print.

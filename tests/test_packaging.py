@@ -128,7 +128,7 @@ def test_the_installed_public_api_imports(installed: Path) -> None:
 def test_a_target_stored_by_0_1_still_loads() -> None:
     """Runs recorded before the samples moved under `phasegate` keep their
     stored target (`sample_runs.billing:wf`) and still resume."""
-    from phasegate.loader import load
+    from phasegate.authoring.loader import load
     from phasegate.sample_runs import billing
 
     assert load("sample_runs.billing:wf") is billing.wf

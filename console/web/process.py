@@ -57,7 +57,7 @@ class ConsoleProcess(AppService):
         env["PHASEGATE_OPERATOR"] = self.operator
         # Only a proxy-authenticated user is passed on: it tells two people
         # apart for a second only where the store's policy names this
-        # server's account (engine/identity.py). Never inherited otherwise.
+        # server's account (engine/oversight/identity.py). Never inherited otherwise.
         env.pop(WEB_USER_ENV, None)
         if self.web_user is not None:
             env[WEB_USER_ENV] = self.web_user

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, case, func, literal, or_, select
 from sqlalchemy.engine import Connection, Row
 
-from ..runorder import LIVE_RANK, PENDING_RANK, RANKS, REST_RANK, Order
+from .runorder import LIVE_RANK, PENDING_RANK, RANKS, REST_RANK, Order
 from .schema import decisions, runs
 
 

@@ -12,8 +12,8 @@ import math
 from typing import Any, TypeVar
 
 from .. import _json
-from .._states import RunStatus
 from ..errors import StoreError
+from ..states import RunStatus
 
 _JSON = {
     "inputs_json": False,

@@ -1,7 +1,7 @@
 """Upgrading an older store, in the caller's one transaction.
 
 Version 2 added tables (sources, alerts). Version 3 seals the effect ledger
-(engine/seals.py): it adds columns, then links and seals each run's existing
+(engine/history/seals.py): it adds columns, then links and seals each run's existing
 effect records in the order they were written. A store written before seals
 existed has nothing to check them against, so the upgrade vouches for the
 records as they are at that moment; damage done before it is not detectable
@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, inspect, select, text, update
 
-from .. import seals
+from ..history import seals
 from . import _paging
 from .schema import ADDED_COLUMNS, ADDED_IN, ADDED_INDEXES, effects, metadata, runs
 

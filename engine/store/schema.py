@@ -176,7 +176,7 @@ decisions = Table(
     Column("state", String, nullable=False, default="pending"),
     Column("applied_at", Float),
     Column("detail_json", Text, nullable=False, default="{}"),
-    # Version 4 (claims and seconds, engine/identity.py): the OS account that
+    # Version 4 (claims and seconds, engine/oversight/identity.py): the OS account that
     # recorded it (an `--operator` text proves nothing); for a proposal, when
     # it lapses unseconded; and the id of the "second" row that let it apply.
     Column("account", String),

@@ -16,9 +16,8 @@ from sqlalchemy import and_, case, delete, func, insert, inspect, or_, select, u
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
-from .. import runorder
 from ..errors import StoreError
-from . import _paging, _postgres, _rawread, _rowcheck, _sqlite, migrations
+from . import _paging, _postgres, _rawread, _rowcheck, _sqlite, migrations, runorder
 from .schema import (
     SCHEMA_VERSION,
     alerts,

@@ -10,7 +10,7 @@ import pytest
 
 import phasegate
 import phasegate.console
-from phasegate.cli import build_parser
+from phasegate.cli.main import build_parser
 from phasegate.console.__main__ import main as console_main
 
 CONSOLE = Path(phasegate.console.__file__).parent

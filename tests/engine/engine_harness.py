@@ -34,7 +34,7 @@ def _warm_up() -> None:
     inherits the imports and caches instead of paying for them itself."""
     import contextlib
 
-    from phasegate.cli import main
+    from phasegate.cli.main import main
 
     with (
         tempfile.TemporaryDirectory() as tmp,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from engine_harness import Harness, one_line_error
 
-from phasegate.archive import safe_name
+from phasegate.history.archive import safe_name
 from tests.support import cli
 
 PHASES = ("load", "price", "charge", "report")

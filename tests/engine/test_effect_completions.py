@@ -1,5 +1,5 @@
 """An effect's completion commits with the run's next write, or on a short
-timer (engine/completions.py): one fsync per effect. These kill the run at the
+timer (engine/run/completions.py): one fsync per effect. These kill the run at the
 edges of that wait and check what the README promises: a completion not yet
 committed leaves the effect in doubt, exactly like a kill during its call;
 never a charge twice; anything written after an effect returned carries its

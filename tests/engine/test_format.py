@@ -101,7 +101,8 @@ def test_a_saved_output_that_no_longer_fits_its_type_is_an_integrity_failure(tmp
         eng.run(models, "m1", inputs={"city": "Bern"})
     # A well-formed, consistently re-hashed payload that does not fit the
     # phase's declared type: only the type check can catch it.
-    from phasegate import _json, chain
+    from phasegate import _json
+    from phasegate.history import chain
 
     con = sqlite3.connect(db)
     row = con.execute("SELECT envelope, output_json FROM phasegate_checkpoints WHERE phase='load'").fetchone()

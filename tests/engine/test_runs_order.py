@@ -117,5 +117,5 @@ def test_status_does_not_load_sqlalchemy_or_textual(h: Harness) -> None:
     p = h.cli("status", env={"PYTHONPROFILEIMPORTTIME": "1"}, real=True)
     assert p.returncode == 0 and "blk" in p.stdout
     loaded = {line.rsplit("|", 1)[-1].strip() for line in p.stderr.splitlines() if "|" in line}
-    assert "phasegate.quickstatus" in loaded
+    assert "phasegate.views.quickstatus" in loaded
     assert not {"sqlalchemy", "textual", "watchfiles"} & loaded

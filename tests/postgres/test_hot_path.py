@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from phasegate import Engine, Workflow, lease
+from phasegate import Engine, Workflow
+from phasegate.run import lease
 
 
 def _chain(phases: int) -> Workflow:

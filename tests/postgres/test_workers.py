@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from phasegate import Engine
-from phasegate.loader import load
+from phasegate.authoring.loader import load
 from tests.conftest import BILLING, WORKFLOWS, cli
 from tests.support import cli as support
 

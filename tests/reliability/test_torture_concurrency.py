@@ -74,7 +74,7 @@ def _blocked_runs(db: Path, tmp_path: Path, n: int) -> list[str]:
 
 
 def _hammer_status(db: Path, stop: Path, run_id: str) -> int:
-    from phasegate.cli import main
+    from phasegate.cli.main import main
 
     n = 0
     while not stop.exists() or n < 3:

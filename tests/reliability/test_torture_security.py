@@ -41,7 +41,7 @@ def test_hostile_payloads_are_stored_and_read_back_as_inert_data(tmp_path: Path)
     assert r.rc == 0, r
     # read back through the engine's public API
     from phasegate import Engine, safe
-    from phasegate.loader import load
+    from phasegate.authoring.loader import load
 
     with Engine(db) as eng:
         view = eng.status("hostile")

@@ -133,7 +133,7 @@ def warm() -> None:
     console and demo commands lazily) once, so forked children start warm."""
     global _warm
     if not _warm:
-        from phasegate.cli import build_parser
+        from phasegate.cli.main import build_parser
 
         build_parser()
         _warm = True
@@ -266,7 +266,7 @@ def start(
             name_sqlite_errors()
         if before is not None:
             before()
-        from phasegate.cli import main
+        from phasegate.cli.main import main
 
         return main(list(args))
 
@@ -328,7 +328,7 @@ def start_fn(fn: Callable[[], int], *, env: Mapping[str, str] | None = None, db:
 
 def inproc(args: Sequence[str]) -> Result:
     """`phasegate ARGS` in this process (for quick reads and decisions)."""
-    from phasegate.cli import main
+    from phasegate.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

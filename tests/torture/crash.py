@@ -32,7 +32,7 @@ def _pick(text: str, n: int) -> int:
 
 
 def _wfmod() -> Any:
-    from phasegate.loader import load
+    from phasegate.authoring.loader import load
 
     load(TARGET)  # warms the loader's module cache, so forked children start at once
     import sys

@@ -10,11 +10,11 @@ import pytest
 
 from phasegate import WorkflowError
 from phasegate._stop import Stop
-from phasegate.environment import compare
+from phasegate.authoring.retry import RetryPolicy
+from phasegate.authoring.workflow import Workflow
 from phasegate.errors import LeaseLost
 from phasegate.outcome import BlockReason
-from phasegate.retry import RetryPolicy
-from phasegate.workflow import Workflow
+from phasegate.run.environment import compare
 from tests.unit.test_environment_compare import _state, _workflow
 
 

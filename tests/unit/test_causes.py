@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from phasegate._states import Action, RunStatus
-from phasegate.causes import CauseKind, Grouping, cause_id, is_cause_id, mask, reasons, signature
+from phasegate.decide.causes import CauseKind, Grouping, cause_id, is_cause_id, mask, reasons, signature
+from phasegate.states import Action, RunStatus
 
 
 def _env(probe: str, saved: object, current: object) -> dict[str, object]:

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from phasegate import UsageError, _json, chain
+from phasegate import UsageError, _json
+from phasegate.history import chain
 
 INPUTS = _json.sha256(_json.dumps({"day": "2026-11-30"}))
 

@@ -23,7 +23,7 @@ from phasegate import (
     RunView,
     UsageError,
 )
-from phasegate.decisions import allowed_actions, env_hash, fit, preview
+from phasegate.decide.fit import allowed_actions, env_hash, fit, preview
 
 
 def phase(name: str, state: PhaseState = PhaseState.DONE) -> PhaseView:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from phasegate.ledger import EffectRecord
-from phasegate.seals import check, seal, sealed, split_key
+from phasegate.history.seals import check, seal, sealed, split_key
+from phasegate.run.ledger import EffectRecord
 
 
 def _ledger(n: int = 3) -> list[EffectRecord]:
@@ -52,7 +52,7 @@ def test_split_key() -> None:
 def _reference(rec: EffectRecord) -> str:
     """The seal as the canonical encoder alone writes it: what stores hold."""
     from phasegate import _json
-    from phasegate.seals import SEALED, _field
+    from phasegate.history.seals import SEALED, _field
 
     return _json.sha256(_json.dumps_stdlib([_field(rec, n) for n in SEALED]))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from phasegate import DecisionError, UsageError
-from phasegate.effectref import resolve
+from phasegate.decide.effectref import resolve
 
 KEYS = ["r/pay/a/b", "r/pay/b", "r/ship/b", "r/ship/c"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from phasegate.chain import Done, Entry, Folded
-from phasegate.environment import compare
-from phasegate.workflow import AGE_PROBE, Workflow
+from phasegate.authoring.workflow import AGE_PROBE, Workflow
+from phasegate.history.chain import Done, Entry, Folded
+from phasegate.run.environment import compare
 
 
 def _workflow(*, max_age: float | None = None, report_body: str = "a") -> Workflow:

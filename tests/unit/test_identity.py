@@ -1,11 +1,11 @@
-"""The one rule of "another operator" (engine/identity.py), and the served
+"""The one rule of "another operator" (engine/oversight/identity.py), and the served
 console passing a proxy-authenticated user on, and nothing else."""
 
 from __future__ import annotations
 
 import pytest
 
-from phasegate.identity import Who, different_operators, same_person, whoami
+from phasegate.oversight.identity import Who, different_operators, same_person, whoami
 
 
 def test_another_operator_is_another_account_never_another_name() -> None:

@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
-from phasegate import Action, BlockKind, PhaseContext, UsageError, Workflow, chain, environment
-from phasegate.planner import (
+from phasegate import Action, BlockKind, PhaseContext, UsageError, Workflow
+from phasegate.history import chain
+from phasegate.history.seals import EffectDamage
+from phasegate.run import environment
+from phasegate.run.planner import (
     AnswerEffect,
     Approve,
     Degrade,
@@ -21,7 +24,6 @@ from phasegate.planner import (
     Void,
     plan_start,
 )
-from phasegate.seals import EffectDamage
 
 wf = Workflow("unit")
 

@@ -1,4 +1,4 @@
-"""The runs list's order rules (engine/runorder.py): the ranks the store
+"""The runs list's order rules (engine/store/runorder.py): the ranks the store
 keeps, an interrupted run's place, and keys compared in Python the way
 SQLite compares them (the merge of interrupted runs into a page)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from phasegate.runorder import (
+from phasegate.store.runorder import (
     LIVE_RANK,
     NEEDS_PERSON,
     PENDING_RANK,

@@ -1,4 +1,4 @@
-"""Effects whose completions wait for the run's next write (engine/completions.py).
+"""Effects whose completions wait for the run's next write (engine/run/completions.py).
 
 One phase: three charges against a non-idempotent gateway (the ledger file),
 a durable step after the second, then a wait. Kill points (PHASEGATE_TEST_KILL_AT):

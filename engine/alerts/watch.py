@@ -1,0 +1,230 @@
+"""`phasegate watch`: tell someone when a run stops.
+
+It follows the store with the console's change feed (`feed.watch_store`) and,
+for each stop of a run (blocked or failed), sends one event through the
+hooks. Which stops were announced is kept in the store (`phasegate_alerts`),
+claimed row by row before sending: a restarted watch does not repeat
+itself, a stop made while no watch ran is sent at the next start, and two
+watches on one store never both send (the claim is the table's primary key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shlex
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from .. import _json
+from .._host import new_owner
+from ..authoring import runbooks as _runbooks
+from ..authoring.sources import printable
+from ..engine import Engine
+from ..errors import StoreError
+from ..safetext import safe
+from ..store import _rowcheck
+from ..timefmt import iso
+from ..views import feed
+from . import hooks
+
+log = logging.getLogger("phasegate.watch")
+#: "Already announced" lines: shown with -v only (a restart would list every old stop).
+skip_log = logging.getLogger("phasegate.watch.skip")
+
+#: The statuses that are a stop worth telling someone about.
+STOPS = ("blocked", "failed")
+#: A claim older than this whose watch never settled it (killed mid-send) is
+#: taken over: longer than the slowest delivery with its retries.
+CLAIM_SECONDS = 300.0
+_CHUNK = 500
+
+
+def stop_key(row: Any) -> str:
+    """One stop of one run. The attempt that ended in it is told apart by its
+    last heartbeat (every start takes a new one; an operator's decision or a
+    prune does not touch it), and the status and block kinds say which stop:
+    a run that stops again after a resume is a new stop, a decision recorded
+    on a stopped run is not."""
+    kinds = sorted(str(b.get("kind")) for b in _json.loads(row.blocked_json or "[]"))
+    ident = [row.run_id, row.status, int(row.epoch), row.heartbeat_at or row.created_at, kinds]
+    return hashlib.sha256(_json.dumps(ident).encode()).hexdigest()[:32]
+
+
+def event(row: Any, where: str) -> dict[str, Any]:
+    """What a hook receives about one stop; the fields are the contract."""
+    blocked = _json.loads(row.blocked_json or "[]")
+    error = _json.loads(row.error_json) if row.error_json else None
+    shape = _json.loads(row.shape_json)
+    books = _runbooks.for_stop(shape, blocked, error, row.frontier_phase)
+    texts = list(dict.fromkeys(b["runbook"] for b in books))
+    summary = f"{row.run_id} ({row.workflow}) {row.status}: {row.attention or 'no reason recorded'}"
+    return {
+        "run_id": row.run_id,
+        "workflow": row.workflow,
+        "status": row.status,
+        "kinds": [str(b.get("kind")) for b in blocked],
+        "summary": printable(summary.replace("\n", " "))[:400],
+        "frontier": {"phase": row.frontier_phase, "index": int(row.frontier_index), "of": int(row.phase_count)},
+        "since": iso(row.updated_at),
+        # Causes (issue #13) are not recorded yet; the field is kept so
+        # receivers need not change when they are.
+        "cause": None,
+        # Stored text read by a person at the far end (a mail, a pager): made safe.
+        "runbook": safe("; ".join(texts)) if texts else None,
+        "console": f"phasegate console --db {shlex.quote(where)} --run {shlex.quote(row.run_id)}",
+    }
+
+
+class Watch:
+    """One watcher over one store."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        hooks_: hooks.Hooks,
+        stop: threading.Event,
+        *,
+        poll: float = 2.0,
+        use_events: bool = True,
+        claim_seconds: float = CLAIM_SECONDS,
+    ) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.hooks = hooks_
+        self.stop = stop
+        self.poll = poll
+        self.use_events = use_events
+        self.claim_seconds = claim_seconds
+        self.owner = new_owner()
+        #: Stops this process has seen settled (sent, failed, or sent by
+        #: another watch): not asked about again.
+        self._settled: set[str] = set()
+        self.sent = 0
+
+    def serve(self) -> int:
+        """Until `stop` is set (SIGTERM): a first look at the whole store, then
+        one after each change."""
+        log.info("watching %s for stopped runs", self.store.where)
+        feed.watch_store(
+            self.store.path,
+            self.engine.data_version,
+            lambda _source: self.scan(),
+            self.stop,
+            poll=self.poll,
+            use_events=self.use_events,
+            on_start=self.scan,
+        )
+        log.info("watch stopped; %d alert(s) sent", self.sent)
+        return 0
+
+    def scan(self) -> int:
+        """Announce every stop not yet announced; returns how many were sent.
+        A store that cannot be read now is logged and looked at again at the
+        next change: the watch itself does not stop."""
+        try:
+            return self._scan()
+        except StoreError as exc:
+            log.error("cannot read the store now: %s", exc.message)
+            return 0
+
+    def _scan(self) -> int:
+        with self.store.read() as conn:
+            rows = self.store.list_runs(conn, statuses=list(STOPS), order="run_id")
+        stops: dict[str, Any] = {}
+        for r in rows:
+            try:
+                row = _rowcheck.check(r)
+            except StoreError as exc:
+                log.warning("a run row is damaged, not announced: %s", exc.message)
+                continue
+            if row is None:
+                continue
+            key = stop_key(row)
+            if key not in self._settled:
+                stops[key] = row
+        sent = 0
+        keys = list(stops)
+        for i in range(0, len(keys), _CHUNK):
+            chunk = keys[i : i + _CHUNK]
+            with self.store.read() as conn:
+                known = self.store.announced(conn, chunk)
+            for key in chunk:
+                if self.stop.is_set():
+                    return sent
+                sent += self._one(key, stops[key], known.get(key))
+        return sent
+
+    def _one(self, key: str, row: Any, known: Any) -> int:
+        now = self.engine.clock()
+        if known is not None and known.state != "claimed":
+            self._settled.add(key)
+            skip_log.info("%s (%s): already announced (%s)", row.run_id, row.status, known.state)
+            return 0
+        ev = event(row, self.store.where)
+        try:
+            with self.store.write() as conn:
+                if known is None:
+                    self.store.insert_alert(
+                        conn,
+                        {
+                            "stop_key": key,
+                            "run_id": row.run_id,
+                            "status": row.status,
+                            "state": "claimed",
+                            "claimed_by": self.owner,
+                            "claimed_at": now,
+                            "event_json": _json.dumps(ev),
+                        },
+                    )
+                elif not self.store.reclaim_alert(conn, key, self.owner, now, now - self.claim_seconds):
+                    skip_log.info("%s (%s): being announced by another watch", row.run_id, row.status)
+                    return 0
+        except IntegrityError:
+            skip_log.info("%s (%s): claimed by another watch", row.run_id, row.status)
+            return 0
+        result = hooks.deliver(self.hooks, ev, self.stop)
+        with self.store.write() as conn:
+            if result.interrupted:
+                # Nothing is known to have arrived: let the next watch send it.
+                self.store.release_alert(conn, key, self.owner)
+                return 0
+            self.store.settle_alert(
+                conn,
+                key,
+                self.owner,
+                {
+                    "state": "sent" if result.ok else "failed",
+                    "sent_at": self.engine.clock(),
+                    "attempts": result.attempts,
+                    "error": result.error,
+                },
+            )
+        self._settled.add(key)
+        if result.ok:
+            self.sent += 1
+            log.info("announced %s (%s): %s", row.run_id, row.status, ev["summary"])
+            return 1
+        return 0
+
+
+def run_watch(
+    engine: Engine,
+    hooks_: hooks.Hooks,
+    stop: threading.Event,
+    *,
+    poll: float,
+    use_events: bool = True,
+    once: bool = False,
+) -> int:
+    w = Watch(engine, hooks_, stop, poll=poll, use_events=use_events)
+    if once:
+        w.scan()
+        return 0
+    return w.serve()
+
+
+__all__: Sequence[str] = ["Watch", "event", "run_watch", "stop_key"]

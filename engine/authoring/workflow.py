@@ -1,0 +1,311 @@
+"""Declaring a workflow: its probes and its phases, in order.
+
+A workflow knows nothing of storage. It is a description the engine reads:
+which phases exist, what each needs and cannot start without, which probes of
+the outside world each depends on, and a fingerprint of each phase's code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import textwrap
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from .. import _json
+from ..errors import WorkflowError
+from . import runbooks as _runbooks
+from .retry import NO_RETRY, RetryPolicy
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: A pseudo-probe: the age of the last checkpoint, compared with `max_age`.
+AGE_PROBE = "age"
+
+
+def _source_bytes(obj: Any) -> bytes:
+    try:
+        return textwrap.dedent(inspect.getsource(obj)).encode("utf-8")
+    except (OSError, TypeError):
+        code = getattr(obj, "__code__", None)
+        return repr((code.co_code, code.co_consts)).encode() if code else repr(obj).encode()
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """Global names a code object (and the functions nested in it) refers to."""
+    out = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _names(const)
+    return out
+
+
+def _covered(fn: Callable[..., Any]) -> dict[str, bytes]:
+    """What a phase's fingerprint covers: its source, and the source of every
+    function or class of the same module it reaches through global names
+    (helpers such as the step functions it calls), recursively. A fix in a
+    helper is a code change of the phase. Comments count too: an operator
+    would rather see a false alarm than miss a change.
+
+    Each piece is named by its qualified name alone, not by its module's
+    name: the same file is `__main__` when run as a script, `flow` when
+    imported by name and a generated name when `phasegate resume` loads it
+    by path, and how the code was loaded is no change of the code."""
+    module = getattr(fn, "__module__", None)
+    seen: dict[str, bytes] = {}
+    todo: list[Any] = [fn]
+    while todo:
+        obj = todo.pop()
+        key = str(getattr(obj, "__qualname__", repr(obj)))
+        if key in seen:
+            continue
+        seen[key] = _source_bytes(obj)
+        code = getattr(obj, "__code__", None)
+        glb = getattr(obj, "__globals__", None)
+        if code is None or glb is None:
+            continue
+        for name in sorted(_names(code)):
+            ref = glb.get(name)
+            if (inspect.isfunction(ref) or inspect.isclass(ref)) and getattr(ref, "__module__", None) == module:
+                if inspect.isclass(ref):
+                    seen.setdefault(ref.__qualname__, _source_bytes(ref))
+                else:
+                    todo.append(ref)
+    return seen
+
+
+def _code_hash(covered: dict[str, bytes], module: str = "") -> str:
+    """The fingerprint of the covered code. `module` prefixes each name as
+    phasegate before 0.2 did (see `Phase.former_hashes`)."""
+    h = hashlib.sha256()
+    for key in sorted(covered):
+        h.update(f"{module}.{key}".encode() if module else key.encode())
+        h.update(b"\0" + covered[key] + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _source_text(covered: dict[str, bytes]) -> str:
+    """The covered sources as one text, in the order the hash reads them,
+    each under a header line naming it: what a drift's diff is made of."""
+    parts = []
+    for key in sorted(covered):
+        parts.append(f"# --- {key}\n" + covered[key].decode("utf-8", "replace").rstrip("\n") + "\n")
+    return "".join(parts)
+
+
+def _return_annotation(fn: Callable[..., Any]) -> Any:
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - unresolved forward refs: treat as untyped
+        return Any
+    return hints.get("return", Any)
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    fn: Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    fn: Callable[..., Any]
+    index: int
+    needs: tuple[str, ...]
+    floor: tuple[str, ...]
+    probes: tuple[str, ...]
+    code_hash: str
+    output_type: Any = field(default=Any, compare=False)
+    rederivable: bool = True
+    source: str = field(default="", compare=False, repr=False)
+    """The text `code_hash` covers (see `_covered`), kept for the sources table."""
+    former_hashes: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    """The same code's fingerprint as earlier versions computed it (with the
+    module's name in it): a run checkpointed by them is not told its code
+    changed when only the fingerprint's recipe did."""
+
+    retry: RetryPolicy = field(default=NO_RETRY, compare=False, repr=False)
+    """How a failure of the phase is retried (`@wf.phase(retries=...)`)."""
+
+    def runs(self, code: str | None) -> bool:
+        """Whether a recorded fingerprint names this phase's current code."""
+        return code == self.code_hash or code in self.former_hashes
+
+    def shape(self) -> dict[str, Any]:
+        return {"name": self.name, "needs": list(self.needs)}
+
+
+class Workflow:
+    """A named, ordered set of phases and the probes they depend on."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        max_age: float | timedelta | None = None,
+        runbooks: Mapping[str, str] | None = None,
+    ) -> None:
+        """`runbooks` maps why a run stops to what an operator should do about
+        it: a link or a short text. A key is a block kind (`env_mismatch`,
+        `in_doubt_effect`, `below_floor`, `integrity`, or `failed`), a kind
+        for one phase (`failed:charge`), or a phase name (any stop there).
+        They are stored with each run, so `status`, the console and alerts
+        show them without this code."""
+        if not name or not isinstance(name, str):
+            raise WorkflowError("a workflow needs a non-empty name")
+        self.name = name
+        self.runbooks: dict[str, str] = _runbooks.check(name, runbooks or {})
+        self.max_age: float | None = max_age.total_seconds() if isinstance(max_age, timedelta) else max_age
+        self.phases: list[Phase] = []
+        self.probes: dict[str, Probe] = {}
+        self._cache: dict[str, Any] = {}
+
+    def probe(self, name: str) -> Callable[[F], F]:
+        """Register an environment probe: a function returning a JSON value that
+        describes an outside condition the workflow depends on. It may take one
+        parameter, the run's inputs (to find the files that run works on)."""
+        if name == AGE_PROBE:
+            raise WorkflowError(f"probe name {AGE_PROBE!r} is reserved for max_age")
+
+        def deco(fn: F) -> F:
+            if name in self.probes:
+                raise WorkflowError(f"probe {name!r} is declared twice in {self.name!r}")
+            self.probes[name] = Probe(name, fn)
+            return fn
+
+        return deco
+
+    def phase(
+        self,
+        name: str | None = None,
+        *,
+        needs: Iterable[str] = (),
+        floor: Iterable[str] | None = None,
+        probes: Iterable[str] = (),
+        rederivable: bool = True,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+    ) -> Callable[[F], F]:
+        """Register a phase. Phases run in declaration order. `needs` names the
+        earlier phases whose outputs it reads; `floor` the subset it cannot start
+        without (all of `needs` unless given). `rederivable=False` says a lost
+        output of this phase cannot be recomputed by running it again (it
+        captured a moment of the outside world), so a later phase whose floor
+        needs it stops below its floor instead of silently re-running it.
+
+        `retries=N` re-runs the phase from its start, up to N more times, when
+        it raises one of `retry_on`, after `backoff` seconds (doubled each
+        time, with jitter). A re-run keeps what the failed attempt saved: its
+        durable steps come back from the store and its completed effects are
+        not called again."""
+
+        def deco(fn: F) -> F:
+            pname = name or fn.__name__
+            need_t = tuple(needs)
+            floor_t = need_t if floor is None else tuple(floor)
+            known = {p.name for p in self.phases}
+            if pname in known:
+                raise WorkflowError(f"phase {pname!r} is declared twice in {self.name!r}")
+            if "/" in pname:
+                # An effect's key is run/phase/name: a "/" in a phase would let two effects share one.
+                raise WorkflowError(f"phase {pname!r}: a phase name cannot hold '/'")
+            for n in need_t:
+                if n not in known:
+                    raise WorkflowError(f"phase {pname!r} needs {n!r}, which is not an earlier phase")
+            for n in floor_t:
+                if n not in need_t:
+                    raise WorkflowError(f"phase {pname!r} has {n!r} in its floor but not in needs")
+            for p in probes:
+                if p not in self.probes and p != AGE_PROBE:
+                    raise WorkflowError(f"phase {pname!r} declares unknown probe {p!r}")
+            policy = RetryPolicy.of(f"phase {pname!r}", retries, backoff, retry_on) if retries else NO_RETRY
+            self._cache.clear()
+            covered = _covered(fn)
+            module = str(getattr(fn, "__module__", ""))
+            self.phases.append(
+                Phase(
+                    name=pname,
+                    fn=fn,
+                    index=len(self.phases),
+                    needs=need_t,
+                    floor=floor_t,
+                    probes=tuple(probes),
+                    code_hash=_code_hash(covered),
+                    output_type=_return_annotation(fn),
+                    rederivable=rederivable,
+                    source=_source_text(covered),
+                    former_hashes=(_code_hash(covered, module),),
+                    retry=policy,
+                )
+            )
+            return fn
+
+        return deco
+
+    # -- derived descriptions ------------------------------------------------
+
+    def get(self, name: str) -> Phase:
+        for p in self.phases:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def shape(self) -> list[dict[str, Any]]:
+        """Phases and their needs, in order: what a resume must find unchanged
+        before its frontier."""
+        if "shape" not in self._cache:
+            self._cache["shape"] = [p.shape() for p in self.phases]
+        return list(self._cache["shape"])
+
+    def code_version(self) -> str:
+        if "code" not in self._cache:
+            h = hashlib.sha256()
+            for p in self.phases:
+                h.update(f"{p.name}:{p.code_hash}:{','.join(p.needs)};".encode())
+            self._cache["code"] = h.hexdigest()[:16]
+        return str(self._cache["code"])
+
+    def describe(self) -> list[dict[str, Any]]:
+        """The shape the store keeps for operators (who may not have the code).
+        A phase's `runbooks` (kind -> text, resolved for that phase) is there
+        only when the workflow declares some; older stores have none."""
+        _runbooks.check_phases(self.name, self.runbooks, [p.name for p in self.phases])
+        out: list[dict[str, Any]] = []
+        for p in self.phases:
+            d: dict[str, Any] = {
+                "name": p.name,
+                "needs": list(p.needs),
+                "floor": list(p.floor),
+                "probes": list(p.probes),
+                "code": p.code_hash,
+            }
+            books = _runbooks.for_phase(self.runbooks, p.name)
+            if books:
+                d["runbooks"] = books
+            out.append(d)
+        return out
+
+    def check_output(self, phase: str, value: Any) -> str | None:
+        """Why `value` does not fit what `phase` declares it returns (None when
+        it fits, or when the phase is unknown or declares nothing)."""
+        try:
+            ph = self.get(phase)
+        except KeyError:
+            return None
+        if ph.output_type is Any:
+            return None
+        try:
+            _json.adapter(ph.output_type).validate_python(value)
+        except Exception as exc:  # noqa: BLE001 - pydantic ValidationError or schema build error
+            return str(exc).splitlines()[0]
+        return None
+
+    def __repr__(self) -> str:
+        return f"Workflow({self.name!r}, phases={[p.name for p in self.phases]})"

@@ -1,0 +1,336 @@
+"""`phasegate worker`: carries out decisions and picks up dead runs.
+
+It resumes runs that have an operator's decision waiting, runs that were
+reset, and `running` runs whose holder died (a dead process on this host is
+seen at once, one elsewhere when its lease expires), using each run's stored
+target and inputs. Each resume is an ordinary `Engine.run`, so it takes the
+run's lease and keeps it alive with a heartbeat while it works; a run another
+live process holds is left alone.
+
+SIGTERM or SIGINT asks it to stop: the current phase finishes and is
+checkpointed, the run is left resumable with its lease released, and the
+worker exits 0. A second signal stops it at once; the run is then simply
+interrupted (its process is gone) and resumable like any other crash, because
+every record is its own transaction and nothing is half-written.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from types import FrameType
+from typing import Any
+
+from .._host import HOST
+from ..authoring.loader import load
+from ..engine import Engine
+from ..errors import PhasegateError, RunHeld, StoreError
+from ..outcome import Outcome
+from ..run.lease import HolderState, holder_name, holder_state
+from ..states import OutcomeStatus, RunStatus
+from ..views.workers import DEFAULT_EVERY, Beacon
+
+log = logging.getLogger("phasegate.worker")
+
+_Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+class Worker:
+    """Polls one store and resumes what is waiting, `jobs` runs at a time."""
+
+    def __init__(self, engine: Engine, *, poll: float = 1.0, jobs: int = 1, heartbeat: float = DEFAULT_EVERY) -> None:
+        self.engine = engine
+        self.poll = poll
+        self.heartbeat = heartbeat
+        """Seconds between this worker's heartbeats in the store (workers.py)."""
+        self._busy: set[str] = set()
+        self.jobs = max(1, int(jobs))
+        """How many runs to resume at once; more than one lets a decision be
+        carried out while a long run is being resumed."""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        #: run id -> the run's `updated_at` after this worker last handled it.
+        #: A run is not picked up again until something changes it (a new
+        #: decision, a reset, another process), so a run that stays blocked is
+        #: not re-run in a tight loop.
+        self._handled: dict[str, float] = {}
+        self._warned: set[str | tuple[str, str]] = set()
+        self.handled = 0
+        """Runs resumed since the worker started (for tests and the final log line)."""
+
+    def stop(self, *_: Any) -> None:
+        """Ask the worker to stop after the current phase."""
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    # -- signals ----------------------------------------------------------------
+
+    def _install_signals(self) -> dict[int, _Handler]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+
+        signals = 0
+
+        def handler(signum: int, _frame: FrameType | None) -> None:
+            # Counted in a plain local, not read from the Event: a second
+            # signal can land while the first handler is still inside
+            # `Event.set()`, before the flag flips, and would then be taken
+            # for a first one (seen as the first line logged twice).
+            nonlocal signals
+            signals += 1
+            name = signal.Signals(signum).name
+            if signals > 1:
+                log.warning("%s again: stopping now; the current run is left interrupted and resumable", name)
+                raise KeyboardInterrupt
+            self._stop.set()
+            log.warning("%s: finishing the current phase, then stopping (send it again to stop at once)", name)
+
+        previous: dict[int, _Handler] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.getsignal(sig)
+            signal.signal(sig, handler)
+        return previous
+
+    @staticmethod
+    def _restore_signals(previous: dict[int, _Handler]) -> None:
+        for sig, h in previous.items():
+            signal.signal(sig, h if h is not None else signal.SIG_DFL)
+
+    # -- finding work -----------------------------------------------------------
+
+    def waiting(self) -> list[Any]:
+        """Runs to resume now: decisions and resets first, then dead runs,
+        each oldest change first."""
+        now = self.engine.clock()
+        with self.engine.store.read() as conn:
+            rows = self.engine.store.runs_waiting(conn, now, host=HOST)
+        out = []
+        for r in rows:
+            held = holder_state(r, now) if r.status == RunStatus.RUNNING.value else HolderState.NONE
+            if held is HolderState.LIVE:
+                continue  # someone is working on it
+            if held is HolderState.STALLED:
+                # Alive on this host past its lease: only an operator takes it
+                # over (resume --force); a worker never forces.
+                if ("stalled", r.run_id) not in self._warned:
+                    self._warned.add(("stalled", r.run_id))
+                    log.warning("run %s: its holder %s is stalled; leaving it", r.run_id, holder_name(r))
+                continue
+            if self._handled.get(r.run_id) == r.updated_at:
+                continue  # nothing changed since this worker last ran it
+            if not r.target:
+                if r.run_id not in self._warned:
+                    self._warned.add(r.run_id)
+                    log.warning("run %s has no stored target (it was started from code); resume it from code", r.run_id)
+                continue
+            out.append(r)
+        # An operator who just decided is waiting to see the run move; a dead
+        # run's resume can wait for them (the sort is stable: oldest first).
+        out.sort(key=lambda r: r.status == RunStatus.RUNNING.value)
+        return out
+
+    @staticmethod
+    def _why(eng: Engine, row: Any) -> str:
+        if row.status == RunStatus.RESET.value:
+            return "reset: starting over from its original inputs"
+        with eng.store.read() as conn:
+            pending = [d for d in eng.store.decisions_for(conn, row.run_id) if d.state == "pending"]
+        if pending:
+            return "decision waiting: " + ", ".join(f"{d.action} by {d.operator} (#{d.id})" for d in pending)
+        if row.lease_owner:
+            return f"interrupted: its holder {holder_name(row)} is gone"
+        return "interrupted: stopped between phases"
+
+    # -- doing it ---------------------------------------------------------------
+
+    def handle(self, row: Any, engine: Engine | None = None) -> Outcome | None:
+        """Resume one run with its stored target and inputs (on `engine`, a
+        thread's own, or the worker's)."""
+        eng = engine or self.engine
+        if self._moved(eng, row):
+            return None
+        with self._lock:
+            self._busy.add(row.run_id)
+        try:
+            return self._handle(row, eng)
+        finally:
+            with self._lock:
+                self._busy.discard(row.run_id)
+
+    def _doing(self) -> tuple[list[str], int]:
+        """What the heartbeat records: the runs being resumed, and how many were."""
+        with self._lock:
+            return sorted(self._busy), self.handled
+
+    def _handle(self, row: Any, eng: Engine) -> Outcome | None:
+        log.info("run %s: resuming (%s)", row.run_id, self._why(eng, row))
+        outcome: Outcome | None = None
+        retry = False
+        try:
+            # Loaded afresh and in isolation: this run's own modules, as its files are now.
+            wf = load(row.target, isolated=True)
+            eng.should_stop = self._stop.is_set
+            outcome = eng.run(wf, row.run_id, target=row.target)
+        except RunHeld as exc:
+            log.info("run %s: %s; leaving it", row.run_id, exc)
+            return None
+        except StoreError as exc:
+            # The store failed under the run (a dropped connection, a locked
+            # file): the run stopped interrupted; look at it again next time.
+            log.error("run %s: %s: %s; it will be resumed again", row.run_id, exc.title, exc)
+            retry = True
+        except PhasegateError as exc:
+            log.error("run %s: %s: %s", row.run_id, exc.title, exc)
+        except Exception:  # noqa: BLE001 - one bad run (or workflow import) must not stop the worker
+            log.exception("run %s: the worker failed to resume it", row.run_id)
+        finally:
+            eng.should_stop = None
+        if outcome is not None:
+            self._log_outcome(outcome)
+        try:
+            with eng.store.read() as conn:
+                after = eng.store.get_run(conn, row.run_id)
+        except PhasegateError as exc:
+            log.error("run %s: cannot read it back: %s", row.run_id, exc)
+            after = None
+        with self._lock:
+            self.handled += 1
+            if after is not None and not retry:
+                self._handled[row.run_id] = after.updated_at
+        return outcome
+
+    @staticmethod
+    def _moved(eng: Engine, row: Any) -> bool:
+        """Whether the run changed since the list it came from was read:
+        another worker took it (or finished it) meanwhile. Several workers
+        walk the same list, and a resume costs a workflow load, a lease and
+        the start sequence, even to find a run held or already completed;
+        one indexed read saves that. A run that is still waiting is listed
+        again at the next look."""
+        try:
+            with eng.store.read() as conn:
+                now = eng.store.get_run(conn, row.run_id)
+        except PhasegateError:
+            return False  # let the resume say what is wrong
+        return now is None or now.updated_at != row.updated_at
+
+    def _handle_in_thread(self, row: Any) -> Outcome | None:
+        # Each thread gets its own engine (its own connections and its own
+        # `should_stop`), so concurrent runs share nothing but the store file.
+        e = self.engine
+        try:
+            eng = Engine(
+                e.store.target,
+                clock=e.clock,
+                lease_seconds=e.lease_seconds,
+                retention_days=e.retention_days,
+                archive_dir=str(e.archive_dir),
+                create=False,
+                effect_flush=e.effect_flush,
+            )
+        except PhasegateError as exc:
+            log.error("run %s: cannot open the store: %s", row.run_id, exc)
+            return None
+        try:
+            return self.handle(row, eng)
+        except Exception:  # noqa: BLE001 - a thread's failure would otherwise vanish into its future
+            log.exception("run %s: the worker failed to resume it", row.run_id)
+            return None
+        finally:
+            eng.close()
+
+    @staticmethod
+    def _log_outcome(o: Outcome) -> None:
+        ran = f" (ran {', '.join(o.phases_run)})" if o.phases_run else ""
+        if o.status is OutcomeStatus.COMPLETED:
+            log.info("run %s: completed%s", o.run_id, ran)
+        elif o.status is OutcomeStatus.BLOCKED:
+            log.warning("run %s: blocked for an operator%s: %s", o.run_id, ran, "; ".join(str(r) for r in o.blocked))
+        elif o.status is OutcomeStatus.INTERRUPTED:
+            log.info("run %s: left resumable between phases (worker stopping)%s", o.run_id, ran)
+        else:
+            err = o.error or {}
+            log.error(
+                "run %s: failed in phase %s: %s: %s", o.run_id, err.get("phase"), err.get("type"), err.get("message")
+            )
+
+    def serve(self, *, once: bool = False) -> int:
+        """Handle what is waiting until stopped (or, with `once`, one pass)."""
+        previous = self._install_signals()
+        beacon = Beacon(
+            self.engine.store, jobs=self.jobs, every=self.heartbeat, clock=self.engine.clock, doing=self._doing
+        )
+        beacon.start()
+        log.info(
+            "watching %s%s%s",
+            getattr(self.engine.store, "where", self.engine.store.path),
+            " (one pass)" if once else f" every {self.poll:g}s",
+            f", up to {self.jobs} runs at once" if self.jobs > 1 else "",
+        )
+        try:
+            if self.jobs == 1:
+                self._serve_serial(once)
+            else:
+                self._serve_concurrent(once)
+        except KeyboardInterrupt:
+            log.warning("stopped at once")
+            return 130
+        finally:
+            beacon.stop()
+            self._restore_signals(previous)
+        log.info("stopped after resuming %d run(s)", self.handled)
+        return 0
+
+    def _look(self) -> list[Any]:
+        try:
+            return self.waiting()
+        except PhasegateError as exc:  # a locked or vanished store: say so, look again later
+            log.error("cannot read the store: %s", exc)
+            return []
+
+    def _serve_serial(self, once: bool) -> None:
+        while not self._stop.is_set():
+            for row in self._look():
+                if self._stop.is_set():
+                    break
+                self.handle(row)
+            if once:
+                break
+            self._stop.wait(self.poll)
+
+    def _serve_concurrent(self, once: bool) -> None:
+        inflight: dict[str, Future[Outcome | None]] = {}
+        queue = self._look() if once else []
+        pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="phasegate-worker")
+        try:
+            while not self._stop.is_set():
+                for rid in [r for r, f in inflight.items() if f.done()]:
+                    del inflight[rid]
+                if not once:
+                    queue = [r for r in self._look() if r.run_id not in inflight]
+                while queue and len(inflight) < self.jobs and not self._stop.is_set():
+                    row = queue.pop(0)
+                    inflight[row.run_id] = pool.submit(self._handle_in_thread, row)
+                if once and not queue and not inflight:
+                    break
+                self._stop.wait(0.05 if once else self.poll)
+            # Stopping: each run in flight finishes its current phase and stops.
+            while inflight:
+                wait_futures(list(inflight.values()), timeout=0.2)
+                inflight = {r: f for r, f in inflight.items() if not f.done()}
+        except KeyboardInterrupt:
+            # A second signal. Threads cannot be interrupted, and every record
+            # is its own transaction, so leaving now half-writes nothing: the
+            # runs in flight are simply interrupted, resumable like any crash.
+            log.warning("stopped at once")
+            logging.shutdown()
+            os._exit(130)
+        pool.shutdown(wait=True)

@@ -1,0 +1,95 @@
+"""Writing operators' decisions down, in the caller's transaction.
+
+The one place an operator's decision row is inserted and carried out:
+`Engine.decide` for one run and `batch.decide` for a group call `record`
+with decisions `fit` (and the claim and policy checks, `Engine._admit`) have
+already accepted, so a decision of a group is recorded exactly as the same
+decision taken alone, plus the batch id they share. `carry` is what a
+decision that takes effect does to its run (`Engine.second` calls it too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import _json
+from ..oversight.identity import Who
+from ..run.applying import apply_reset
+from ..states import Action
+from ..store.store import LEASE_CLEARED, Store
+from ..views.build import PROPOSED, RunView
+from .fit import Decision, Fit
+
+Chosen = tuple[Any, RunView, Fit]
+"""A run's row, its view, and the decision `fit` accepted for it."""
+
+
+def record(
+    store: Store,
+    conn: Any,
+    chosen: Sequence[Chosen],
+    *,
+    reason: str,
+    who: Who,
+    phase: str | None,
+    now: float,
+    state: str,
+    expires_at: float | None = None,
+    batch_id: str | None = None,
+) -> list[Decision]:
+    """Insert the decisions (in `state`: pending, applied for a reset, or
+    proposed), then carry out the ones that take effect. A group's rows go
+    in one statement and its runs are marked in one more: 300 runs cost a
+    handful of statements, not a thousand."""
+    rows: list[dict[str, Any]] = [
+        {
+            "run_id": view.run_id,
+            "action": fit.action.value,
+            "phase": phase,
+            "effect_key": fit.effect_key,
+            "answers": fit.answers.value if fit.answers else None,
+            "reason": str(reason),
+            "operator": who.operator,
+            "account": who.account,
+            "at": now,
+            "detail_json": _json.dumps(fit.detail),
+            "state": state,
+            "applied_at": now if state == "applied" else None,
+            "expires_at": expires_at,
+            "batch_id": batch_id,
+        }
+        for _run, view, fit in chosen
+    ]
+    ids = store.insert_decisions(conn, rows)
+    # A proposal changes nothing about the run yet: not its lease, not its
+    # state, not why it stopped (the list and the detail say it waits, read
+    # from the proposal itself, so they stop when it lapses).
+    if state != PROPOSED:
+        carry(store, conn, [(run, view, fit.action) for run, view, fit in chosen], who.operator, now)
+    return [
+        Decision(i, view.run_id, fit.action, who.operator, reason, phase, fit.effect_key, state, batch_id)
+        for i, (_run, view, fit) in zip(ids, chosen, strict=True)
+    ]
+
+
+def carry(store: Store, conn: Any, items: Sequence[tuple[Any, RunView, Action]], who: str, now: float) -> None:
+    """What recording a decision that takes effect does to each run, in the
+    recording transaction: the old holder's lease ends here (nothing it does
+    after this can be recorded); a reset is applied at once; any other
+    decision marks the run decided."""
+    marked: dict[str, list[str]] = {}
+    for run, view, act in items:
+        if act is Action.RESET:
+            store.revoke_lease(conn, view.run_id)
+            pending = [d.id for d in view.pending_decisions]
+            apply_reset(store, conn, run, pending=pending, who=who, now=now)
+            # What was proposed for the epoch a reset archives answers nothing
+            # now (a reset being seconded is no longer "proposed" by this point).
+            store.void_proposals(conn, [d.id for d in view.proposals], now)
+        else:
+            attention = f"decided: {act.value} by {who}; applies at the next run"
+            marked.setdefault(attention, []).append(view.run_id)
+    for attention, run_ids in marked.items():
+        # The lease revoked as above, in the same statement as the mark.
+        store.update_runs(conn, run_ids, {**LEASE_CLEARED, "updated_at": now, "attention": attention})

@@ -1,0 +1,131 @@
+"""The store-wide policy: which decisions need a second operator.
+
+Kept in the store (`phasegate_policy`), one row per change, so no
+operator's environment or flags can bypass it, and every change says who
+(name and OS account), when and why. `phasegate policy --show` reads it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .. import _json
+from ..errors import UsageError
+from ..states import Action
+from ..store.store import Store
+from ..timefmt import iso
+from .identity import Who
+
+DEFAULT_PROPOSAL_SECONDS = 86400.0
+"""A proposal nobody seconds lapses after a day, unless the policy says otherwise."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The policy in force (or one past change of it, in `--show`'s history)."""
+
+    require_second: tuple[Action, ...] = ()
+    """Actions a decision of which is only proposed until another operator seconds it."""
+    proposal_seconds: float = DEFAULT_PROPOSAL_SECONDS
+    web_account: str | None = None
+    """The OS account of `phasegate serve`, whose sessions' authenticated users
+    count as different operators (engine/oversight/identity.py)."""
+    operator: str | None = None
+    account: str | None = None
+    at: float | None = None
+    reason: str | None = None
+
+    def needs_second(self, action: Action | str) -> bool:
+        return str(action) in {str(a) for a in self.require_second}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "require_second": [str(a) for a in self.require_second],
+            "proposal_seconds": self.proposal_seconds,
+            "web_account": self.web_account,
+            "changed_by": self.operator,
+            "account": self.account,
+            "changed_at": iso(self.at),
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_row(cls, row: Any) -> Policy:
+        names = _json.loads(row.require_second_json or "[]")
+        acts = tuple(Action(n) for n in names if n in {a.value for a in Action})
+        return cls(
+            require_second=acts,
+            proposal_seconds=float(row.proposal_seconds),
+            web_account=row.web_account,
+            operator=row.operator,
+            account=row.account,
+            at=row.at,
+            reason=row.reason,
+        )
+
+
+def parse_actions(text: str) -> tuple[Action, ...]:
+    """`reset,retry_effect,approve` -> the actions; an empty text clears the list."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    known = {a.value for a in Action}
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise UsageError(f"--require-second: unknown action {bad[0]!r}; one of: {', '.join(a.value for a in Action)}")
+    return tuple(Action(n) for n in dict.fromkeys(names))
+
+
+def check_seconds(value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"--proposal-seconds must be a finite number of seconds > 0, not {value}")
+    return value
+
+
+def current(store: Store, conn: Any) -> Policy:
+    rows = store.policies(conn, limit=1)
+    return Policy.from_row(rows[0]) if rows else Policy()
+
+
+def history(store: Store, conn: Any, limit: int = 20) -> list[Policy]:
+    return [Policy.from_row(r) for r in store.policies(conn, limit=limit)]
+
+
+def change(
+    store: Store,
+    conn: Any,
+    who: Who,
+    now: float,
+    *,
+    reason: str,
+    require_second: tuple[Action, ...] | None = None,
+    proposal_seconds: float | None = None,
+    web_account: str | None = None,
+) -> Policy:
+    """Record a new policy: what is not given is kept from the one in force.
+    `web_account` "" clears it."""
+    if not reason or not reason.strip():
+        raise UsageError("a policy change needs a reason (--reason TEXT)")
+    old = current(store, conn)
+    new = Policy(
+        require_second=old.require_second if require_second is None else require_second,
+        proposal_seconds=old.proposal_seconds if proposal_seconds is None else check_seconds(proposal_seconds),
+        web_account=old.web_account if web_account is None else (web_account or None),
+        operator=who.operator,
+        account=who.account,
+        at=now,
+        reason=reason,
+    )
+    store.insert_policy(
+        conn,
+        {
+            "require_second_json": _json.dumps([str(a) for a in new.require_second]),
+            "proposal_seconds": new.proposal_seconds,
+            "web_account": new.web_account,
+            "operator": who.operator,
+            "account": who.account,
+            "at": now,
+            "reason": reason,
+        },
+    )
+    return new

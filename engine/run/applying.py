@@ -1,0 +1,127 @@
+"""Where a decision is applied.
+
+Every operator decision is carried out here, and each application commits
+in one transaction with the decision's own `applied` (or `void`) state, so a
+kill never leaves a decision half carried out:
+
+- a reset, at once when it is recorded (`apply_reset`): the epoch's
+  checkpoints are archived and the run starts over from its inputs;
+- the rest at the run's next start, as the planner orders them
+  (`DecisionApplier.apply`): setting aside untrusted checkpoints, a rewind,
+  an approval or a degrade (each a marker in the run's chain), an answer to
+  an effect in doubt (its ledger record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .. import _json
+from ..states import RunStatus
+from ..store.store import Store
+from . import environment
+from .journal import RunJournal
+from .lease import Fence
+from .ledger import EffectLedger
+from .planner import AnswerEffect, Application, Approve, Degrade, Refresh, Rewind, SetAside, Void
+
+
+class DecisionApplier:
+    """Carries out a run's pending decisions during its start sequence."""
+
+    def __init__(
+        self,
+        store: Store,
+        journal: RunJournal,
+        ledger: EffectLedger,
+        fence: Fence,
+        clock: Callable[[], float],
+        probes: Mapping[str, Any],
+    ) -> None:
+        self._store = store
+        self._fence = fence
+        self._journal = journal
+        self._ledger = ledger
+        self._clock = clock
+        self._probes = dict(probes)
+        self.notes: list[str] = []
+        """What applying said that the run's status should show."""
+
+    def apply(self, app: Application) -> None:
+        now = self._clock()
+        with self._store.write() as conn:
+            if isinstance(app, SetAside):
+                self._journal.set_aside(conn, list(app.untrusted), list(app.trusted))
+            elif isinstance(app, Rewind):
+                self._rewind(conn, app)
+            elif isinstance(app, Approve):
+                self._journal.marker(
+                    conn, "env", {"approved": list(app.probes), "approved_code": dict(app.codes)}, probes=self._probes
+                )
+            elif isinstance(app, Degrade):
+                self._journal.marker(conn, "degrade", {"skip": list(app.skip)}, probes=self._probes)
+            elif isinstance(app, AnswerEffect):
+                self._ledger.answer(conn, app.key, app.action, app.result, app.decision, now, repair=app.repair)
+                if app.reopen is not None:
+                    self._rewind(conn, app.reopen, correction=app.key)
+                self._fence.check(conn, now)
+            elif isinstance(app, Void):
+                self.notes.append(app.note)
+            elif isinstance(app, Refresh):
+                self._journal.marker(conn, "env", {"unread": [r["probe"] for r in app.rows]}, probes=self._probes)
+                self.notes.append(
+                    f"{environment.describe([dict(r) for r in app.rows])}; no finished work read it, so the run goes on with the new value"
+                )
+                # Shown at once: the run may die before it records its end.
+                self._store.update_run(conn, self._journal.run_id, {"notes_json": _json.dumps(self.notes)})
+            if app.decision is not None:
+                self._store.settle_decision(conn, app.decision, "void" if isinstance(app, Void) else "applied", now)
+
+    def _rewind(self, conn: Any, app: Rewind, *, correction: str | None = None) -> None:
+        body: dict[str, Any] = {"reopen": list(app.reopen)}
+        if correction is not None:
+            body["correction"] = correction
+        self._journal.marker(conn, "rewind", body, probes=self._probes, phase=app.phase, index=app.index)
+        self._store.discard_steps(conn, self._journal.run_id, list(app.reopen))
+
+    def void(self, decisions: Sequence[int]) -> None:
+        """Settle decisions that nothing needed any more (the run goes on without them)."""
+        if not decisions:
+            return
+        now = self._clock()
+        with self._store.write() as conn:
+            for d in decisions:
+                self._store.settle_decision(conn, d, "void", now)
+
+
+def apply_reset(store: Store, conn: Any, run: Any, *, pending: Sequence[int], who: str, now: float) -> None:
+    """Archive the run's current epoch and start it over from its original
+    inputs, in the caller's transaction (the one recording the reset)."""
+    shape = [p["name"] for p in _shape(run)]
+    store.archive_epoch(conn, run.run_id, int(run.epoch))
+    store.discard_steps(conn, run.run_id, None)
+    for d in pending:
+        store.settle_decision(conn, d, "void", now)
+    store.update_run(
+        conn,
+        run.run_id,
+        {
+            "epoch": int(run.epoch) + 1,
+            "head_seq": -1,
+            "head_hash": "",
+            "status": RunStatus.RESET.value,
+            "frontier_phase": shape[0] if shape else None,
+            "frontier_index": 0,
+            "steps_done": 0,
+            "blocked_json": "[]",
+            "error_json": None,
+            "updated_at": now,
+            "attention": f"reset by {who}: waiting to start over from its original inputs",
+        },
+    )
+
+
+def _shape(run: Any) -> list[dict[str, Any]]:
+    shape: list[dict[str, Any]] = _json.loads(run.shape_json)
+    return shape

@@ -1,0 +1,52 @@
+"""A run's frontier: where a resume picks up. The one rule, from the verified
+chain alone; the runner writes it to the run row at every stop, the views
+show it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..history import chain
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """Where a resume picks up: the first phase not done."""
+
+    phase: str | None
+    index: int
+    of: int
+    steps_done: int
+
+
+def frontier_of(shape: list[Any], state: chain.Folded, steps: list[Any], effects: list[Any]) -> Frontier:
+    """Where a resume picks up, from the trusted (verified) chain alone: the
+    first phase neither done nor skipped, and the steps and finished effects
+    recorded in it. The one rule for a run's frontier: the detail, `status
+    RUN` and `--json` build it here, and the runs list reads the run row's
+    frontier columns, which every stop writes from here (`frontier_columns`)."""
+    for i, p in enumerate(shape):
+        name = p["name"]
+        if name not in state.done and name not in state.skipped:
+            n_steps = sum(1 for s in steps if s.phase == name) + sum(
+                1 for e in effects if e.phase == name and e.state == "done"
+            )
+            return Frontier(phase=name, index=i, of=len(shape), steps_done=n_steps)
+    last = state.done.get(shape[-1]["name"]) if shape else None
+    return Frontier(
+        phase=shape[-1]["name"] if shape else None,
+        index=len(shape),
+        of=len(shape),
+        steps_done=int(last.entry.env.get("steps_done", 0)) if last else 0,
+    )
+
+
+def trusted_frontier(run: Any, rows: list[Any], steps: list[Any], effects: list[Any], shape: list[Any]) -> Frontier:
+    """`frontier_of` a run's stored rows: nothing past an integrity failure counts."""
+    return frontier_of(shape, chain.fold(chain.verify_run(run, rows).entries), steps, effects)
+
+
+def frontier_columns(fr: Frontier) -> dict[str, Any]:
+    """The run row's frontier columns (what the runs list shows) for `fr`."""
+    return {"frontier_phase": fr.phase, "frontier_index": fr.index, "steps_done": fr.steps_done}

@@ -1,0 +1,502 @@
+"""Where an effect is recorded: the run's effect ledger.
+
+An effect is an action on the outside world that must not happen twice. Its
+intent is committed (fsync) before its function is called, fenced by the
+run's lease, so a resume can tell done from in doubt. Its completion is
+committed after the call, with the run's next transaction or on a short timer
+(completions.py: one fsync per effect, and what that does to the in-doubt
+window). An atomic effect and its record commit in one transaction instead.
+
+`needs_answer` is the one rule for "is this effect in doubt": the start
+sequence, `decide`, the views and the console all ask it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from types import FunctionType
+from typing import TYPE_CHECKING, Any
+
+from .. import _json
+from .._pause import pause_point
+from .._stop import Stop, damaged, read_saved
+from ..authoring.reconcile import Reconciled, ask
+from ..errors import StoreError, UsageError
+from ..history import seals
+from ..outcome import BlockReason
+from ..states import Action, BlockKind
+from .completions import Completions
+from .lease import Fence, FenceToken
+
+if TYPE_CHECKING:  # the store's module loads SQLAlchemy: the views import this module without it
+    from ..store.store import Store
+
+
+def needs_answer(effect: Any) -> bool:
+    """An effect that was started, never recorded done, and whose target
+    cannot simply be called again: once its process is gone, only an operator
+    (or the outside system) can say whether it happened."""
+    return effect.state == "intent" and not (effect.idempotent or effect.atomic or effect.retry_ok)
+
+
+def in_doubt_reason(key: str, name: str, phase: str, asked: Reconciled | None = None) -> BlockReason:
+    data: dict[str, Any] = {"effect": key, "name": name, "phase": phase}
+    said = ""
+    if asked is not None:
+        data["reconcile"] = asked.as_dict()
+        said = f"; its reconcile hook could not say ({asked.why})"
+    return BlockReason(
+        BlockKind.IN_DOUBT_EFFECT,
+        f"effect {name} in phase {phase} (key {key}) was started and never recorded done: did it happen?{said}",
+        data,
+    )
+
+
+def effect_key(run_id: str, phase: str, name: str) -> str:
+    return f"{run_id}/{phase}/{name}"
+
+
+class EffectRecord(dict[str, Any]):
+    """One effect record as read or written: its columns, by name or attribute."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _record(row: Any) -> EffectRecord:
+    return EffectRecord(row._mapping)
+
+
+class EffectLedger:
+    """A run's effects: read once per start, written as each one happens.
+    Every write re-seals the record (seals.py), and a new record is linked
+    after the run's last one, so the start sequence can verify the ledger."""
+
+    def __init__(
+        self, store: Store, fence: Fence, clock: Callable[[], float], completions: Completions | None = None
+    ) -> None:
+        self._store = store
+        self._fence = fence
+        self._clock = clock
+        self.completions = completions if completions is not None else Completions(store, fence)
+        """Completions not yet committed; every hot transaction of the run carries them."""
+        self.effects: dict[str, EffectRecord] = {}
+        """The run's effect records by key, as last read or written."""
+        self.head: str | None = None
+        """The key of the run's last effect record (the run row's `effects_last`)."""
+        self.count = 0
+        """How many records the run has written (the run row's `effects_count`)."""
+        self.generations: dict[str, str] = {}
+        """Phase -> the key epoch of its `redo_on_rewind` effects ("epoch.rewinds"),
+        for phases re-opened by a rewind or a reset; set by the runner."""
+
+    def load(self) -> None:
+        # A completion still waiting would read back as an intent: in doubt.
+        self.completions.flush()
+        with self._store.read() as conn:
+            self._read(conn)
+
+    def _read(self, conn: Any) -> None:
+        self.effects = {e.key: _record(e) for e in self._store.effects_for(conn, self._fence.run_id)}
+        run = self._store.get_run(conn, self._fence.run_id)
+        self.head = run.effects_last if run is not None else None
+        self.count = int(run.effects_count or 0) if run is not None else 0
+
+    def reload(self, key: str, conn: Any) -> None:
+        row = self._store.effect_by_key(conn, key)
+        if row is not None:
+            self.effects[key] = _record(row)
+
+    def damage(self) -> list[seals.EffectDamage]:
+        """How the run's effect records differ from their verified history."""
+        return seals.check(self.effects.values(), self.head, self.count)
+
+    def unanswered(self, phases: Iterable[str]) -> list[Any]:
+        """Effects of these phases that need an answer before the phase may run again."""
+        wanted = set(phases)
+        return [e for e in self.effects.values() if e.phase in wanted and needs_answer(e)]
+
+    def damaged(self, phases: Iterable[str]) -> list[str]:
+        """Completed effects of these phases whose saved result no longer matches its hash."""
+        wanted = set(phases)
+        return [
+            f"effect {e.name!r} of {e.phase}"
+            for e in self.effects.values()
+            if e.state == "done" and e.phase in wanted and damaged(e.result_json, e.result_hash)
+        ]
+
+    # -- recording --------------------------------------------------------------
+
+    def perform(
+        self,
+        phase: str,
+        name: str,
+        fn: Callable[..., Any],
+        *,
+        idempotent: bool,
+        atomic: bool,
+        reconcile: Callable[[str], Any] | None = None,
+        reconcile_timeout: float = 30.0,
+        redo_on_rewind: bool = False,
+    ) -> Any:
+        """Do the effect once: return its saved result when it is done; when
+        it is in doubt, ask its reconcile hook or stop; otherwise record the
+        intent, call `fn`, record the completion."""
+        key = effect_key(self._fence.run_id, phase, name)
+        if redo_on_rewind and self.generations.get(phase):
+            key = f"{key}@{self.generations[phase]}"
+        row = self.effects.get(key)
+        if row is not None and row.state == "done":
+            return read_saved(row.result_json, row.result_hash, f"effect {name!r}")
+        if row is not None and not (idempotent or atomic or row.retry_ok):
+            if reconcile is None:
+                raise Stop(in_doubt_reason(key, name, phase))
+            got = self._reconcile(row, reconcile, reconcile_timeout)
+            if got.answer == "done":
+                return _json.loads(_json.dumps(got.result))
+            if got.answer == "unknown":
+                raise Stop(in_doubt_reason(key, name, phase, got))
+            row = self.effects[key]  # not done: allowed to call again, below
+        if atomic:
+            return self._perform_atomic(row, phase, name, key, fn, idempotent=idempotent)
+        now = self._clock()
+        if row is None:
+            rec = self._intent(
+                phase,
+                name,
+                key,
+                now,
+                idempotent=bool(idempotent),
+                reconcilable=reconcile is not None,
+                redo_on_rewind=bool(redo_on_rewind),
+            )
+        else:
+            rec = EffectRecord(row)
+            rec.update(
+                attempt=int(row.attempt) + 1,
+                retry_ok=False,
+                intent_at=now,
+                idempotent=bool(idempotent),
+                reconcilable=reconcile is not None,
+            )
+        seals.sealed(rec)
+        began = self._fence.stamp()
+        # The intent is durable (synchronous=FULL commit) before fn runs; the
+        # completion of the effect before it, if still waiting, commits with it.
+        try:
+            with self.completions.hot_tx() as tx:
+                if row is None:
+                    tx.run("intent", {k: rec[k] for k in _INTENT})
+                    # Fenced: the run row's write is the lease check (no extra read).
+                    n = tx.run(
+                        "effects_head",
+                        {"run_id": rec.run_id, "key": key, "owner": self._fence.owner, "now": self._clock()},
+                    )
+                    self._fence.check_rows(n)
+                else:
+                    tx.run("reintent", {k: rec[k] for k in _REINTENT})
+                    self._fence.check_hot(tx)
+        except StoreError:
+            self._check_foreign(row, key, name)
+            raise
+        self._fence.verified(began)
+        self.effects[key] = rec
+        if row is None:
+            self.head = key
+            self.count += 1
+        pause_point("after-intent", name)
+        # A process frozen since its intent committed must not call fn now:
+        # its lease may have lapsed, been revoked, or been taken over (a read,
+        # unless the intent's own fenced commit is that fresh: Fence.ensure).
+        self._fence.ensure()
+        result = _call(fn, key, fence=self._fence, attempt=int(rec["attempt"]))
+        encoded = _json.encode(result)
+        done = EffectRecord(
+            rec,
+            state="done",
+            done_at=self._clock(),
+            result_json=encoded.text,
+            result_hash=_json.sha256(encoded.data),
+        )
+        seals.sealed(done)
+        self.effects[key] = done
+        # Committed with the run's next transaction, or by the timer (completions.py).
+        self.completions.add(done)
+        # The phase gets a copy as a resume would read it: the one parsed
+        # while encoding, or a parse as encode wrote it (`_json.loads_canonical`).
+        if encoded.parsed is not _json.MISSING:
+            return encoded.parsed
+        return _json.loads_canonical(encoded.data, encoded.by_orjson)
+
+    def _intent(
+        self,
+        phase: str,
+        name: str,
+        key: str,
+        now: float,
+        *,
+        idempotent: bool = False,
+        reconcilable: bool = False,
+        redo_on_rewind: bool = False,
+    ) -> EffectRecord:
+        """A new record in the intent state, after the run's last one."""
+        return EffectRecord(
+            run_id=self._fence.run_id,
+            phase=phase,
+            name=name,
+            key=key,
+            state="intent",
+            idempotent=idempotent,
+            atomic=False,
+            attempt=1,
+            retry_ok=False,
+            result_hash=None,
+            confirmed_by=None,
+            prev_key=self.head,
+            reconcilable=reconcilable,
+            redo_on_rewind=redo_on_rewind,
+            intent_at=now,
+        )
+
+    def _perform_atomic(
+        self, row: Any, phase: str, name: str, key: str, fn: Callable[..., Any], *, idempotent: bool
+    ) -> Any:
+        """An atomic effect and its record commit in one transaction, so it
+        can never be in doubt: no separate intent is needed."""
+        # Imported here: only an atomic effect needs the ORM, and a command
+        # line start should not pay for it.
+        from sqlmodel import Session
+
+        self.completions.flush()
+        now = self._clock()
+        with self._store.hot() as conn:
+            with Session(bind=conn) as session:
+                attempt = 1 if row is None else int(row.attempt)
+                result = _call(fn, key, session, fence=self._fence, attempt=attempt)
+                session.flush()
+            text = _json.dumps(result)
+            rec = EffectRecord(
+                row
+                if row is not None
+                else {
+                    "run_id": self._fence.run_id,
+                    "phase": phase,
+                    "name": name,
+                    "key": key,
+                    "idempotent": idempotent,
+                    "atomic": True,
+                    "attempt": 1,
+                    "retry_ok": False,
+                    "confirmed_by": None,
+                    "prev_key": self.head,
+                    "reconcilable": False,
+                    "redo_on_rewind": False,
+                    "intent_at": now,
+                }
+            )
+            rec.update(state="done", done_at=now, result_json=text, result_hash=_json.sha256(text))
+            seals.sealed(rec)
+            columns = {k: v for k, v in rec.items() if k != "id"}
+            if row is None:
+                self._store.insert_effect(conn, columns)
+                self._store.note_effect(conn, self._fence.run_id, key)
+            else:
+                self._store.update_effect(conn, key, columns)
+            self._fence.check(conn, now)
+        self.effects[key] = rec
+        if row is None:
+            self.head = key
+            self.count += 1
+        return _json.loads(text)
+
+    def _check_foreign(self, row: Any, key: str, name: str) -> None:
+        """An intent that cannot be recorded because a record with its key
+        exists, yet not as this run's: the store was damaged. Stop; never redo."""
+        if row is not None:
+            return
+        with self._store.read() as conn:
+            other = self._store.effect_by_key(conn, key)
+        if other is not None:
+            raise Stop(
+                BlockReason(
+                    BlockKind.INTEGRITY,
+                    f"effect {name}: a record with its key {key} exists but is not this run's; the store was damaged",
+                    {"what": "record"},
+                )
+            )
+
+    def _reconcile(self, row: EffectRecord, hook: Callable[[str], Any], timeout: float) -> Reconciled:
+        """Ask the outside system about an in-doubt effect, and write down what
+        it said: an answer that settles it is a decision by "phasegate", with
+        the hook's answer as its evidence, applied at once."""
+        self.completions.flush()
+        got = ask(hook, row.key, timeout)
+        if got.answer == "done":
+            try:
+                _json.dumps(got.result)
+            except UsageError as exc:
+                got = Reconciled.unknown(f"the reconcile hook's result cannot be stored: {exc}")
+        now = self._clock()
+        with self._store.write() as conn:
+            self._fence.check(conn, now)
+            if got.answer != "unknown":
+                action = Action.CONFIRM_EFFECT if got.answer == "done" else Action.RETRY_EFFECT
+                detail: dict[str, Any] = {"reconcile": got.as_dict()}
+                if got.answer == "done":
+                    detail["result"] = got.result
+                decision = self._store.insert_decision(
+                    conn,
+                    {
+                        "run_id": row.run_id,
+                        "action": action.value,
+                        "phase": None,
+                        "effect_key": row.key,
+                        "answers": BlockKind.IN_DOUBT_EFFECT.value,
+                        "reason": f"reconcile hook: {got.why}"[:500],
+                        "operator": RECONCILER,
+                        "at": now,
+                        "state": "applied",
+                        "applied_at": now,
+                        "detail_json": _json.dumps(detail),
+                    },
+                )
+                self.answer(conn, row.key, action, got.result, decision, now)
+            shown = _json.dumps({**got.as_dict(), "at": now})
+            self._store.update_effect(conn, row.key, {"reconcile_json": shown})
+            self.effects[row.key]["reconcile_json"] = shown
+        return got
+
+    # -- answers (called by applying.py, inside its transaction) ------------------
+
+    def answer(
+        self,
+        conn: Any,
+        key: str,
+        action: Action,
+        result: Any,
+        decision: int,
+        now: float,
+        *,
+        repair: bool = False,
+    ) -> None:
+        """Carry out an answer to an effect: confirmed done with `result`, or
+        allowed to be called again. With `repair`, the answer also settles
+        damage to the effect's record: a deleted record is written anew, and
+        the run's records are linked again in the order they were written."""
+        old = self.effects.get(key)
+        if old is None:
+            where = seals.split_key(self._fence.run_id, key.split("@", 1)[0])
+            phase, name = where if where is not None else ("?", key)
+            rec = self._intent(phase, name, key, now)
+        else:
+            rec = EffectRecord(old)
+        if action is Action.CONFIRM_EFFECT:
+            text = _json.dumps(result)
+            rec.update(
+                state="done", done_at=now, result_json=text, result_hash=_json.sha256(text), confirmed_by=decision
+            )
+        else:
+            rec.update(state="intent", done_at=None, result_json=None, result_hash=None, retry_ok=True)
+        seals.sealed(rec)
+        columns = {k: v for k, v in rec.items() if k != "id"}
+        if old is None:
+            self._store.insert_effect(conn, columns)
+            self._store.update_run(conn, self._fence.run_id, {"effects_last": key})
+            self.head = key
+            # a record written anew fills a hole the count knows of; one
+            # beyond the count is a new record
+            if len(self.effects) + 1 > self.count:
+                self._store.update_run(conn, self._fence.run_id, {"effects_count": len(self.effects) + 1})
+                self.count = len(self.effects) + 1
+        else:
+            self._store.update_effect(conn, key, columns)
+        if repair:
+            self._relink(conn)
+        else:
+            self.reload(key, conn)
+
+    def _relink(self, conn: Any) -> None:
+        """Link the run's records again in the order they were written,
+        re-sealing only records whose content still matches their seal: a
+        record damaged in some other way stays damaged, and is reported."""
+        self._read(conn)
+        prev: str | None = None
+        for rec in sorted(self.effects.values(), key=lambda r: int(r.id)):
+            if rec.prev_key != prev and rec.seal == seals.seal(rec):
+                rec["prev_key"] = prev
+                seals.sealed(rec)
+                self._store.update_effect(conn, rec.key, {"prev_key": prev, "seal": rec.seal})
+            prev = rec.key
+        if prev != self.head:
+            self._store.update_run(conn, self._fence.run_id, {"effects_last": prev})
+            self.head = prev
+
+
+#: The operator name automatic resolutions are recorded under.
+RECONCILER = "phasegate"
+
+_INTENT = (
+    "run_id",
+    "phase",
+    "name",
+    "key",
+    "idempotent",
+    "intent_at",
+    "prev_key",
+    "seal",
+    "reconcilable",
+    "redo_on_rewind",
+)
+_REINTENT = ("key", "attempt", "intent_at", "idempotent", "reconcilable", "seal")
+
+
+def _call(fn: Callable[..., Any], key: str, session: Any = None, *, fence: Fence, attempt: int) -> Any:
+    """Call an effect's function with what it asks for: the idempotency key
+    (`fn(key)`), and for an atomic effect the session too (`fn(key, session)`,
+    or `fn(session)` when it takes one argument); `fn()` when it takes none.
+    A function with a parameter named `fence` gets the fencing token there
+    (made only then: a frozen dataclass costs ~1.5 us, at every effect)."""
+    params, varargs, wants_fence = _shape(fn)
+    kw = {"fence": FenceToken(fence.run_id, fence.epoch, attempt, key)} if wants_fence else {}
+    args: tuple[Any, ...] = (key,) if session is None else (key, session)
+    if varargs or params >= len(args):
+        return fn(*args, **kw)
+    if session is not None and params == 1:
+        return fn(session, **kw)
+    return fn(*args[:params], **kw)
+
+
+_shapes: dict[tuple[Any, ...], tuple[int, bool, bool]] = {}
+
+
+def _shape(fn: Callable[..., Any]) -> tuple[int, bool, bool]:
+    """(required positional parameters other than `fence`, takes *args,
+    takes `fence`). A plain function's answer depends only on its code and
+    which parameters have defaults, so it is kept: inspect.signature costs
+    ~10 us, a tenth of an effect's CPU (effect functions are often lambdas,
+    a new object each call, with the same code)."""
+    key: tuple[Any, ...] | None = None
+    if type(fn) is FunctionType and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__"):
+        key = (fn.__code__, len(fn.__defaults__ or ()), tuple(fn.__kwdefaults__ or ()))
+        got = _shapes.get(key)
+        if got is not None:
+            return got
+    try:
+        sig = inspect.signature(fn).parameters
+        params = [
+            p
+            for n, p in sig.items()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty and n != "fence"
+        ]
+        varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.values())
+        wants_fence = "fence" in sig and sig["fence"].kind is not inspect.Parameter.POSITIONAL_ONLY
+    except (TypeError, ValueError):  # a builtin without a signature: give it everything
+        return 0, True, False
+    shape = (len(params), varargs, wants_fence)
+    if key is not None and len(_shapes) < 4096:
+        _shapes[key] = shape
+    return shape

@@ -1,0 +1,551 @@
+"""One execution of one run: the invariant start sequence, then the phases.
+
+Every run starts the same way, whether or not anything was saved before:
+take the lease, read the run's own records, verify them, apply the
+operator's pending decisions, compare the world, check in-doubt effects and
+floors, and only then run the phases that are still open. A fresh run is the
+same path with an empty chain.
+
+The runner holds only that sequence. What it composes:
+- `RunJournal` (journal.py) writes the chain: checkpoints and markers;
+- `EffectLedger` (ledger.py) and `StepLog` (steplog.py) record effects and
+  durable steps, handed to each phase's `PhaseContext`;
+- `Completions` (completions.py): effect completions waiting to ride with the
+  run's next transaction; the runner commits them before the run's end;
+- `plan_start` (planner.py) decides, purely, what the start does;
+- `DecisionApplier` (applying.py) carries out the decisions it plans.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from .. import _json
+from .._host import new_owner
+from .._pause import pause_point
+from .._stop import Stop
+from ..authoring import retry, sources
+from ..authoring.retry import Attempt
+from ..authoring.workflow import Phase, Workflow
+from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
+from ..ids import validate_run_id
+from ..outcome import BlockReason, Outcome
+from ..safetext import sanitised
+from ..states import BlockKind, OutcomeStatus, RunStatus
+from ..store.store import Store
+from . import environment
+from .applying import DecisionApplier
+from .completions import DEFAULT_DELAY, Completions
+from .frontier import frontier_columns, trusted_frontier
+from .journal import RunJournal
+from .lease import FORCE_RISK, Fence, Heartbeat, HolderState, holder_name, holder_state
+from .ledger import EffectLedger
+from .outputs import PhaseOutputs
+from .phasecontext import PhaseContext
+from .planner import Pending, StartFacts, StartPlan, plan_start
+from .steplog import StepLog
+
+#: A number of 19 digits or more: past what orjson parses as an integer
+#: (it would come back as a float), so such inputs take the standard
+#: library's parser (in a string too: slower, never wrong).
+_LONG_NUMBER = re.compile(r"\d{19}")
+
+log = logging.getLogger("phasegate.run")
+
+
+class Runner:
+    def __init__(
+        self,
+        store: Store,
+        wf: Workflow,
+        run_id: str,
+        inputs: Any,
+        *,
+        inputs_given: bool,
+        target: str | None,
+        clock: Callable[[], float],
+        lease_seconds: float,
+        should_stop: Callable[[], bool] | None = None,
+        force: bool = False,
+        effect_flush: float = DEFAULT_DELAY,
+    ) -> None:
+        self.store = store
+        self.wf = wf
+        self.run_id = validate_run_id(run_id)
+        self.clock = clock
+        self.lease_seconds = lease_seconds
+        self.should_stop = should_stop
+        self.inputs_given = inputs_given
+        self.inputs_text = _json.dumps(inputs if inputs is not None else {})
+        self._inputs_fast: tuple[str, bool] | None = None
+        """(the inputs text it was decided for, whether orjson may parse it)."""
+        self._sources_known: set[str] = set()
+        """Code fingerprints `sources.remember` was asked about in this run."""
+        self.target = target
+        self.force = force
+        """Take the run over even from a stalled holder (`HolderStalled`)."""
+        self.fence = Fence(store, self.run_id, new_owner(), clock)
+        # Effect completions not yet committed: every write of the run carries them.
+        self.completions = Completions(store, self.fence, effect_flush)
+        self.steps = StepLog(store, self.fence, clock, self.completions)
+        self.effects = EffectLedger(store, self.fence, clock, self.completions)
+        self.outputs = PhaseOutputs(wf)
+        self.phases_run: list[str] = []
+        self.state: Any = None
+        """The trusted state the phases run from (a `chain.Folded`), once planned."""
+        self.env_rows: list[Any] = []
+        self.notes: list[str] = []
+        self._proposed: list[int] = []
+        """Decisions proposed and waiting for a second operator, as last read."""
+        self.attempts: list[Attempt] = []
+        self._ran_without: dict[str, list[str]] = {}
+        """Phases this start ran degraded, with the outputs they ran without."""
+        """Failed attempts of steps and phases in this start (retries)."""
+        self._codes: dict[str, Any] | None = None
+        """Each phase's code fingerprint as the run's records know it: the code
+        its saved durable steps were written by. None once this start runs
+        phases, which then record their own."""
+
+    # -- the start sequence ---------------------------------------------------
+
+    def execute(self) -> Outcome:
+        if self.store.schema_problem:
+            # Nothing in a store we cannot interpret may be changed, not even a lease.
+            reason = BlockReason(BlockKind.INTEGRITY, self.store.schema_problem, {"what": "schema"})
+            return Outcome(self.run_id, OutcomeStatus.BLOCKED, blocked=[reason])
+        try:
+            row = self._acquire()
+        except IntegrityError:
+            # Two processes created the same new run at once; the other won.
+            row = self._acquire()
+        beat = Heartbeat(self.store, self.run_id, self.fence.owner, self.lease_seconds, self.clock)
+        beat.start()
+        try:
+            try:
+                return self._start(row)
+            except Stop as stop:
+                return self._block([stop.reason])
+        except BaseException:
+            # Stopped by an error (the store, a lost lease, a signal): record
+            # the effects that did complete, if the lease still allows, then
+            # give the lease up now, so the run reads as interrupted and can be
+            # resumed at once, even while this process (a worker) lives on.
+            beat.stop()
+            self._flush_quietly()
+            self.fence.release()
+            raise
+        finally:
+            self.completions.close()
+            beat.stop()
+
+    def _flush_quietly(self) -> None:
+        try:
+            self.completions.flush()
+        except Exception as exc:  # noqa: BLE001 - they stay intents: in doubt at the next start, never repeated
+            log.warning("run %s: effect completions not recorded: %s", self.run_id, exc)
+
+    def _acquire(self) -> Any:
+        owner = self.fence.owner
+        with self.store.write() as conn:
+            now = self.store.lease_clock(conn, self.clock())
+            # Row lock where the backend has them; SKIP LOCKED so a process
+            # racing another for the same run is answered at once, not queued.
+            row = self.store.get_run(conn, self.run_id, lock=True, skip_locked=True)
+            if row is None and self.store.get_run(conn, self.run_id) is not None:
+                raise RunHeld(self.run_id, "another process taking it right now", self.lease_seconds)
+            lease = {
+                "lease_owner": owner,
+                "lease_host": owner.split(":")[0],
+                "lease_pid": int(owner.split(":")[1]),
+                "lease_expires_at": now + self.lease_seconds,
+                "heartbeat_at": now,
+            }
+            if row is None:
+                first = self.wf.phases[0].name if self.wf.phases else None
+                self.store.insert_run(
+                    conn,
+                    {
+                        "run_id": self.run_id,
+                        "workflow": self.wf.name,
+                        "target": self.target,
+                        "inputs_json": self.inputs_text,
+                        "inputs_hash": _json.sha256(self.inputs_text),
+                        "shape_json": _json.dumps(self.wf.describe()),
+                        "status": RunStatus.RUNNING.value,
+                        "frontier_phase": first,
+                        "phase_count": len(self.wf.phases),
+                        "created_at": now,
+                        "updated_at": now,
+                        **lease,
+                    },
+                )
+                return self.store.get_run(conn, self.run_id)
+            if row.workflow != self.wf.name:
+                raise UsageError(f"run {self.run_id!r} belongs to workflow {row.workflow!r}, not {self.wf.name!r}")
+            if self.inputs_given and _json.sha256(self.inputs_text) != row.inputs_hash:
+                raise UsageError(
+                    f"run {self.run_id!r} already exists with other inputs; resume it without inputs or use a new run id"
+                )
+            held = holder_state(row, now)
+            if held is HolderState.LIVE:
+                raise RunHeld(self.run_id, holder_name(row), (row.lease_expires_at or now) - now)
+            if held is HolderState.STALLED and not self.force:
+                raise HolderStalled(self.run_id, holder_name(row), "resume", FORCE_RISK)
+            self.fence.epoch = int(row.epoch)
+            # The shape as this process declares it, but each phase's code as
+            # recorded: it changes only once phases run with the new code
+            # (`_start`), so a start that blocks leaves no trace in it.
+            self._codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
+            values = {
+                **lease,
+                "status": RunStatus.RUNNING.value,
+                "updated_at": now,
+                "phase_count": len(self.wf.phases),
+                "shape_json": self._shape_text(),
+                # An earlier failure's error is history once the run is taken up again.
+                "error_json": None,
+            }
+            if self.target and not row.target:
+                values["target"] = self.target
+            self.store.update_run(conn, self.run_id, values)
+            return row
+
+    def _start(self, row: Any) -> Outcome:
+        actual = _json.sha256(row.inputs_json)
+        if actual != row.inputs_hash:
+            # Damaged inputs must not be parsed, let alone run with.
+            failure = {
+                "seq": -1,
+                "phase": None,
+                "what": "inputs",
+                "expected": row.inputs_hash,
+                "actual": actual,
+                "message": "stored inputs damaged",
+            }
+            reason = "the run's stored inputs do not match the hash they were saved with"
+            return self._block([BlockReason(BlockKind.INTEGRITY, reason, {"failure": failure})])
+        self.inputs_text = row.inputs_json
+        inputs = _json.loads(row.inputs_json)
+        journal = RunJournal(
+            self.store,
+            self.wf,
+            self.fence,
+            self.clock,
+            epoch=int(row.epoch),
+            inputs_hash=row.inputs_hash,
+            completions=self.completions,
+        )
+        last_codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
+        self._codes = last_codes
+        probes = environment.evaluate(self.wf, inputs=inputs)
+        applier = DecisionApplier(self.store, journal, self.effects, self.fence, self.clock, probes)
+        while True:
+            plan = self._plan(journal, probes, last_codes)
+            if plan.apply is None:
+                break
+            applier.apply(plan.apply)
+        self.env_rows = list(plan.env_rows)
+        self.notes.extend(applier.notes + list(plan.notes))
+        if plan.blocks:
+            sources.remember_drift(self.store, self.wf, plan.blocks)
+            return self._block(list(plan.blocks))
+        applier.void(plan.void)
+        if self._proposed:
+            with self.store.write() as conn:
+                self.store.void_proposals(conn, self._proposed, self.clock())
+        assert plan.state is not None  # a plan that runs has a state
+        self._codes = None
+        shape = self._shape_text()
+        if shape != row.shape_json:
+            # Before any durable step is saved: the next start must know which
+            # code wrote them, even if this process dies mid-phase.
+            with self.store.write() as conn:
+                written = self.store.update_run(
+                    conn, self.run_id, {"shape_json": shape}, owner=self.fence.owner, held_at=self.clock()
+                )
+                if written == 0:
+                    raise LeaseLost(f"run {self.run_id!r}: lease lost before its phases could start")
+        self.state = plan.state
+        journal.follow(plan.state)
+        # A redo_on_rewind effect of a phase re-opened by a rewind or reset
+        # gets a new key epoch, so its (idempotent) target acts again.
+        epoch = int(row.epoch)
+        self.effects.generations = {
+            p.name: f"{epoch}.{plan.state.reopened.get(p.name, 0)}"
+            for p in self.wf.phases
+            if epoch or plan.state.reopened.get(p.name)
+        }
+        if plan.recode:
+            # Durable steps saved by older code of an open phase are not trusted
+            # to mean what the new code would compute: they are recomputed.
+            self.steps.discard(list(plan.recode))
+        for p in plan.to_run:
+            for n in p.needs:
+                if n in plan.state.done:
+                    self.outputs.available(plan.state, n)
+        return self._run_phases(journal, list(plan.to_run), probes, inputs)
+
+    def _plan(self, journal: RunJournal, probes: dict[str, Any], last_codes: dict[str, Any]) -> StartPlan:
+        """Read the run's own records and ask the planner what to do next."""
+        loaded = journal.load()
+        self.effects.load()
+        self.steps.load()
+        with self.store.read() as conn:
+            rows = self.store.decisions_for(conn, self.run_id)
+        pending = [Pending.from_row(d) for d in rows if d.state == "pending"]
+        # Proposals wait for a second operator and are never carried out here;
+        # a run that goes on without them leaves nothing for them to answer.
+        self._proposed = [int(d.id) for d in rows if d.state == "proposed"]
+        return plan_start(
+            StartFacts(
+                wf=self.wf,
+                verified=loaded.verified,
+                rows=loaded.rows,
+                pending=pending,
+                effects=list(self.effects.effects.values()),
+                effect_damage=self.effects.damage(),
+                probes=probes,
+                now=self.clock(),
+                last_codes=last_codes,
+                damaged_records=lambda phases: self.steps.damaged(phases) + self.effects.damaged(phases),
+                retrievable=self.outputs.available,
+                stepped=self.steps.phases(),
+            )
+        )
+
+    def _shape_text(self) -> str:
+        """The shape to store: the workflow's as declared, with each phase's
+        code as recorded until this start runs phases (`_codes`)."""
+        shape = self.wf.describe()
+        if self._codes is not None:
+            for p in shape:
+                if self._codes.get(p["name"]) is not None:
+                    p["code"] = self._codes[p["name"]]
+        return _json.dumps(shape)
+
+    # -- running --------------------------------------------------------------
+
+    def _run_phases(self, journal: RunJournal, to_run: list[Phase], probes: dict[str, Any], inputs: Any) -> Outcome:
+        for i, p in enumerate(to_run):
+            if self.should_stop is not None and self.should_stop():
+                self._finish(RunStatus.RUNNING, {"attention": "stopped between phases by a shutdown; resume it"})
+                return Outcome(self.run_id, OutcomeStatus.INTERRUPTED, phases_run=self.phases_run)
+            if p.probes:
+                now_vals = environment.evaluate(self.wf, list(p.probes), inputs=inputs)
+                moved = [
+                    {"probe": k, "saved": probes.get(k), "current": v, "changed": True, "phases": [p.name]}
+                    for k, v in now_vals.items()
+                    if probes.get(k) != v
+                ]
+                if moved:
+                    return self._block(
+                        [BlockReason(BlockKind.ENV_MISMATCH, environment.describe(moved), {"changes": moved})]
+                    )
+            missing = {n for n in p.needs if n not in self.outputs}
+            if missing:
+                self._ran_without[p.name] = sorted(missing, key=lambda n: self.wf.get(n).index)
+            self.phases_run.append(p.name)
+            pause_point("in-phase", p.name)
+            # A process frozen between phases must not start one it no longer
+            # holds: its code may do things no fence can see.
+            self.fence.ensure()
+            log.info(
+                "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
+            )
+            called = self._attempt_phase(p, missing)
+            if isinstance(called, Outcome):
+                return called
+            out, ctx = called
+            try:
+                encoded = _json.encode(out)
+            except UsageError as exc:
+                return self._fail(p.name, exc)
+            nxt = to_run[i + 1] if i + 1 < len(to_run) else None
+            next_needs = {n: self.outputs.hashes[n] for n in (nxt.needs if nxt else ()) if n in self.outputs.hashes}
+            out_hash = _json.sha256(encoded.data)
+            text = encoded.text
+            if nxt is not None and p.name in nxt.needs:
+                next_needs[p.name] = out_hash
+            if p.code_hash not in self._sources_known:
+                # Asked once a run per fingerprint: the store's answer does not change.
+                sources.remember(self.store, self.wf.phases, self.clock, needed=p)
+                self._sources_known.add(p.code_hash)
+            journal.checkpoint(
+                p,
+                text,
+                steps_done=ctx.steps_done,
+                missing=sorted(missing),
+                nxt=nxt,
+                next_needs=next_needs,
+                probes=probes,
+                out_hash=out_hash,
+            )
+            self.outputs.put(p.name, text, encoded, out_hash)
+            # Its bytes are done with: not kept alive through the next phase
+            # (at 1 MB a buffer held across the call cost fresh pages each boundary).
+            del encoded
+        return self._complete()
+
+    def _attempt_phase(self, p: Phase, missing: set[str]) -> tuple[Any, PhaseContext] | Outcome:
+        """Call the phase; while its retry policy allows, call it again from
+        its start after a failure. What a failed attempt saved is read back
+        first, so its durable steps return from the store and its completed
+        effects are not repeated (an effect it left unfinished against a
+        target that does not deduplicate stops the run as in doubt)."""
+        attempt = 1
+        while True:
+            # Each attempt gets its own copy of the inputs and the outputs it
+            # needs: a phase that mutates them must not change what a later
+            # attempt, phase or resume sees.
+            ctx = PhaseContext(
+                self.run_id,
+                p.name,
+                self._inputs_copy(),
+                frozenset(missing),
+                steps=self.steps,
+                effects=self.effects,
+                attempts=self.attempts,
+            )
+            try:
+                return p.fn(ctx, **self._handed(p, missing)), ctx
+            except (Stop, LeaseLost, StoreError, KeyboardInterrupt):
+                # The store failing is not the phase failing (exit 2,
+                # resumable); Ctrl-C is the operator's, not the phase's.
+                raise
+            except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
+                again = p.retry.retryable(exc, attempt)
+                if again or attempt > 1:
+                    self.attempts.append(Attempt(p.name, None, attempt, p.retry.attempts, retry.describe(exc), again))
+                if not again:
+                    return self._fail(p.name, exc)
+                log.warning("run %s: phase %s attempt %d failed: %s", self.run_id, p.name, attempt, exc)
+            except BaseException as exc:  # noqa: BLE001 - SystemExit, CancelledError: recorded, never retried
+                return self._fail(p.name, exc)
+            retry.wait(p.retry.delay(attempt))
+            self.steps.load()
+            self.effects.load()
+            attempt += 1
+
+    def _inputs_copy(self) -> Any:
+        """A fresh parse of the run's inputs (canonical text, hash-checked
+        at the start): orjson's, which gives the same value where no number
+        is too long for it (~1 us saved a phase even on `{}`)."""
+        text = self.inputs_text
+        if self._inputs_fast is None or self._inputs_fast[0] is not text:
+            self._inputs_fast = (text, _LONG_NUMBER.search(text) is None)
+        return _json.loads_shallow(text) if self._inputs_fast[1] else _json.loads(text)
+
+    def _handed(self, p: Phase, missing: set[str]) -> dict[str, Any]:
+        """The outputs a phase is called with; None for a missing one it has no default for."""
+        kwargs = {n: self.outputs.handed(n) for n in p.needs if n not in missing}
+        # Only a degraded phase needs its signature: ~10 us saved per boundary.
+        params = inspect.signature(p.fn).parameters if missing else {}
+        for n in missing:
+            prm = params.get(n)
+            if prm is not None and prm.default is inspect.Parameter.empty:
+                kwargs[n] = None
+        return kwargs
+
+    # -- endings --------------------------------------------------------------
+
+    def _finish(self, status: RunStatus, values: dict[str, Any], *, stopped: bool = False) -> None:
+        """Record the run's end. A stop (`stopped`) also rewrites the run
+        row's frontier from the verified chain, so the runs list shows the
+        frontier that the detail and `status --json` show (after an integrity
+        failure the head is past what is trusted)."""
+        # The run's end is observable: what its effects did is recorded first.
+        self.completions.flush()
+        now = self.clock()
+        base = {
+            "status": status.value,
+            "updated_at": now,
+            "env_json": _json.dumps(self.env_rows),
+            "notes_json": _json.dumps(self.notes + [a.note() for a in self.attempts]),
+            "lease_owner": None,
+            "lease_host": None,
+            "lease_pid": None,
+            "lease_expires_at": None,
+            "shape_json": self._shape_text(),
+        }
+        with self.store.write() as conn:
+            if stopped:
+                run = self.store.get_run(conn, self.run_id)
+                if run is not None:
+                    fr = trusted_frontier(
+                        run,
+                        self.store.all_checkpoints(conn, self.run_id),
+                        self.store.steps_for(conn, self.run_id),
+                        self.store.effects_for(conn, self.run_id),
+                        self.wf.describe(),
+                    )
+                    base.update(frontier_columns(fr))
+            if self.store.update_run(conn, self.run_id, {**base, **values}, owner=self.fence.owner, held_at=now) == 0:
+                raise LeaseLost(f"run {self.run_id!r}: lease lost before the run could record its end")
+
+    def _block(self, reasons: list[BlockReason]) -> Outcome:
+        first = reasons[0]
+        self._finish(
+            RunStatus.BLOCKED,
+            {
+                "blocked_json": _json.dumps([r.as_dict() for r in reasons]),
+                "attention": f"{first.kind}: {first.detail}"[:300],
+                "error_json": None,
+            },
+            stopped=True,
+        )
+        log.warning("run %s blocked: %s", self.run_id, "; ".join(str(r) for r in reasons))
+        return Outcome(self.run_id, OutcomeStatus.BLOCKED, blocked=reasons, phases_run=self.phases_run)
+
+    def _fail(self, phase: str, exc: BaseException) -> Outcome:
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        # A message neither backend can store (a lone surrogate, a NUL) is
+        # kept with those characters escaped: lost, it would leave the run "running".
+        message = sanitised(str(exc))
+        err: dict[str, Any] = {
+            "phase": phase,
+            "type": type(exc).__name__,
+            "message": message,
+            "traceback": sanitised("".join(tb[-6:])),
+        }
+        tried = [a.as_dict() for a in self.attempts if a.phase == phase]
+        if tried:
+            err["attempts"] = tried
+        self._finish(
+            RunStatus.FAILED,
+            {
+                "error_json": _json.dumps(err),
+                "blocked_json": "[]",
+                "attention": f"failed in {phase}: {type(exc).__name__}: {message}"[:300],
+            },
+            stopped=True,
+        )
+        log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, message)
+        return Outcome(self.run_id, OutcomeStatus.FAILED, error=err, phases_run=self.phases_run)
+
+    def _complete(self) -> Outcome:
+        last = self.wf.phases[-1].name if self.wf.phases else None
+        result = None
+        if last is not None and (last in self.outputs or self.outputs.available(self.state, last)):
+            result = self.outputs.handed(last)
+        gaps = self._gaps()
+        attention = f"completed (degraded): {gaps}"[:300] if gaps else ""
+        self._finish(RunStatus.COMPLETED, {"blocked_json": "[]", "attention": attention, "error_json": None})
+        log.info("run %s completed%s", self.run_id, f" ({attention})" if gaps else "")
+        return Outcome(self.run_id, OutcomeStatus.COMPLETED, result=result, phases_run=self.phases_run, degraded=gaps)
+
+    def _gaps(self) -> str:
+        """What a completion lacks: phases skipped by a degrade, and phases
+        (now or at an earlier start) run without some of their needs."""
+        skipped = [p.name for p in self.wf.phases if self.state is not None and p.name in self.state.skipped]
+        without = {n: list(d.missing) for n, d in (self.state.done.items() if self.state is not None else ())}
+        without.update(self._ran_without)
+        parts = [f"{n} skipped" for n in skipped]
+        parts += [f"{p.name} ran without {', '.join(without[p.name])}" for p in self.wf.phases if without.get(p.name)]
+        return "; ".join(parts)
