@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from .authoring.workflow import Workflow
     from .decide.batch import GroupRefused
     from .decide.causes import Cause, CauseKind
-    from .decide.fit import NO_RESULT, Decision, Preview, correctable_effects
+    from .decide.fit import NO_RESULT, Decision, correctable_effects
+    from .decide.preview import Preview
     from .engine import Engine
     from .errors import (
         AlreadyDecided,
@@ -95,7 +96,7 @@ _WHERE: dict[str, str] = {
     "Cause": ".decide.causes",
     "CauseKind": ".decide.causes",
     "GroupRefused": ".decide.batch",
-    "Preview": ".decide.fit",
+    "Preview": ".decide.preview",
     "Decision": ".decide.fit",
     "NO_RESULT": ".decide.fit",
     "correctable_effects": ".decide.fit",

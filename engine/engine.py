@@ -19,6 +19,7 @@ from ._host import HOST
 from .authoring import sources as _sources
 from .authoring.workflow import Workflow
 from .decide import fit as _decisions
+from .decide import preview as _previews
 from .decide.gate import Oversight
 from .decide.recording import record
 from .decide.triage import Triage
@@ -386,7 +387,7 @@ class Engine:
         reason: str | None = None,
         force: bool = False,
         expect_env: str | None = None,
-    ) -> _decisions.Preview:
+    ) -> _previews.Preview:
         """What a decision would do, without recording it; refused exactly
         as `decide` would refuse it, in the same order (a `reason`, when
         given, is checked as `decide` checks it)."""
@@ -396,7 +397,7 @@ class Engine:
         if reason is not None:
             _decisions.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
-        return _decisions.preview(
+        return _previews.preview(
             view, action, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
         )
 

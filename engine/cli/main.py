@@ -37,7 +37,7 @@ from ..views.build import ClaimView, RunSummary, RunView
 
 if TYPE_CHECKING:
     from ..decide.causes import Cause
-    from ..decide.fit import Preview
+    from ..decide.preview import Preview
     from ..engine import Engine
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_HELD = 0, 1, 2, 3, 4
