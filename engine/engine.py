@@ -3,7 +3,6 @@ run's status, verify and prune the store."""
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -35,56 +34,15 @@ from .ids import validate_run_id
 from .outcome import Outcome
 from .oversight import claims
 from .oversight.identity import whoami
-from .run.completions import DEFAULT_DELAY
 from .run.frontier import frontier_columns, trusted_frontier
 from .run.lease import HolderState, holder_alive, holder_state
 from .run.runner import Runner
+from .settings import Settings
 from .states import Action, RunStatus
 from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
 from .views.build import RunSummary, RunView, build, effective_status
 from .views.workers import WorkerView, list_workers
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise UsageError(f"{name} must be a number, not {raw!r}") from None
-
-
-def _checked_lease(value: float) -> float:
-    # nan would store a NULL expiry (a run held for ever), a negative one a
-    # lease already lapsed (a second process takes a live run).
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"the lease (PHASEGATE_LEASE_SECONDS) must be a finite number of seconds > 0, not {value}")
-    return value
-
-
-def _checked_claim(value: float) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(
-            f"the claim expiry (PHASEGATE_CLAIM_SECONDS) must be a finite number of seconds > 0, not {value}"
-        )
-    return value
-
-
-def _checked_flush(value: float) -> float:
-    # How long an effect's completion may wait to commit with the run's next
-    # write (completions.py): a negative or endless wait would strand it.
-    if not math.isfinite(value) or value < 0:
-        raise UsageError(f"PHASEGATE_EFFECT_FLUSH_MS must be a finite number of milliseconds >= 0, not {value * 1000}")
-    return value
-
-
-def _checked_retention(value: float) -> float:
-    if math.isnan(value) or value < 0:
-        raise UsageError(f"the retention (PHASEGATE_RETENTION_DAYS) must be a number of days >= 0, not {value}")
-    return value
-
 
 _VERIFY_PAGE = 500
 """Runs verified per read transaction: one streamed query for their chains."""
@@ -118,24 +76,19 @@ class Engine:
         effect_flush: float | None = None,
     ) -> None:
         # Settings first: a bad one is refused before any store is created.
-        self.lease_seconds = _checked_lease(
-            lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
+        settings = Settings.read(
+            lease_seconds=lease_seconds,
+            effect_flush=effect_flush,
+            retention_days=retention_days,
+            claim_seconds=claim_seconds,
+            archive_dir=archive_dir,
         )
+        self.lease_seconds = settings.lease_seconds
         #: Seconds an effect's completion may wait to commit with the run's next
         #: transaction (0: committed before `ctx.effect` returns).
-        self.effect_flush = _checked_flush(
-            effect_flush
-            if effect_flush is not None
-            else _env_float("PHASEGATE_EFFECT_FLUSH_MS", DEFAULT_DELAY * 1000) / 1000
-        )
-        self.retention_days = _checked_retention(
-            retention_days if retention_days is not None else _env_float("PHASEGATE_RETENTION_DAYS", 30.0)
-        )
-        self.claim_seconds = _checked_claim(
-            claim_seconds
-            if claim_seconds is not None
-            else _env_float("PHASEGATE_CLAIM_SECONDS", claims.DEFAULT_CLAIM_SECONDS)
-        )
+        self.effect_flush = settings.effect_flush
+        self.retention_days = settings.retention_days
+        self.claim_seconds = settings.claim_seconds
         self.store = Store(
             db if db is not None else default_db(), create=create, readonly=readonly, lease_seconds=self.lease_seconds
         )
@@ -143,7 +96,7 @@ class Engine:
         #: Checked between phases; when it returns True the run stops cleanly,
         #: resumable, with its lease released (a worker's graceful shutdown).
         self.should_stop: Callable[[], bool] | None = None
-        self.archive_dir = archive.archive_dir(self.store.path, archive_dir or os.environ.get("PHASEGATE_ARCHIVE_DIR"))
+        self.archive_dir = archive.archive_dir(self.store.path, settings.archive_dir)
         self._oversight = Oversight(self.store, clock, self._view, self.claim_seconds)
         self._triage = Triage(self.store, clock, self._view, self._oversight)
 
