@@ -23,7 +23,6 @@ from .decide.gate import Oversight
 from .decide.recording import record
 from .decide.triage import Triage
 from .errors import (
-    PhasegateError,
     RunNotFound,
     StoreError,
     UsageError,
@@ -41,6 +40,7 @@ from .settings import Settings
 from .states import Action, RunStatus
 from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
+from .upkeep.pruning import Pruner
 from .views.build import RunSummary, RunView, build, effective_status
 from .views.workers import WorkerView, list_workers
 
@@ -99,6 +99,7 @@ class Engine:
         self.archive_dir = archive.archive_dir(self.store.path, settings.archive_dir)
         self._oversight = Oversight(self.store, clock, self._view, self.claim_seconds)
         self._triage = Triage(self.store, clock, self._view, self._oversight)
+        self._pruner = Pruner(self.store, clock, self.retention_days, self.archive_dir)
 
     @property
     def oversight(self) -> Oversight:
@@ -547,18 +548,12 @@ class Engine:
     # -- pruning --------------------------------------------------------------
 
     def prune_candidates(self, run_id: str | None = None) -> list[_prune.PruneCandidate]:
-        out: list[_prune.PruneCandidate] = []
-        ids = [run_id] if run_id else list(self.run_ids())
-        now = self.clock()
-        for rid in ids:
-            with self.store.read() as conn:
-                run = self.store.get_run(conn, rid)
-                if run is None:
-                    raise RunNotFound(f"no run {rid!r} in {self.store.where}")
-                rows = self.store.all_checkpoints(conn, rid)
-                steps = self.store.steps_for(conn, rid)
-            out.extend(_prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days))
-        return out
+        """What is safe to prune now in one run, or in every run.
+
+        Raises:
+            RunNotFound: No run `run_id` (or one deleted while listing).
+        """
+        return self._pruner.candidates([run_id] if run_id else list(self.run_ids()))
 
     def prune(
         self,
@@ -570,77 +565,12 @@ class Engine:
     ) -> list[_prune.PruneCandidate]:
         """List (or with `apply`, remove) what is safe to prune. Each run's
         candidates are re-derived inside the write transaction that removes
-        them, so nothing is removed on a judgement made before a change."""
+        them, so nothing is removed on a judgement made before a change
+        (`upkeep.pruning.Pruner`)."""
         listed = self.prune_candidates(run_id)
         if not apply:
             return listed
-        who = whoami(operator).operator
-        done: list[_prune.PruneCandidate] = []
-        for rid in dict.fromkeys(c.run_id for c in listed):
-            try:
-                done.extend(self._prune_run(rid, who, reason))
-            except OSError as exc:
-                # The run's transaction was rolled back: an archive we could not
-                # write (or read back) is no confirmation, so nothing was removed.
-                raise PhasegateError(
-                    f"cannot write the archive for run {rid!r} under {self.archive_dir}: {exc.strerror or exc}; "
-                    "nothing of that run was pruned",
-                    title="archive not written",
-                ) from None
-        return done
-
-    def _prune_run(self, run_id: str, who: str, reason: str) -> list[_prune.PruneCandidate]:
-        now = self.clock()
-        with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id)
-            if run is None:
-                return []
-            rows = self.store.all_checkpoints(conn, run_id)
-            steps = self.store.steps_for(conn, run_id)
-            cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days)
-            by_id = {int(r.id): r for r in rows}
-            folder = self.archive_dir / archive.safe_name(run_id)
-            for c in cands:
-                if c.kind == "step_records":
-                    self.store.delete_steps(conn, list(c.refs))
-                    continue
-                for ref in c.refs:
-                    row = by_id[ref]
-                    if c.safety == "archive":
-                        payload = {
-                            "run_id": run_id,
-                            "epoch": int(row.epoch),
-                            "seq": int(row.seq),
-                            "phase": row.phase,
-                            "output_hash": _json.loads(row.envelope).get("output_hash"),
-                            "output_json": row.output_json,
-                        }
-                        path, _digest = archive.write_archive(folder, archive.archive_name(row), payload)
-                        if archive.restore(path, payload["output_hash"]) is archive.MISSING:
-                            raise OSError(f"archive {path} did not read back intact; nothing removed")
-                        self.store.set_output_state(conn, ref, "archived", str(path))
-                    else:
-                        self.store.set_output_state(conn, ref, "pruned", None)
-                if c.kind == "finished_run":
-                    self.store.delete_steps(conn, list(c.step_refs))
-            if cands:
-                self.store.insert_decision(
-                    conn,
-                    {
-                        "run_id": run_id,
-                        "action": "prune",
-                        "reason": reason,
-                        "operator": who,
-                        "at": now,
-                        "state": "applied",
-                        "applied_at": now,
-                        "detail_json": _json.dumps(
-                            {"pruned": [{"what": c.what, "bytes": c.bytes, "why_safe": c.why_safe} for c in cands]}
-                        ),
-                    },
-                )
-                self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
-        return cands
+        return self._pruner.apply(listed, operator=operator, reason=reason)
 
 
 def _spare_cores() -> float:

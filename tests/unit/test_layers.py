@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("views", ("views",)),
     ("oversight", ("oversight",)),
     ("decide", ("decide",)),
+    ("upkeep", ("upkeep",)),
     ("engine", ("engine", "settings")),
     ("alerts", ("alerts",)),
     ("cli", ("cli", "__main__")),
