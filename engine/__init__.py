@@ -40,7 +40,9 @@ if TYPE_CHECKING:
         UsageError,
         WorkflowError,
     )
+    from .history.chain import IntegrityFailure
     from .history.prune import PruneCandidate
+    from .history.seals import EffectDamage
     from .outcome import BlockReason, Outcome
     from .oversight.identity import WEB_USER_ENV, Who, whoami
     from .oversight.policy import Policy
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
         RunStatus,
         RunStatusName,
     )
+    from .upkeep.reports import LostOutput, UnknownSchema, VerifyReport
     from .views.build import (
         ClaimEvent,
         ClaimView,
@@ -150,6 +153,9 @@ _WHERE: dict[str, str] = {
     "Frontier": ".run.frontier",
     "WorkerView": ".views.workers",
     "Workflow": ".authoring.workflow",
+    "IntegrityFailure": ".history.chain",
+    "EffectDamage": ".history.seals",
+    **dict.fromkeys(("LostOutput", "UnknownSchema", "VerifyReport"), ".upkeep.reports"),
 }
 
 __all__ = [
@@ -169,14 +175,17 @@ __all__ = [
     "CodeDiff",
     "DecisionError",
     "DecisionView",
+    "EffectDamage",
     "EffectState",
     "EffectStateName",
     "EffectView",
     "Engine",
     "Frontier",
     "GroupRefused",
+    "IntegrityFailure",
     "LeaseLost",
     "LeaseView",
+    "LostOutput",
     "NO_RESULT",
     "Outcome",
     "OutcomeStatus",
@@ -198,7 +207,9 @@ __all__ = [
     "RunView",
     "SameOperator",
     "StoreError",
+    "UnknownSchema",
     "UsageError",
+    "VerifyReport",
     "WEB_USER_ENV",
     "Who",
     "WorkerView",

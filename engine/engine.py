@@ -18,11 +18,7 @@ from .decide import preview as _previews
 from .decide.gate import Oversight
 from .decide.recording import record
 from .decide.triage import Triage
-from .errors import (
-    RunNotFound,
-    StoreError,
-    UsageError,
-)
+from .errors import RunNotFound, StoreError, UsageError
 from .history import archive, chain
 from .history import prune as _prune
 from .ids import validate_run_id
@@ -36,6 +32,7 @@ from .states import Action, RunStatus
 from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
 from .upkeep.pruning import Pruner
+from .upkeep.reports import UnknownSchema, VerifyReport
 from .upkeep.verify import Verifier
 from .views.build import RunSummary, RunView, build, effective_status
 from .views.workers import WorkerView, list_workers
@@ -367,27 +364,29 @@ class Engine:
         `watch_store` watches for commits, without reaching into the store."""
         return self.store.path
 
-    # -- verification ---------------------------------------------------------
+    # -- upkeep: verification and pruning (upkeep/) ---------------------------
 
-    def verify(self, run_id: str | None = None, *, record: bool = True, deep: bool = False) -> list[dict[str, Any]]:
-        """Verify the stored chain of every run (or one). A failure found in a
-        stopped run is recorded on it, so operators see it before anything runs.
+    def verify(
+        self, run_id: str | None = None, *, record: bool = True, deep: bool = False
+    ) -> list[VerifyReport | UnknownSchema]:
+        """Verify the stored chain of every run (or one): every hash and link
+        over the stored bytes, and with `deep` every output parsed too (a
+        resume parses what it reads anyway). A failure found in a stopped run
+        is recorded on it with `record`, so operators see it before anything
+        runs. How the store is read is `upkeep.verify.Verifier`'s.
 
-        By default every hash and link is checked over the stored bytes and
-        outputs are not parsed (a resume parses what it reads anyway); `deep`
-        parses each output too, as `phasegate verify --deep` does. How the
-        store is read, a page at a time and on two threads where that pays,
-        is `upkeep.verify.Verifier`'s."""
-        return self._verifier.verify(run_id, record=record, deep=deep)
-
-    # -- pruning --------------------------------------------------------------
-
-    def prune_candidates(self, run_id: str | None = None) -> list[_prune.PruneCandidate]:
-        """What is safe to prune now in one run, or in every run.
+        Returns:
+            A `VerifyReport` for each run, in run-id order; for a store whose
+            schema this engine does not know, one `UnknownSchema` alone.
 
         Raises:
-            RunNotFound: No run `run_id` (or one deleted while listing).
+            RunNotFound: No run `run_id`.
         """
+        return self._verifier.verify(run_id, record=record, deep=deep)
+
+    def prune_candidates(self, run_id: str | None = None) -> list[_prune.PruneCandidate]:
+        """What is safe to prune now in one run, or in every run (`RunNotFound`
+        for a run that is not there)."""
         return self._pruner.candidates([run_id] if run_id else list(self.run_ids()))
 
     def prune(

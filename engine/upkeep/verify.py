@@ -13,15 +13,18 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from dataclasses import replace
 from typing import Any
 
 from .. import _json
 from ..errors import RunNotFound
 from ..history import archive, chain, seals
+from ..outcome import BlockReason
 from ..run.frontier import frontier_columns, trusted_frontier
 from ..run.lease import HolderState, holder_state
-from ..states import RunStatus
+from ..states import BlockKind, RunStatus
 from ..store.store import Store
+from .reports import LostOutput, UnknownSchema, VerifyReport
 
 _PAGE = 500
 """Runs verified per read transaction: one streamed query for their chains."""
@@ -31,8 +34,8 @@ the second lane costs about 1.1 ms of CPU a verify (its thread, connection,
 transaction and mapping, its half's run rows read again), and can save at
 most half of the 1.2-1.7 ms a MB a verify costs, less what the two threads
 wait for the GIL."""
-_Checked = tuple[dict[str, Any], dict[str, tuple[dict[str, Any], Any]], dict[str, list[Any]]]
-"""A verified page: its run rows, each run's report and failure, its effect damage."""
+_Checked = tuple[dict[str, Any], dict[str, VerifyReport], dict[str, list[seals.EffectDamage]]]
+"""A verified page: its run rows, each run's chain report, each run's effect damage."""
 
 
 class Verifier:
@@ -47,13 +50,15 @@ class Verifier:
         self.store = store
         self.clock = clock
 
-    def verify(self, run_id: str | None = None, *, record: bool = True, deep: bool = False) -> list[dict[str, Any]]:
+    def verify(
+        self, run_id: str | None = None, *, record: bool = True, deep: bool = False
+    ) -> list[VerifyReport | UnknownSchema]:
         """`Engine.verify`: every run (or one), each chain read as it streams
         (on SQLite through the driver, as stored bytes), each failure recorded
         on its run with `record` unless the store is read-only."""
-        reports: list[dict[str, Any]] = []
+        reports: list[VerifyReport | UnknownSchema] = []
         if self.store.schema_problem:
-            return [{"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.store.schema_problem}}]
+            return [UnknownSchema(self.store.schema_problem)]
         with ExitStack() as held:
             conn = held.enter_context(self.store.scan())
             lane = self._lane(held, run_id)
@@ -87,22 +92,13 @@ class Verifier:
                     run = run_rows.get(rid)
                     if run is None:
                         continue  # deleted since it was listed
-                    report, failure = found.get(rid) or self._one(run, [], deep)
+                    report = found.get(rid) or self._one(run, [], deep)
                     harmed = damage.get(rid) or []
-                    if harmed:  # present only when there is some: the JSON of a whole store is unchanged
-                        report["effects"] = [d.as_dict() for d in harmed]
-                        report["ok"] = False
+                    if harmed:
+                        report = replace(report, effects=tuple(harmed))
                     reports.append(report)
-                    if (failure is not None or harmed) and record and not self.store.readonly:
-                        reasons = (
-                            [{"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}]
-                            if failure is not None
-                            else [
-                                {"kind": "integrity", "detail": d.detail, "what": "effect", **d.as_dict()}
-                                for d in harmed
-                            ]
-                        )
-                        self._record_integrity(rid, reasons)
+                    if not report.ok and record and not self.store.readonly:
+                        self._record_integrity(rid, _integrity_reasons(report))
         return reports
 
     def _lane(self, held: ExitStack, run_id: str | None) -> tuple[Any, ThreadPoolExecutor] | None:
@@ -144,7 +140,8 @@ class Verifier:
         }
         return run_rows, found, damage
 
-    def _one(self, run: Any, rows: list[Any], deep: bool) -> tuple[dict[str, Any], chain.IntegrityFailure | None]:
+    def _one(self, run: Any, rows: list[Any], deep: bool) -> VerifyReport:
+        """One run's chain verified (and its stored inputs checked); its effect records are `_page`'s."""
         actual_inputs = _json.sha256(run.inputs_json)
         if actual_inputs != run.inputs_hash:
             # The same check the start sequence makes before it parses the inputs.
@@ -154,17 +151,15 @@ class Verifier:
             )
         else:
             v = chain.verify_run(run, rows, parse_outputs=deep)
-        report = {
-            "run_id": run.run_id,
-            "ok": v.failure is None,
-            "checkpoints": len(rows),
-            "bytes": sum(len(r.envelope) + len(r.output_json or "") for r in rows),
-            "failure": v.failure.as_dict() if v.failure else None,
-            "lost": _lost_outputs(v),
-        }
-        return report, v.failure
+        return VerifyReport(
+            run.run_id,
+            checkpoints=len(rows),
+            bytes=sum(len(r.envelope) + len(r.output_json or "") for r in rows),
+            failure=v.failure,
+            lost=_lost_outputs(v),
+        )
 
-    def _record_integrity(self, run_id: str, reasons: list[dict[str, Any]]) -> None:
+    def _record_integrity(self, run_id: str, reasons: list[BlockReason]) -> None:
         now = self.clock()
         with self.store.write() as conn:
             run = self.store.get_run(conn, run_id)
@@ -193,8 +188,8 @@ class Verifier:
                 run_id,
                 {
                     "status": RunStatus.BLOCKED.value,
-                    "blocked_json": _json.dumps(reasons),
-                    "attention": f"integrity: {reasons[0]['detail']}"[:300],
+                    "blocked_json": _json.dumps([r.as_dict() for r in reasons]),
+                    "attention": f"integrity: {reasons[0].detail}"[:300],
                     "updated_at": now,
                     **frontier_columns(fr),
                 },
@@ -217,15 +212,27 @@ def _spare_cores() -> float:
     return cores - load
 
 
-def _lost_outputs(v: chain.Verified) -> list[dict[str, Any]]:
+def _integrity_reasons(report: VerifyReport) -> list[BlockReason]:
+    """What verify records on a damaged run: the chain's failure, or else
+    each effect record its history does not vouch for."""
+    if report.failure is not None:
+        f = report.failure
+        return [BlockReason(BlockKind.INTEGRITY, f.detail(), {"failure": f.as_dict()})]
+    return [
+        BlockReason(BlockKind.INTEGRITY, d.detail, {"what": "effect", "effect": d.key, "problem": d.problem})
+        for d in report.effects
+    ]
+
+
+def _lost_outputs(v: chain.Verified) -> tuple[LostOutput, ...]:
     """Done phases of the trusted chain whose output cannot be had now: the
     chain verifies, but what it vouches for is gone (a stored copy lost, an
     archive deleted or altered)."""
     if all(e.row.output_state == "present" and e.row.output_json is not None for e in v.entries):
-        return []  # every output is at hand (`archive.why_lost`): no need to replay the chain to ask
+        return ()  # every output is at hand (`archive.why_lost`): no need to replay the chain to ask
     out = []
     for name, d in chain.fold(v.entries).done.items():
         why = archive.why_lost(d.entry)
         if why is not None:
-            out.append({"phase": name, "seq": int(d.entry.row.seq), "message": f"output of {name} is lost: {why}"})
-    return out
+            out.append(LostOutput(name, int(d.entry.row.seq), f"output of {name} is lost: {why}"))
+    return tuple(out)

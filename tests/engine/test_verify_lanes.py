@@ -40,12 +40,12 @@ def test_verify_in_lanes_finds_what_one_lane_finds(h, monkeypatch):
         deep = eng.verify(record=False, deep=True)
     assert split == one
     assert deep == one
-    by_id = {r["run_id"]: r for r in split}
+    by_id = {r.run_id: r for r in split}
     assert sorted(by_id) == ["g0", "g1", "g2", "g3", "g4", "r1"]
-    assert by_id["r1"]["failure"]["what"] == "output"
-    assert by_id["g3"]["failure"]["what"] == "chain"
-    assert by_id["g1"]["ok"] is False and by_id["g1"]["effects"]
-    assert all(by_id[r]["ok"] for r in ("g0", "g2", "g4"))
+    assert by_id["r1"].failure.what == "output"
+    assert by_id["g3"].failure.what == "chain"
+    assert by_id["g1"].ok is False and by_id["g1"].effects
+    assert all(by_id[r].ok for r in ("g0", "g2", "g4"))
 
 
 def test_verify_counts_the_stored_bytes(h):
