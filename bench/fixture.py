@@ -158,6 +158,6 @@ def build(path: Path, runs: int) -> dict[str, Any]:
     with Engine(path) as engine:
         for rid in copies:
             rep = engine.verify(rid, record=False)
-            if not rep[0]["ok"]:
-                raise RuntimeError(f"fixture copy {rid} does not verify: {rep[0]['failure']}")
+            if not rep[0].ok:
+                raise RuntimeError(f"fixture copy {rid} does not verify: {rep[0].to_json()['failure']}")
     return {"runs": runs, "kinds": counts, "verified_sample": len(copies), "bytes": path.stat().st_size}

@@ -4,7 +4,7 @@ stored checkpoint, in MB/s of envelope and output bytes checked, against
 `hashlib.sha256` over the same bytes already in memory, in one thread. The
 default verify checks hashes and links over the stored bytes, and on a
 machine with a core to spare verifies a large store in two threads
-(`engine.py` `_verify_lane`; the detail says which ran); `deep=True`
+(`upkeep/verify.py` `Verifier._lane`; the detail says which ran); `deep=True`
 (`verify --deep`) parses every output too, and is reported beside it
 without a target. Two reads of the same rows with nothing else done are
 measured beside it: the plain one (text decoded, encoded back, hashed) and
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from phasegate import Engine
-from phasegate import engine as engine_module
+from phasegate.upkeep import verify as verify_module
 
 from . import payload
 from ._util import Figure, at_least, median
@@ -51,7 +51,7 @@ def run(quick: bool, rounds: int, path: Path) -> list[Figure]:
         least: list[float] = []
         lanes: list[float] = []
         for _ in range(rounds):
-            lanes.append(engine_module._spare_cores())
+            lanes.append(verify_module._spare_cores())
             t0 = time.perf_counter()
             reports = eng.verify()
             t1 = time.perf_counter()
@@ -66,8 +66,8 @@ def run(quick: bool, rounds: int, path: Path) -> list[Figure]:
             t5 = time.perf_counter()
             lim.append(limit_bytes / (t4 - t3) / 1e6)
             least.append(least_bytes / (t5 - t4) / 1e6)
-            assert all(r["ok"] for r in reports) and all(r["ok"] for r in deep)
-            checked = sum(int(r["bytes"]) for r in reports)
+            assert all(r.ok for r in reports) and all(r.ok for r in deep)
+            checked = sum(r.bytes for r in reports)
             v.append(checked / (t1 - t0) / 1e6)
             h.append(total / (t2 - t1) / 1e6)
             d.append(checked / (t3 - t2) / 1e6)

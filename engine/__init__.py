@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from .authoring.workflow import Workflow
     from .decide.batch import GroupRefused
     from .decide.causes import Cause, CauseKind
-    from .decide.fit import NO_RESULT, Decision, Preview, correctable_effects
+    from .decide.fit import NO_RESULT, Decision, correctable_effects
+    from .decide.preview import Preview
     from .engine import Engine
     from .errors import (
         AlreadyDecided,
@@ -39,7 +40,9 @@ if TYPE_CHECKING:
         UsageError,
         WorkflowError,
     )
+    from .history.chain import IntegrityFailure
     from .history.prune import PruneCandidate
+    from .history.seals import EffectDamage
     from .outcome import BlockReason, Outcome
     from .oversight.identity import WEB_USER_ENV, Who, whoami
     from .oversight.policy import Policy
@@ -59,6 +62,7 @@ if TYPE_CHECKING:
         RunStatus,
         RunStatusName,
     )
+    from .upkeep.reports import LostOutput, UnknownSchema, VerifyReport
     from .views.build import (
         ClaimEvent,
         ClaimView,
@@ -95,7 +99,7 @@ _WHERE: dict[str, str] = {
     "Cause": ".decide.causes",
     "CauseKind": ".decide.causes",
     "GroupRefused": ".decide.batch",
-    "Preview": ".decide.fit",
+    "Preview": ".decide.preview",
     "Decision": ".decide.fit",
     "NO_RESULT": ".decide.fit",
     "correctable_effects": ".decide.fit",
@@ -149,6 +153,9 @@ _WHERE: dict[str, str] = {
     "Frontier": ".run.frontier",
     "WorkerView": ".views.workers",
     "Workflow": ".authoring.workflow",
+    "IntegrityFailure": ".history.chain",
+    "EffectDamage": ".history.seals",
+    **dict.fromkeys(("LostOutput", "UnknownSchema", "VerifyReport"), ".upkeep.reports"),
 }
 
 __all__ = [
@@ -168,14 +175,17 @@ __all__ = [
     "CodeDiff",
     "DecisionError",
     "DecisionView",
+    "EffectDamage",
     "EffectState",
     "EffectStateName",
     "EffectView",
     "Engine",
     "Frontier",
     "GroupRefused",
+    "IntegrityFailure",
     "LeaseLost",
     "LeaseView",
+    "LostOutput",
     "NO_RESULT",
     "Outcome",
     "OutcomeStatus",
@@ -197,7 +207,9 @@ __all__ = [
     "RunView",
     "SameOperator",
     "StoreError",
+    "UnknownSchema",
     "UsageError",
+    "VerifyReport",
     "WEB_USER_ENV",
     "Who",
     "WorkerView",

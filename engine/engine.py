@@ -3,98 +3,39 @@ run's status, verify and prune the store."""
 
 from __future__ import annotations
 
-import math
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import _json
 from ._dbpath import default_db
 from ._host import HOST
 from .authoring import sources as _sources
 from .authoring.workflow import Workflow
 from .decide import fit as _decisions
+from .decide import preview as _previews
 from .decide.gate import Oversight
 from .decide.recording import record
 from .decide.triage import Triage
-from .errors import (
-    PhasegateError,
-    RunNotFound,
-    StoreError,
-    UsageError,
-)
-from .history import archive, chain, seals
+from .errors import RunNotFound, StoreError, UsageError
+from .history import archive, chain
 from .history import prune as _prune
 from .ids import validate_run_id
 from .outcome import Outcome
 from .oversight import claims
 from .oversight.identity import whoami
-from .run.completions import DEFAULT_DELAY
-from .run.frontier import frontier_columns, trusted_frontier
-from .run.lease import HolderState, holder_alive, holder_state
+from .run.lease import holder_alive
 from .run.runner import Runner
+from .settings import Settings
 from .states import Action, RunStatus
 from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
+from .upkeep.pruning import Pruner
+from .upkeep.reports import UnknownSchema, VerifyReport
+from .upkeep.verify import Verifier
 from .views.build import RunSummary, RunView, build, effective_status
 from .views.workers import WorkerView, list_workers
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise UsageError(f"{name} must be a number, not {raw!r}") from None
-
-
-def _checked_lease(value: float) -> float:
-    # nan would store a NULL expiry (a run held for ever), a negative one a
-    # lease already lapsed (a second process takes a live run).
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"the lease (PHASEGATE_LEASE_SECONDS) must be a finite number of seconds > 0, not {value}")
-    return value
-
-
-def _checked_claim(value: float) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(
-            f"the claim expiry (PHASEGATE_CLAIM_SECONDS) must be a finite number of seconds > 0, not {value}"
-        )
-    return value
-
-
-def _checked_flush(value: float) -> float:
-    # How long an effect's completion may wait to commit with the run's next
-    # write (completions.py): a negative or endless wait would strand it.
-    if not math.isfinite(value) or value < 0:
-        raise UsageError(f"PHASEGATE_EFFECT_FLUSH_MS must be a finite number of milliseconds >= 0, not {value * 1000}")
-    return value
-
-
-def _checked_retention(value: float) -> float:
-    if math.isnan(value) or value < 0:
-        raise UsageError(f"the retention (PHASEGATE_RETENTION_DAYS) must be a number of days >= 0, not {value}")
-    return value
-
-
-_VERIFY_PAGE = 500
-"""Runs verified per read transaction: one streamed query for their chains."""
-_VERIFY_SPLIT_BYTES = 4 << 20
-"""The store size from which verify uses a second thread (`Engine._verify_lane`):
-the second lane costs about 1.1 ms of CPU a verify (its thread, connection,
-transaction and mapping, its half's run rows read again), and can save at
-most half of the 1.2-1.7 ms a MB a verify costs, less what the two threads
-wait for the GIL."""
-_Checked = tuple[dict[str, Any], dict[str, tuple[dict[str, Any], Any]], dict[str, list[Any]]]
-"""A verified page: its run rows, each run's report and failure, its effect damage."""
 
 
 class Engine:
@@ -117,24 +58,19 @@ class Engine:
         effect_flush: float | None = None,
     ) -> None:
         # Settings first: a bad one is refused before any store is created.
-        self.lease_seconds = _checked_lease(
-            lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
+        settings = Settings.read(
+            lease_seconds=lease_seconds,
+            effect_flush=effect_flush,
+            retention_days=retention_days,
+            claim_seconds=claim_seconds,
+            archive_dir=archive_dir,
         )
+        self.lease_seconds = settings.lease_seconds
         #: Seconds an effect's completion may wait to commit with the run's next
         #: transaction (0: committed before `ctx.effect` returns).
-        self.effect_flush = _checked_flush(
-            effect_flush
-            if effect_flush is not None
-            else _env_float("PHASEGATE_EFFECT_FLUSH_MS", DEFAULT_DELAY * 1000) / 1000
-        )
-        self.retention_days = _checked_retention(
-            retention_days if retention_days is not None else _env_float("PHASEGATE_RETENTION_DAYS", 30.0)
-        )
-        self.claim_seconds = _checked_claim(
-            claim_seconds
-            if claim_seconds is not None
-            else _env_float("PHASEGATE_CLAIM_SECONDS", claims.DEFAULT_CLAIM_SECONDS)
-        )
+        self.effect_flush = settings.effect_flush
+        self.retention_days = settings.retention_days
+        self.claim_seconds = settings.claim_seconds
         self.store = Store(
             db if db is not None else default_db(), create=create, readonly=readonly, lease_seconds=self.lease_seconds
         )
@@ -142,9 +78,11 @@ class Engine:
         #: Checked between phases; when it returns True the run stops cleanly,
         #: resumable, with its lease released (a worker's graceful shutdown).
         self.should_stop: Callable[[], bool] | None = None
-        self.archive_dir = archive.archive_dir(self.store.path, archive_dir or os.environ.get("PHASEGATE_ARCHIVE_DIR"))
+        self.archive_dir = archive.archive_dir(self.store.path, settings.archive_dir)
         self._oversight = Oversight(self.store, clock, self._view, self.claim_seconds)
         self._triage = Triage(self.store, clock, self._view, self._oversight)
+        self._verifier = Verifier(self.store, clock)
+        self._pruner = Pruner(self.store, clock, self.retention_days, self.archive_dir)
 
     @property
     def oversight(self) -> Oversight:
@@ -386,7 +324,7 @@ class Engine:
         reason: str | None = None,
         force: bool = False,
         expect_env: str | None = None,
-    ) -> _decisions.Preview:
+    ) -> _previews.Preview:
         """What a decision would do, without recording it; refused exactly
         as `decide` would refuse it, in the same order (a `reason`, when
         given, is checked as `decide` checks it)."""
@@ -396,7 +334,7 @@ class Engine:
         if reason is not None:
             _decisions.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
-        return _decisions.preview(
+        return _previews.preview(
             view, action, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
         )
 
@@ -426,185 +364,30 @@ class Engine:
         `watch_store` watches for commits, without reaching into the store."""
         return self.store.path
 
-    # -- verification ---------------------------------------------------------
+    # -- upkeep: verification and pruning (upkeep/) ---------------------------
 
-    def verify(self, run_id: str | None = None, *, record: bool = True, deep: bool = False) -> list[dict[str, Any]]:
-        """Verify the stored chain of every run (or one). A failure found in a
-        stopped run is recorded on it, so operators see it before anything runs.
+    def verify(
+        self, run_id: str | None = None, *, record: bool = True, deep: bool = False
+    ) -> list[VerifyReport | UnknownSchema]:
+        """Verify the stored chain of every run (or one): every hash and link
+        over the stored bytes, and with `deep` every output parsed too (a
+        resume parses what it reads anyway). A failure found in a stopped run
+        is recorded on it with `record`, so operators see it before anything
+        runs. How the store is read is `upkeep.verify.Verifier`'s.
 
-        By default every hash and link is checked over the stored bytes and
-        outputs are not parsed (a resume parses what it reads anyway); `deep`
-        parses each output too, as `phasegate verify --deep` does. Runs are
-        read a keyset page at a time in one read transaction, each page's
-        chains in one streamed query (on SQLite through the driver, as stored
-        bytes); a large SQLite store on a machine with a core to spare is
-        verified half a page on a second thread (`_verify_lane`)."""
-        reports: list[dict[str, Any]] = []
-        if self.store.schema_problem:
-            return [{"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.store.schema_problem}}]
-        with ExitStack() as held:
-            conn = held.enter_context(self.store.scan())
-            lane = self._verify_lane(held, run_id)
-            after: str | None = ""
-            while after is not None:
-                other = None
-                with self.store.read_on(conn):
-                    if run_id:
-                        rows = list(self.store.runs_by_id(conn, [run_id]).values())
-                        if not rows:
-                            raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
-                    else:
-                        rows = self.store.runs_after(conn, after, _VERIFY_PAGE)
-                    page = [r.run_id for r in rows]
-                    if lane is not None and len(page) >= 2:
-                        # The second half of the page (a run-id range) in its
-                        # own read transaction on the other lane, meanwhile.
-                        theirs = page[len(page) // 2 :]
-                        other = lane[1].submit(self._verify_part, lane[0], theirs, deep)
-                        rows = rows[: len(page) // 2]
-                    run_rows, found, damage = self._verify_page(conn, {r.run_id: r for r in rows}, deep)
-                if other is not None:
-                    their_rows, their_found, their_damage = other.result()
-                    run_rows.update(their_rows)
-                    found.update(their_found)
-                    damage.update(their_damage)
-                # The next page starts after this one (keyset): one read
-                # transaction a page, none held while failures are recorded.
-                after = page[-1] if len(page) == _VERIFY_PAGE and not run_id else None
-                for rid in page:
-                    run = run_rows.get(rid)
-                    if run is None:
-                        continue  # deleted since it was listed
-                    report, failure = found.get(rid) or self._verify_one(run, [], deep)
-                    harmed = damage.get(rid) or []
-                    if harmed:  # present only when there is some: the JSON of a whole store is unchanged
-                        report["effects"] = [d.as_dict() for d in harmed]
-                        report["ok"] = False
-                    reports.append(report)
-                    if (failure is not None or harmed) and record and not self.store.readonly:
-                        reasons = (
-                            [{"kind": "integrity", "detail": failure.detail(), "failure": failure.as_dict()}]
-                            if failure is not None
-                            else [
-                                {"kind": "integrity", "detail": d.detail, "what": "effect", **d.as_dict()}
-                                for d in harmed
-                            ]
-                        )
-                        self._record_integrity(rid, reasons)
-        return reports
+        Returns:
+            A `VerifyReport` for each run, in run-id order; for a store whose
+            schema this engine does not know, one `UnknownSchema` alone.
 
-    def _verify_lane(self, held: ExitStack, run_id: str | None) -> tuple[Any, ThreadPoolExecutor] | None:
-        """A second connection, with a thread, to verify half of each page
-        while this thread verifies the other half. The reading (sqlite3) and
-        the hashing (hashlib) let go of the GIL, so the two use two cores,
-        where a second core is free; with none, they were 5-30% slower
-        than one thread (bench/RESULTS.md, verify-fast). So none for one run,
-        for PostgreSQL, for a store smaller than `_VERIFY_SPLIT_BYTES`, or
-        without a spare core."""
-        path = self.store.path
-        if run_id or path is None or not self.store.is_sqlite or _spare_cores() < 1:
-            return None
-        try:
-            if path.stat().st_size < _VERIFY_SPLIT_BYTES:
-                return None
-        except OSError:
-            return None
-        pool = held.enter_context(ThreadPoolExecutor(1, thread_name_prefix="phasegate-verify"))
-        return held.enter_context(self.store.scan()), pool
-
-    def _verify_part(self, conn: Any, part: list[str], deep: bool) -> _Checked:
-        """`part` of a page (a run-id range), in its own read transaction on `conn`."""
-        with self.store.read_on(conn):
-            run_rows = self.store.runs_between(conn, part[0], part[-1])
-            return self._verify_page(conn, {rid: run_rows[rid] for rid in part if rid in run_rows}, deep)
-
-    def _verify_page(self, conn: Any, run_rows: dict[str, Any], deep: bool) -> _Checked:
-        """In the read transaction `conn` holds, for these runs (a run-id
-        range): each chain verified as it streams (one run's outputs in
-        memory at a time), and their effect records in one query."""
-        found = {
-            rid: self._verify_one(run_rows[rid], rows, deep)
-            for rid, rows in self.store.live_chains(conn, {r: int(row.epoch) for r, row in run_rows.items()})
-        }
-        by_run = self.store.effects_of_runs(conn, list(run_rows))
-        damage = {
-            rid: seals.check(by_run.get(rid, []), row.effects_last, row.effects_count) for rid, row in run_rows.items()
-        }
-        return run_rows, found, damage
-
-    def _verify_one(
-        self, run: Any, rows: list[Any], deep: bool
-    ) -> tuple[dict[str, Any], chain.IntegrityFailure | None]:
-        actual_inputs = _json.sha256(run.inputs_json)
-        if actual_inputs != run.inputs_hash:
-            # The same check the start sequence makes before it parses the inputs.
-            v = chain.Verified(
-                [],
-                chain.IntegrityFailure(-1, None, "inputs", run.inputs_hash, actual_inputs, "stored inputs damaged"),
-            )
-        else:
-            v = chain.verify_run(run, rows, parse_outputs=deep)
-        report = {
-            "run_id": run.run_id,
-            "ok": v.failure is None,
-            "checkpoints": len(rows),
-            "bytes": sum(len(r.envelope) + len(r.output_json or "") for r in rows),
-            "failure": v.failure.as_dict() if v.failure else None,
-            "lost": _lost_outputs(v),
-        }
-        return report, v.failure
-
-    def _record_integrity(self, run_id: str, reasons: list[dict[str, Any]]) -> None:
-        now = self.clock()
-        with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id)
-            if run is None or holder_state(run, now) in (HolderState.LIVE, HolderState.STALLED):
-                return
-            # The list shows the run row's frontier: move it back to what is
-            # trusted, as the detail and `status --json` already show it.
-            fr = trusted_frontier(
-                run,
-                self.store.all_checkpoints(conn, run_id),
-                self.store.steps_for(conn, run_id),
-                self.store.effects_for(conn, run_id),
-                _json.loads(run.shape_json),
-            )
-            blocked = _json.loads(run.blocked_json or "[]")
-            if any(b.get("kind") == "integrity" for b in blocked) and run.status == RunStatus.BLOCKED.value:
-                if (run.frontier_phase, int(run.frontier_index), int(run.steps_done)) != (
-                    fr.phase,
-                    fr.index,
-                    fr.steps_done,
-                ):
-                    self.store.update_run(conn, run_id, frontier_columns(fr))
-                return
-            self.store.update_run(
-                conn,
-                run_id,
-                {
-                    "status": RunStatus.BLOCKED.value,
-                    "blocked_json": _json.dumps(reasons),
-                    "attention": f"integrity: {reasons[0]['detail']}"[:300],
-                    "updated_at": now,
-                    **frontier_columns(fr),
-                },
-            )
-
-    # -- pruning --------------------------------------------------------------
+        Raises:
+            RunNotFound: No run `run_id`.
+        """
+        return self._verifier.verify(run_id, record=record, deep=deep)
 
     def prune_candidates(self, run_id: str | None = None) -> list[_prune.PruneCandidate]:
-        out: list[_prune.PruneCandidate] = []
-        ids = [run_id] if run_id else list(self.run_ids())
-        now = self.clock()
-        for rid in ids:
-            with self.store.read() as conn:
-                run = self.store.get_run(conn, rid)
-                if run is None:
-                    raise RunNotFound(f"no run {rid!r} in {self.store.where}")
-                rows = self.store.all_checkpoints(conn, rid)
-                steps = self.store.steps_for(conn, rid)
-            out.extend(_prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days))
-        return out
+        """What is safe to prune now in one run, or in every run (`RunNotFound`
+        for a run that is not there)."""
+        return self._pruner.candidates([run_id] if run_id else list(self.run_ids()))
 
     def prune(
         self,
@@ -616,107 +399,12 @@ class Engine:
     ) -> list[_prune.PruneCandidate]:
         """List (or with `apply`, remove) what is safe to prune. Each run's
         candidates are re-derived inside the write transaction that removes
-        them, so nothing is removed on a judgement made before a change."""
+        them, so nothing is removed on a judgement made before a change
+        (`upkeep.pruning.Pruner`)."""
         listed = self.prune_candidates(run_id)
         if not apply:
             return listed
-        who = whoami(operator).operator
-        done: list[_prune.PruneCandidate] = []
-        for rid in dict.fromkeys(c.run_id for c in listed):
-            try:
-                done.extend(self._prune_run(rid, who, reason))
-            except OSError as exc:
-                # The run's transaction was rolled back: an archive we could not
-                # write (or read back) is no confirmation, so nothing was removed.
-                raise PhasegateError(
-                    f"cannot write the archive for run {rid!r} under {self.archive_dir}: {exc.strerror or exc}; "
-                    "nothing of that run was pruned",
-                    title="archive not written",
-                ) from None
-        return done
-
-    def _prune_run(self, run_id: str, who: str, reason: str) -> list[_prune.PruneCandidate]:
-        now = self.clock()
-        with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id)
-            if run is None:
-                return []
-            rows = self.store.all_checkpoints(conn, run_id)
-            steps = self.store.steps_for(conn, run_id)
-            cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days)
-            by_id = {int(r.id): r for r in rows}
-            folder = self.archive_dir / archive.safe_name(run_id)
-            for c in cands:
-                if c.kind == "step_records":
-                    self.store.delete_steps(conn, list(c.refs))
-                    continue
-                for ref in c.refs:
-                    row = by_id[ref]
-                    if c.safety == "archive":
-                        payload = {
-                            "run_id": run_id,
-                            "epoch": int(row.epoch),
-                            "seq": int(row.seq),
-                            "phase": row.phase,
-                            "output_hash": _json.loads(row.envelope).get("output_hash"),
-                            "output_json": row.output_json,
-                        }
-                        path, _digest = archive.write_archive(folder, archive.archive_name(row), payload)
-                        if archive.restore(path, payload["output_hash"]) is archive.MISSING:
-                            raise OSError(f"archive {path} did not read back intact; nothing removed")
-                        self.store.set_output_state(conn, ref, "archived", str(path))
-                    else:
-                        self.store.set_output_state(conn, ref, "pruned", None)
-                if c.kind == "finished_run":
-                    self.store.delete_steps(conn, list(c.step_refs))
-            if cands:
-                self.store.insert_decision(
-                    conn,
-                    {
-                        "run_id": run_id,
-                        "action": "prune",
-                        "reason": reason,
-                        "operator": who,
-                        "at": now,
-                        "state": "applied",
-                        "applied_at": now,
-                        "detail_json": _json.dumps(
-                            {"pruned": [{"what": c.what, "bytes": c.bytes, "why_safe": c.why_safe} for c in cands]}
-                        ),
-                    },
-                )
-                self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
-        return cands
-
-
-def _spare_cores() -> float:
-    """Cores this process may use less the load on the machine (the
-    one-minute average of runnable tasks, this one's among them), as `make
-    --load-average` decides whether to start another job: an idle two-core
-    machine has one and more to spare, a busy one none."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on every platform
-        cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except OSError:  # no load figure here: count every other core as busy
-        load = cores - 1
-    return cores - load
-
-
-def _lost_outputs(v: chain.Verified) -> list[dict[str, Any]]:
-    """Done phases of the trusted chain whose output cannot be had now: the
-    chain verifies, but what it vouches for is gone (a stored copy lost, an
-    archive deleted or altered)."""
-    if all(e.row.output_state == "present" and e.row.output_json is not None for e in v.entries):
-        return []  # every output is at hand (`archive.why_lost`): no need to replay the chain to ask
-    out = []
-    for name, d in chain.fold(v.entries).done.items():
-        why = archive.why_lost(d.entry)
-        if why is not None:
-            out.append({"phase": name, "seq": int(d.entry.row.seq), "message": f"output of {name} is lost: {why}"})
-    return out
+        return self._pruner.apply(listed, operator=operator, reason=reason)
 
 
 def _alive(row: Any, now: float) -> bool:

@@ -327,9 +327,9 @@ def damage_and_verify(d: Demo, step: Step) -> None:
     flip_a_byte(d, rid, "analyze")
     step("verify: the damage is found and the run is blocked")
     with Engine(d.db) as eng:
-        bad = [r for r in eng.verify() if not r["ok"]]
-    if [r["run_id"] for r in bad] != [rid]:
-        raise DemoError(f"verify found damage in {[r['run_id'] for r in bad]}, expected only {rid}")
+        bad = [r for r in eng.verify() if not r.ok]
+    if [r.run_id for r in bad] != [rid]:
+        raise DemoError(f"verify found damage in {[r.run_id for r in bad]}, expected only {rid}")
 
 
 def start_live(d: Demo, step: Step) -> int:

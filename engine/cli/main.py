@@ -37,7 +37,7 @@ from ..views.build import ClaimView, RunSummary, RunView
 
 if TYPE_CHECKING:
     from ..decide.causes import Cause
-    from ..decide.fit import Preview
+    from ..decide.preview import Preview
     from ..engine import Engine
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_HELD = 0, 1, 2, 3, 4
@@ -552,25 +552,28 @@ def cmd_policy(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from ..upkeep.reports import UnknownSchema, VerifyReport
+
     with _engine(args) as eng:
         reports = eng.verify(deep=args.deep)
-    bad = [r for r in reports if not r["ok"]]
-    lost = [r for r in reports if r["ok"] and r.get("lost")]
+    bad = [r for r in reports if not r.ok]
+    lost = [r for r in reports if isinstance(r, VerifyReport) and r.ok and r.lost]
     if args.json:
-        print(json.dumps(reports, indent=2))  # ASCII: nothing in it acts on a terminal
+        print(json.dumps([r.to_json() for r in reports], indent=2))  # ASCII: nothing in it acts on a terminal
     else:
         for r in reports:
-            if not r["ok"]:
-                f = r["failure"]
-                if f:
-                    print(f"DAMAGED   {safe(r['run_id'])}: checkpoint {f.get('seq')}: {safe(f.get('message'))}")
-                for d in r.get("effects", []):
-                    print(f"DAMAGED   {safe(r['run_id'])}: {safe(d['detail'])}")
-            elif r.get("lost"):
-                for item in r["lost"]:
-                    print(f"LOST      {safe(r['run_id'])}: checkpoint {item['seq']}: {safe(item['message'])}")
+            if isinstance(r, UnknownSchema):  # the store's, not a run's: no run id, no checkpoint
+                print(f"DAMAGED   : checkpoint None: {safe(r.message)}")
+            elif not r.ok:
+                if r.failure:
+                    print(f"DAMAGED   {safe(r.run_id)}: checkpoint {r.failure.seq}: {safe(r.failure.message)}")
+                for d in r.effects:
+                    print(f"DAMAGED   {safe(r.run_id)}: {safe(d.detail)}")
+            elif r.lost:
+                for item in r.lost:
+                    print(f"LOST      {safe(r.run_id)}: checkpoint {item.seq}: {safe(item.message)}")
             else:
-                print(f"ok        {safe(r['run_id'])} ({r['checkpoints']} checkpoints)")
+                print(f"ok        {safe(r.run_id)} ({r.checkpoints} checkpoints)")
         print(
             f"{len(reports) - len(bad) - len(lost)} ok, {len(bad)} damaged"
             + (f", {len(lost)} with lost outputs" if lost else "")

@@ -22,6 +22,7 @@ from ..states import Action
 from ..store.store import OwnRows, Store
 from ..views.build import ClaimView, RunView
 from . import fit as _decisions
+from . import preview as _previews
 from .causes import cause_id, reasons_of_view, signature, views
 from .recording import Chosen, record
 
@@ -45,7 +46,7 @@ class Options:
     expect_env: str | None = None
 
     def _given(self) -> dict[str, Any]:
-        """The options as `decisions.fit` and `decisions.preview` take them."""
+        """The options as `fit.fit` and `preview.preview` take them."""
         return {
             "phase": self.phase,
             "effect": self.effect,
@@ -59,8 +60,8 @@ class Options:
         _decisions.require_result(act, self.result)
         return chosen
 
-    def preview(self, view: RunView, act: Action) -> _decisions.Preview:
-        pv = _decisions.preview(view, act, **self._given())
+    def preview(self, view: RunView, act: Action) -> _previews.Preview:
+        pv = _previews.preview(view, act, **self._given())
         _decisions.require_result(act, self.result)
         return pv
 
@@ -75,7 +76,7 @@ class BatchResult:
 @dataclass(frozen=True)
 class PreviewLine:
     run_id: str
-    preview: _decisions.Preview | None
+    preview: _previews.Preview | None
     unfit: str | None = None
     overrides: ClaimView | None = None
     """Someone else's claim the decision would override (`--force`)."""
@@ -208,7 +209,7 @@ def preview(
     cause: str | None = None,
     check: Callable[[RunView], ClaimView | None] | None = None,
 ) -> list[PreviewLine]:
-    """What the decision would do to each run (`decisions.preview`), or why
+    """What the decision would do to each run (`preview.preview`), or why
     it would be refused (`check`: the claim rule, as `decide` applies it,
     returning the claim it would override); one read transaction, nothing
     recorded."""

@@ -1,14 +1,14 @@
-"""Which decisions fit a stopped run, and what each would do.
+"""Which decisions fit a stopped run.
 
 Pure functions over a `RunView`: `fit` is the one rule that `decide`,
-`decide --dry-run`, `preview` and the console's offers all ask, so none of
-them can accept what another refuses.
+`decide --dry-run`, `preview` (`preview.py`) and the console's offers all
+ask, so none of them can accept what another refuses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _json
@@ -18,26 +18,6 @@ from ..run.lease import FORCE_RISK
 from ..states import ANSWERS, Action, BlockKind, EffectState, RunStatus
 from ..views.build import RunView
 from . import effectref
-
-
-@dataclass(frozen=True)
-class Preview:
-    """What a decision will do, stated before the operator confirms it."""
-
-    action: Action
-    summary: str
-    rerun: list[str] = field(default_factory=list)
-    """Phases that will run (again) at the next run."""
-    effects_again: list[str] = field(default_factory=list)
-    """Effect keys that could be called again."""
-    discarded: list[str] = field(default_factory=list)
-    """Outputs or checkpoints set aside (discarded, superseded or archived)."""
-    kept: list[str] = field(default_factory=list)
-    """What is explicitly kept (completed effects are never repeated)."""
-    accepts: list[str] = field(default_factory=list)
-    """For an approval: each changed value it accepts, `probe: saved -> current`."""
-    env_hash: str | None = None
-    """For an approval: the hash of those values; `decide --expect-env` takes it back."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +93,7 @@ def parse_action(action: Action | str) -> Action:
         raise UsageError(f"unknown action {action!r}; one of: {', '.join(a.value for a in Action)}") from None
 
 
-def _reasons(view: RunView) -> list[Mapping[str, Any]]:
+def waiting_reasons(view: RunView) -> list[Mapping[str, Any]]:
     """Why the run waits for a decision: its block reasons, or for an
     interrupted run the effects its dead process left in doubt (the operator
     can answer them before the next run has to ask)."""
@@ -128,7 +108,7 @@ def _reasons(view: RunView) -> list[Mapping[str, Any]]:
 
 def env_changes(view: RunView) -> list[Mapping[str, Any]]:
     """The changed values an approval of this run would accept."""
-    return [c for b in _reasons(view) if b["kind"] == BlockKind.ENV_MISMATCH.value for c in b.get("changes", [])]
+    return [c for b in waiting_reasons(view) if b["kind"] == BlockKind.ENV_MISMATCH.value for c in b.get("changes", [])]
 
 
 def env_hash(view: RunView) -> str | None:
@@ -174,7 +154,7 @@ def fit(
         # Its process may wake inside the very call this decision answers.
         holder = view.lease.holder if view.lease else "?"
         raise HolderStalled(run_id, holder, f"decide {act.value}", FORCE_RISK)
-    reasons = _reasons(view)
+    reasons = waiting_reasons(view)
     kinds = list(dict.fromkeys(BlockKind(b["kind"]) for b in reasons))
     shape = [p.name for p in view.phases]
     pending = view.pending_decisions
@@ -326,8 +306,8 @@ def allowed_actions(view: RunView) -> list[Action]:
     if view.status is RunStatus.RUNNING:
         return []
     out: list[Action] = []
-    doubts = [str(b["effect"]) for b in _reasons(view) if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
-    doubts += _damaged(_reasons(view))
+    doubts = [str(b["effect"]) for b in waiting_reasons(view) if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
+    doubts += _damaged(waiting_reasons(view))
     done = [p.name for p in view.phases if p.done]
     for act in (
         Action.APPROVE,
@@ -363,173 +343,3 @@ def check_reason(reason: Any) -> str:
     if not reason or not str(reason).strip():
         raise UsageError("a decision needs a reason")
     return str(reason)
-
-
-def preview(
-    view: RunView,
-    action: Action | str,
-    *,
-    phase: str | None = None,
-    effect: str | None = None,
-    result: Any = NO_RESULT,
-    force: bool = False,
-    expect_env: str | None = None,
-) -> Preview:
-    """What the decision would do. Refuses, with `decide`'s own error, what
-    `decide` would refuse."""
-    chosen = fit(view, action, phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
-    pv = _preview(view, chosen, phase, effect)
-    # What this decision leaves unanswered still stops the next run: say so.
-    if chosen.action in (Action.APPROVE, Action.DEGRADE, Action.REWIND):
-        answered = {d.effect for d in view.pending_decisions if d.effect}
-        doubts = [
-            str(b["effect"])
-            for b in _reasons(view)
-            if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value and str(b["effect"]) not in answered
-        ]
-        if doubts:
-            pv = replace(
-                pv,
-                summary=f"{pv.summary} The run still stops at its next start: effect {', '.join(doubts)} is in "
-                "doubt until confirm_effect or retry_effect answers it.",
-            )
-    return pv
-
-
-def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) -> Preview:
-    act = chosen.action
-    if chosen.detail.get("correction"):
-        return _preview_correction(view, act, str(chosen.effect_key))
-    if chosen.detail.get("repair"):
-        key = str(chosen.effect_key)
-        if act is Action.CONFIRM_EFFECT:
-            return Preview(act, f"Rewrite the damaged record of {key} as done (it happened), with the given result.")
-        return Preview(
-            act, f"Rewrite the damaged record of {key} as not done: it will be called again with its key.", [], [key]
-        )
-    if chosen.effect_key is not None:
-        effect = chosen.effect_key
-    names = [p.name for p in view.phases]
-    open_phases = [p.name for p in view.phases if not p.done]
-    done_effects = [e.key for e in view.effects if e.state is EffectState.DONE]
-    kept = (
-        [f"{len(done_effects)} completed effect(s) keep their results and are not called again"] if done_effects else []
-    )
-    if act is Action.APPROVE:
-        changes = env_changes(view)
-        changed = [str(c["probe"]) for c in changes]
-        return Preview(
-            act,
-            f"Accept the changed environment ({', '.join(changed) or 'as shown'}) and continue from {view.frontier.phase}.",
-            rerun=open_phases,
-            kept=kept,
-            accepts=[f"{c['probe']}: {_shown(c.get('saved'))} -> {_shown(c.get('current'))}" for c in changes],
-            env_hash=env_hash(view),
-        )
-    if act is Action.DEGRADE:
-        integ = [b for b in view.blocked if b["kind"] == "integrity"]
-        if integ:
-            f = integ[0].get("failure") or {}
-            seq = f.get("seq")
-            return Preview(
-                act,
-                f"Trust only the checkpoints before {seq}; set aside checkpoint {seq} and later, and run on from there.",
-                rerun=[n for n in names if n not in _trusted_done(view, seq)],
-                discarded=[f"checkpoint {seq} and every later one (kept as evidence, not trusted)"],
-                kept=kept,
-            )
-        below = [b for b in view.blocked if b["kind"] == "below_floor"]
-        skip = sorted({str(b.get("phase")) for b in below})
-        return Preview(
-            act,
-            f"Continue without {', '.join(sorted({str(b.get('lost')) for b in below}))}; "
-            f"skip {', '.join(skip)} (below its floor) and phases that cannot run without it.",
-            rerun=[n for n in open_phases if n not in skip],
-            discarded=[f"phase {s} is skipped (degraded)" for s in skip],
-            kept=kept,
-        )
-    if act is Action.REWIND:
-        if phase is None or phase not in names:
-            return Preview(act, "Choose the phase to re-run from.")
-        again = names[names.index(phase) :]
-        doubt = [e.key for e in view.effects if e.phase in again and e.state is not EffectState.DONE]
-        doubt += _redone(view, again)
-        return Preview(
-            act,
-            f"Re-run from {phase}: {', '.join(again)} run again with the current environment.",
-            rerun=again,
-            effects_again=doubt,
-            discarded=[f"output of {n} (superseded, prunable)" for n in again if n in {o.phase for o in view.outputs}],
-            kept=kept,
-        )
-    if act is Action.RESET:
-        return Preview(
-            act,
-            "Archive every checkpoint and start over from the original inputs.",
-            rerun=names,
-            effects_again=[e.key for e in view.effects if e.state is not EffectState.DONE] + _redone(view, names),
-            discarded=[f"output of {o.phase} (archived)" for o in view.outputs] or ["nothing saved yet"],
-            kept=kept,
-        )
-    doubts = [
-        e for e in view.effects if e.state is EffectState.IN_DOUBT and (effect is None or effect in (e.key, e.name))
-    ]
-    keys = [e.key for e in doubts]
-    if act is Action.CONFIRM_EFFECT:
-        return Preview(
-            act,
-            f"Record {', '.join(keys) or 'the effect'} as done (it happened); it will not be called again.",
-            rerun=open_phases,
-            kept=kept + [f"{k} recorded done" for k in keys],
-        )
-    return Preview(
-        act,
-        f"Call {', '.join(keys) or 'the effect'} again with the same idempotency key.",
-        rerun=open_phases,
-        effects_again=keys,
-        kept=kept,
-    )
-
-
-def _preview_correction(view: RunView, act: Action, key: str) -> Preview:
-    eff = next(e for e in view.effects if e.key == key)
-    names = [p.name for p in view.phases]
-    again = names[names.index(eff.phase) :] if eff.phase in names else []
-    done = [e.key for e in view.effects if e.state is EffectState.DONE and e.phase in again and e.key != key]
-    if act is Action.RETRY_EFFECT:
-        said = f"Record {key} as not done after all (decision {eff.confirmed_by} confirmed it): it is called again"
-        said += f" with its key, and the run re-runs from {eff.phase}."
-    else:
-        said = f"Correct the result of {key} (confirmed by decision {eff.confirmed_by}); "
-        said += f"re-run from {eff.phase} so the phases that read it see the new one."
-    return Preview(
-        act,
-        said,
-        rerun=again,
-        effects_again=[key] if act is Action.RETRY_EFFECT else [],
-        discarded=[f"output of {n} (superseded, prunable)" for n in again if n in {o.phase for o in view.outputs}],
-        kept=[f"{len(done)} completed effect(s) of those phases keep their results and are not called again"]
-        if done
-        else [],
-    )
-
-
-def _redone(view: RunView, phases: list[str]) -> list[str]:
-    """Completed effects of these phases declared `redo_on_rewind`: they act
-    again, under a new key, when the phases are re-opened."""
-    return [
-        f"{e.key} (redo_on_rewind: acts again under a new key)"
-        for e in view.effects
-        if e.phase in phases and e.redo_on_rewind and e.state is EffectState.DONE
-    ]
-
-
-def _shown(value: Any, limit: int = 80) -> str:
-    text = value if isinstance(value, str) else _json.dumps(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _trusted_done(view: RunView, seq: int | None) -> set[str]:
-    if seq is None:
-        return set()
-    return {o.phase for o in view.outputs if o.seq < seq}

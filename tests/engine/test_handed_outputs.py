@@ -140,7 +140,7 @@ def test_the_stored_output_is_the_canonical_bytes_the_hash_covers(store: str, sh
     with Engine(store) as eng:
         eng.run(_workflow(seen, shape), "r1")
         reports = eng.verify(deep=True)
-    assert [r["ok"] for r in reports] == [True], reports
+    assert [r.ok for r in reports] == [True], reports
     value = SHAPES[shape]()
     enc = _json.encode(value)
     assert enc.data == _json.dumps_stdlib(value).encode("utf-8")

@@ -26,5 +26,5 @@ def test_a_read_only_open_and_close_changes_no_byte(h):
     with Engine(h.db, readonly=True, create=False) as eng:
         assert eng.status("r1").status == "interrupted"
         assert [r.run_id for r in eng.runs()] == ["r1"]
-        assert eng.verify(record=False)[0]["ok"]
+        assert eng.verify(record=False)[0].ok
     assert (_digest(h.db), _digest(wal)) == before

@@ -11,7 +11,8 @@ import pytest
 from test_integrity import flip_output
 
 from phasegate import Engine
-from phasegate import engine as engine_module
+from phasegate.upkeep import verify as verify_module
+from phasegate.upkeep.verify import Verifier
 
 
 def _store_with_damage(h) -> None:
@@ -27,24 +28,24 @@ def _store_with_damage(h) -> None:
 def test_verify_in_lanes_finds_what_one_lane_finds(h, monkeypatch):
     _store_with_damage(h)
     with Engine(h.db) as eng:
-        monkeypatch.setattr(engine_module, "_VERIFY_SPLIT_BYTES", 1 << 62)
+        monkeypatch.setattr(verify_module, "_SPLIT_BYTES", 1 << 62)
         one = eng.verify(record=False)
         # A second lane from the first byte, three runs a page: pages and parts both cut the store.
-        monkeypatch.setattr(engine_module, "_VERIFY_SPLIT_BYTES", 0)
-        monkeypatch.setattr(engine_module, "_spare_cores", lambda: 2.0)  # as on an idle machine
-        monkeypatch.setattr(engine_module, "_VERIFY_PAGE", 3)
+        monkeypatch.setattr(verify_module, "_SPLIT_BYTES", 0)
+        monkeypatch.setattr(verify_module, "_spare_cores", lambda: 2.0)  # as on an idle machine
+        monkeypatch.setattr(verify_module, "_PAGE", 3)
         with ExitStack() as held:
-            assert eng._verify_lane(held, None) is not None
+            assert Verifier(eng.store, eng.clock)._lane(held, None) is not None
         split = eng.verify(record=False)
         deep = eng.verify(record=False, deep=True)
     assert split == one
     assert deep == one
-    by_id = {r["run_id"]: r for r in split}
+    by_id = {r.run_id: r for r in split}
     assert sorted(by_id) == ["g0", "g1", "g2", "g3", "g4", "r1"]
-    assert by_id["r1"]["failure"]["what"] == "output"
-    assert by_id["g3"]["failure"]["what"] == "chain"
-    assert by_id["g1"]["ok"] is False and by_id["g1"]["effects"]
-    assert all(by_id[r]["ok"] for r in ("g0", "g2", "g4"))
+    assert by_id["r1"].failure.what == "output"
+    assert by_id["g3"].failure.what == "chain"
+    assert by_id["g1"].ok is False and by_id["g1"].effects
+    assert all(by_id[r].ok for r in ("g0", "g2", "g4"))
 
 
 def test_verify_counts_the_stored_bytes(h):

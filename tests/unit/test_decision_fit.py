@@ -23,7 +23,8 @@ from phasegate import (
     RunView,
     UsageError,
 )
-from phasegate.decide.fit import allowed_actions, env_hash, fit, preview
+from phasegate.decide.fit import allowed_actions, env_hash, fit
+from phasegate.decide.preview import preview
 
 
 def phase(name: str, state: PhaseState = PhaseState.DONE) -> PhaseView:

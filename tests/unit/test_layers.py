@@ -42,7 +42,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("views", ("views",)),
     ("oversight", ("oversight",)),
     ("decide", ("decide",)),
-    ("engine", ("engine",)),
+    ("upkeep", ("upkeep",)),
+    ("engine", ("engine", "settings")),
     ("alerts", ("alerts",)),
     ("cli", ("cli", "__main__")),
     # The package itself, whose lazy public API names every layer (and whose
