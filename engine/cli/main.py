@@ -1,13 +1,6 @@
 """The `phasegate` command line.
 
-Exit codes (the contract scripts rely on):
-  0  completed / ok
-  1  the run failed (a phase raised)
-  2  bad usage or an unusable database (one line, nothing changed)
-  3  blocked for an operator (reasons printed one a line), or `verify` found damage
-  4  the run is held by another live process, or its holder is stalled (alive
-     on this host past its lease: `resume --force` / `decide --force`), or this
-     process lost its lease, or someone else claimed the run (`--force`)
+Its exit codes, the contract scripts rely on, are `errors.ExitCode`.
 """
 
 from __future__ import annotations
@@ -28,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from .. import _json
 from .._dbpath import default_db
 from ..authoring.sources import CodeDiff, printable
-from ..errors import PhasegateError, UsageError
+from ..errors import ExitCode, PhasegateError, UsageError
 from ..outcome import Outcome
 from ..safetext import safe, safe_json, storable
 from ..states import Action
@@ -39,8 +32,6 @@ if TYPE_CHECKING:
     from ..decide.causes import Cause
     from ..decide.fit import Preview
     from ..engine import Engine
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_HELD = 0, 1, 2, 3, 4
 
 #: Commands that live outside the engine (they need a screen), imported only
 #: when invoked so `import engine` never loads a UI toolkit.
@@ -113,15 +104,15 @@ def _print_outcome(o: Outcome) -> int:
     rid = safe(o.run_id)
     if o.status == "completed":
         print(f"{rid}: completed" + (f" (degraded): {safe(o.degraded)}" if o.degraded else ""))
-        return EXIT_OK
+        return ExitCode.OK
     if o.status == "blocked":
         print(f"{rid}: blocked")
         for r in o.blocked:
             print(f"  {r.kind}: {safe(r.detail)}")
-        return EXIT_BLOCKED
+        return ExitCode.BLOCKED
     err = o.error or {}
     print(f"{rid}: failed in phase {safe(err.get('phase'))}: {safe(err.get('type'))}: {safe(err.get('message'))}")
-    return EXIT_FAILED
+    return ExitCode.FAILED
 
 
 def _parse_json(text: str, what: str) -> Any:
@@ -203,7 +194,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 _print_view(view)
                 if args.diff:
                     _print_diffs(view.code_diffs)
-            return EXIT_OK
+            return ExitCode.OK
         if args.diff:
             raise UsageError("--diff needs a run id: phasegate status RUN --diff")
         if args.json:
@@ -214,7 +205,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 print(("" if first else ",\n") + text, end="")
                 first = False
             print("\n]")
-            return EXIT_OK
+            return ExitCode.OK
         return _print_runs(eng.runs(), eng.oversight.claims(None), eng.clock())
 
 
@@ -236,7 +227,7 @@ def _print_runs(rows: Sequence[RunSummary], held: Mapping[str, ClaimView], now: 
             said = claim.said(now, name_width=_CLAIMER_WIDTH)
             reason = f"{said}; {reason}" if reason else said
         print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {reason}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 #: Runs named per cause in the text listing; `--json` names them all.
@@ -246,10 +237,10 @@ _RUNS_SHOWN = 5
 def _print_causes(causes: Sequence[Cause], *, as_json: bool) -> int:
     if as_json:
         print(safe_json(json.dumps([c.to_json() for c in causes], indent=2, ensure_ascii=False)))
-        return EXIT_OK
+        return ExitCode.OK
     if not causes:
         print("no runs need attention")
-        return EXIT_OK
+        return ExitCode.OK
     for c in causes:
         n = len(c.runs)
         print(f"{c.cause}  {c.kind.value:<15} {n:>5} run{'s' if n != 1 else ' '}  {safe(', '.join(c.workflows))[:30]}")
@@ -265,7 +256,7 @@ def _print_causes(causes: Sequence[Cause], *, as_json: bool) -> int:
     total = sum(len(c.runs) for c in causes)
     print(f"{len(causes)} cause{'s' if len(causes) != 1 else ''}, {total} run{'s' if total != 1 else ''}")
     print("decide one: phasegate decide --cause CAUSE ACTION --reason TEXT [--dry-run]")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _print_view(v: RunView) -> None:
@@ -396,7 +387,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
             _print_preview(pv)
             if held is not None:
                 print(_overrides(held, eng.clock(), "  "))
-            return EXIT_OK
+            return ExitCode.OK
         d = eng.decide(
             args.run_id,
             args.action,
@@ -415,10 +406,10 @@ def cmd_decide(args: argparse.Namespace) -> int:
             " needs a second operator (another account):"
             f" phasegate decide {safe(args.run_id)} second --decision {d.id} --reason ..."
         )
-        return EXIT_OK
+        return ExitCode.OK
     when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
     print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} {when} (decision {d.id})")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _decide_cause(args: argparse.Namespace, result: Any) -> int:
@@ -453,8 +444,8 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
                     " recorded (--skip-unfit records the rest)",
                     file=sys.stderr,
                 )
-                return EXIT_USAGE
-            return EXIT_OK
+                return ExitCode.USAGE
+            return ExitCode.OK
         try:
             res = eng.triage.decide_many(
                 [],
@@ -485,7 +476,7 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
         print(f"skipped {len(res.skipped)} run(s) that do not fit:")
         for u in res.skipped:
             print(f"  {safe(u.run_id)}: {safe(u.why)}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _second(args: argparse.Namespace) -> int:
@@ -500,7 +491,7 @@ def _second(args: argparse.Namespace) -> int:
         )
     when = "applied" if d.state == "applied" else "takes effect; it applies at the next run"
     print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} seconded, {when} (decision {d.id})")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_claim(args: argparse.Namespace) -> int:
@@ -513,7 +504,7 @@ def cmd_claim(args: argparse.Namespace) -> int:
             f"{safe(args.run_id)}: claimed by {safe(held.operator)} (account {safe(held.account)})"
             f" until {held.expires_at}"
         )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
@@ -537,7 +528,7 @@ def cmd_policy(args: argparse.Namespace) -> int:
         now = eng.oversight.policy()
     if args.json:
         print(safe_json(json.dumps({**now.to_json(), "history": [p.to_json() for p in history]}, indent=2)))
-        return EXIT_OK
+        return ExitCode.OK
     listed = ", ".join(str(a) for a in now.require_second) or "nothing (no decision needs a second operator)"
     print(f"require second  {listed}")
     print(f"proposals lapse after {now.proposal_seconds:g} s")
@@ -548,7 +539,7 @@ def cmd_policy(args: argparse.Namespace) -> int:
             f"changed   {iso(p.at)} {safe(p.operator)} (account {safe(p.account)}): require {acts},"
             f" lapse {p.proposal_seconds:g} s, web account {safe(p.web_account or '-')}: {safe(p.reason)}"
         )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -575,7 +566,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             f"{len(reports) - len(bad) - len(lost)} ok, {len(bad)} damaged"
             + (f", {len(lost)} with lost outputs" if lost else "")
         )
-    return EXIT_BLOCKED if bad or lost else EXIT_OK
+    return ExitCode.BLOCKED if bad or lost else ExitCode.OK
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
@@ -583,7 +574,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         cands = eng.prune(apply=args.apply, run_id=args.run_id, operator=args.operator, reason=args.reason)
     if args.json:
         print(json.dumps([c.as_dict() for c in cands], indent=2))
-        return EXIT_OK
+        return ExitCode.OK
     verb = "pruned" if args.apply else "candidate"
     for c in cands:
         print(f"{verb:<10} {safe(c.run_id)}: {safe(c.what)} ({c.bytes} B) - {safe(c.why_safe)}")
@@ -592,7 +583,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         f"{len(cands)} {'pruned' if args.apply else 'candidates'}, {total} bytes"
         + ("" if args.apply else "; --apply to prune")
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -613,10 +604,10 @@ def cmd_workers(args: argparse.Namespace) -> int:
         found = eng.workers()
     if args.json:
         print(safe_json(json.dumps([w.to_json() for w in found], indent=2, ensure_ascii=False)))
-        return EXIT_OK
+        return ExitCode.OK
     if not found:
         print("no worker has recorded a heartbeat in this store: start one with `phasegate worker`")
-        return EXIT_OK
+        return ExitCode.OK
     for w in found:
         state = "alive" if w.alive else ("stopped" if w.state == "stopped" else "not alive")
         busy = f"  resuming {safe(', '.join(w.resuming))}" if w.resuming else ""
@@ -628,7 +619,7 @@ def cmd_workers(args: argparse.Namespace) -> int:
     print(
         f"{alive} alive of {len(found)}; alive = a heartbeat within {ALIVE_BEATS} of its intervals, its process not dead"
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -861,7 +852,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "db", None) is None and args.global_db is not None:
             args.db = args.global_db
         _check_text_args(args)
-        return int(args.fn(args))
+        code = args.fn(args)
+        # The engine's commands return an ExitCode; one from outside it
+        # (console, demo, serve) or the worker's may be a plain int.
+        return code if isinstance(code, ExitCode) else int(code)
     except PhasegateError as exc:
         if debug:
             raise
@@ -872,7 +866,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
+        return ExitCode.OK
 
 
 __all__ = ["main", "build_parser", "iso"]
