@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import textwrap
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from .commands_background import cmd_watch, cmd_worker, cmd_workers
 from .commands_decide import cmd_claim, cmd_decide, cmd_policy
 from .commands_runs import cmd_resume, cmd_run, cmd_status
@@ -60,6 +61,33 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None, help="database path or URL (default: $PHASEGATE_DB, else ./phasegate.db)")
 
 
+#: What each exit code means, as `phasegate --help` ends; the README's table
+#: and `ExitCode`'s docstrings say the same. 130 is Python's own for Ctrl-C.
+_EXIT_MEANINGS: dict[int, str] = {
+    ExitCode.OK: "completed, or the command did what it was asked",
+    ExitCode.FAILED: "the run failed (a phase raised); `demo`: a scenario did not reach its state",
+    ExitCode.USAGE: "bad usage, an unusable database, or a refused decision: one line on stderr, nothing changed",
+    ExitCode.BLOCKED: (
+        "the run is blocked for an operator (reasons printed one a line), or `verify` found damage or a lost output"
+    ),
+    ExitCode.HELD: (
+        "the run is held by another live process, or its holder is stalled (alive on this host, past its"
+        " lease: --force); or this process lost its lease; or someone else claimed the run (--force)"
+    ),
+    130: "interrupted (Ctrl-C); `worker`: stopped at once by a second signal, the current run left resumable",
+}
+
+
+def _exit_codes_help() -> str:
+    """The epilog's table of exit codes, each meaning wrapped under itself."""
+    lines = ["exit codes:"]
+    for code, meaning in _EXIT_MEANINGS.items():
+        wrapped = textwrap.wrap(meaning, width=72)
+        lines.append(f"  {code:<5}{wrapped[0]}")
+        lines.extend(f"       {line}" for line in wrapped[1:])
+    return "\n".join(lines)
+
+
 _FORCE_HELP = (
     "act even though the run's holder is stalled (alive on this host, past its lease); "
     "it may wake inside an effect's call and finish it, so an effect could happen twice"
@@ -72,7 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     Returns:
         The parser; a bad argument raises `UsageError` instead of exiting.
     """
-    p = _Parser(prog="phasegate", description="Resumable long-running jobs, and their operators' tools.")
+    p = _Parser(
+        prog="phasegate",
+        description="Resumable long-running jobs, and their operators' tools.",
+        epilog=_exit_codes_help(),
+        # Keeps the epilog's table as it is written (the one-line description
+        # reads the same either way); the commands' own parsers are unchanged.
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("-v", "--verbose", action="store_true", help="log what the engine does")
     # Accepted before the command too (`phasegate --db X status`); the
