@@ -1,16 +1,38 @@
 """One error hierarchy: every failure a user can cause or meet has a title,
-a one-line message and the exit code the command line gives it."""
+a one-line message and the exit code the command line gives it (`ExitCode`)."""
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import ClassVar
+
+
+class ExitCode(IntEnum):
+    """What the `phasegate` command's exit status means: the contract scripts
+    rely on. An `IntEnum`, so a member is the number `sys.exit` is given."""
+
+    OK = 0
+    """Completed, or the command did what it was asked."""
+    FAILED = 1
+    """The run failed (a phase raised)."""
+    USAGE = 2
+    """Bad usage, an unusable database, or a refused decision: one line on
+    stderr, nothing changed."""
+    BLOCKED = 3
+    """The run is blocked for an operator (reasons printed one a line), or
+    `verify` found damage or a lost output."""
+    HELD = 4
+    """The run is held by another live process, or its holder is stalled
+    (alive on this host past its lease: `resume --force` / `decide --force`),
+    or this process lost its lease, or someone else claimed the run
+    (`--force`)."""
 
 
 class PhasegateError(Exception):
     """Base of every error phasegate reports to a person."""
 
     title: ClassVar[str] = "phasegate error"
-    exit_code: ClassVar[int] = 2
+    exit_code: ClassVar[ExitCode] = ExitCode.USAGE
 
     def __init__(self, message: str, title: str | None = None) -> None:
         super().__init__(message)
@@ -65,7 +87,7 @@ class RunHeld(PhasegateError):
     """Another live process holds the run's lease."""
 
     title = "run held"
-    exit_code = 4
+    exit_code = ExitCode.HELD
 
     def __init__(self, run_id: str, holder: str, expires_in: float) -> None:
         super().__init__(f"run {run_id!r} is held by {holder} (lease expires in {max(expires_in, 0):.0f}s)")
@@ -79,7 +101,7 @@ class HolderStalled(PhasegateError):
     it might wake, needs an explicit `force`."""
 
     title = "holder stalled"
-    exit_code = 4
+    exit_code = ExitCode.HELD
 
     def __init__(self, run_id: str, holder: str, what: str, risk: str) -> None:
         super().__init__(
@@ -94,7 +116,7 @@ class LeaseLost(PhasegateError):
     """This process's lease was taken over; it must stop writing at once."""
 
     title = "lease lost"
-    exit_code = 4
+    exit_code = ExitCode.HELD
 
 
 class ClaimedByOther(PhasegateError):
@@ -102,7 +124,7 @@ class ClaimedByOther(PhasegateError):
     must be meant (`--force`; a typed confirmation in the console)."""
 
     title = "run claimed"
-    exit_code = 4
+    exit_code = ExitCode.HELD
 
 
 class SameOperator(DecisionError):

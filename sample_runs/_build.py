@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from phasegate import Engine, Outcome, PhasegateError, Workflow
+from phasegate import Engine, ExitCode, Outcome, PhasegateError, Workflow
 
 from . import WORKFLOWS, billing, pipeline, research
 from ._points import BEACON_ENV, PAUSE_ENV
@@ -46,7 +46,7 @@ class DemoError(PhasegateError):
     """A scenario did not reach the state it was built to show."""
 
     title = "demo build failed"
-    exit_code = 1
+    exit_code = ExitCode.FAILED
 
 
 Step = Callable[[str], None]

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DB = "phasegate-demo.db"
+from phasegate import ExitCode
 
-EXIT_OK, EXIT_USAGE = 0, 2
+DEFAULT_DB = "phasegate-demo.db"
 
 
 def add_demo(subparsers: Any) -> None:
@@ -170,14 +170,14 @@ def _summary(console: Any, db: Path, seconds: float) -> None:
 
 def open_console(db: Path, no_console: bool) -> int:
     if no_console:
-        return EXIT_OK
+        return ExitCode.OK
     hint = f"open the console later with: phasegate console --db {os.path.relpath(db)}"
     try:
         from phasegate.console import run_console
     except ImportError:
         print(f"the console is not installed in this environment; {hint}", file=sys.stderr)
-        return EXIT_OK
+        return ExitCode.OK
     if not sys.stdout.isatty():
         print(f"not a terminal, so no console; {hint}", file=sys.stderr)
-        return EXIT_OK
+        return ExitCode.OK
     return int(run_console(str(db)))

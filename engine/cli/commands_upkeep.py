@@ -1,0 +1,57 @@
+"""The commands that keep a store sound and small: `verify`, `prune`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..errors import ExitCode
+from ..safetext import safe
+from .args import open_engine
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..upkeep.reports import UnknownSchema, VerifyReport
+
+    with open_engine(args) as eng:
+        reports = eng.verify(deep=args.deep)
+    bad = [r for r in reports if not r.ok]
+    lost = [r for r in reports if isinstance(r, VerifyReport) and r.ok and r.lost]
+    if args.json:
+        print(json.dumps([r.to_json() for r in reports], indent=2))  # ASCII: nothing in it acts on a terminal
+    else:
+        for r in reports:
+            if isinstance(r, UnknownSchema):  # the store's, not a run's: no run id, no checkpoint
+                print(f"DAMAGED   : checkpoint None: {safe(r.message)}")
+            elif not r.ok:
+                if r.failure:
+                    print(f"DAMAGED   {safe(r.run_id)}: checkpoint {r.failure.seq}: {safe(r.failure.message)}")
+                for d in r.effects:
+                    print(f"DAMAGED   {safe(r.run_id)}: {safe(d.detail)}")
+            elif r.lost:
+                for item in r.lost:
+                    print(f"LOST      {safe(r.run_id)}: checkpoint {item.seq}: {safe(item.message)}")
+            else:
+                print(f"ok        {safe(r.run_id)} ({r.checkpoints} checkpoints)")
+        print(
+            f"{len(reports) - len(bad) - len(lost)} ok, {len(bad)} damaged"
+            + (f", {len(lost)} with lost outputs" if lost else "")
+        )
+    return ExitCode.BLOCKED if bad or lost else ExitCode.OK
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    with open_engine(args) as eng:
+        cands = eng.prune(apply=args.apply, run_id=args.run_id, operator=args.operator, reason=args.reason)
+    if args.json:
+        print(json.dumps([c.as_dict() for c in cands], indent=2))
+        return ExitCode.OK
+    verb = "pruned" if args.apply else "candidate"
+    for c in cands:
+        print(f"{verb:<10} {safe(c.run_id)}: {safe(c.what)} ({c.bytes} B) - {safe(c.why_safe)}")
+    total = sum(c.bytes for c in cands)
+    print(
+        f"{len(cands)} {'pruned' if args.apply else 'candidates'}, {total} bytes"
+        + ("" if args.apply else "; --apply to prune")
+    )
+    return ExitCode.OK

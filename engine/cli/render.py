@@ -1,0 +1,170 @@
+"""How the commands print what they read: a run's outcome, the runs list,
+the causes, a run's view and its code diffs, a decision's preview.
+
+Everything shown here may come from the store, so every value goes through
+`safetext.safe` on its way to the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ..authoring.sources import CodeDiff, printable
+from ..errors import ExitCode
+from ..outcome import Outcome
+from ..safetext import safe, safe_json
+from ..views.build import ClaimView, RunSummary, RunView
+
+if TYPE_CHECKING:
+    from ..decide.causes import Cause
+    from ..decide.preview import Preview
+
+
+def print_outcome(o: Outcome) -> int:
+    """One line for how a run ended (a line more per block reason); the exit code it means."""
+    # Every value below may come from the store: shown through `safe`.
+    rid = safe(o.run_id)
+    if o.status == "completed":
+        print(f"{rid}: completed" + (f" (degraded): {safe(o.degraded)}" if o.degraded else ""))
+        return ExitCode.OK
+    if o.status == "blocked":
+        print(f"{rid}: blocked")
+        for r in o.blocked:
+            print(f"  {r.kind}: {safe(r.detail)}")
+        return ExitCode.BLOCKED
+    err = o.error or {}
+    print(f"{rid}: failed in phase {safe(err.get('phase'))}: {safe(err.get('type'))}: {safe(err.get('message'))}")
+    return ExitCode.FAILED
+
+
+#: How much of a claimer's name the list shows (escaped first): a claim note
+#: stays short whatever name was stored.
+_CLAIMER_WIDTH = 24
+
+
+def print_runs(rows: Sequence[RunSummary], held: Mapping[str, ClaimView], now: float) -> int:
+    """The runs list, a run a line, a claim on it first in its reason."""
+    if not rows:
+        print("no runs")
+    for r in rows:
+        fr = f"{r.frontier_index}/{r.phase_count} {r.frontier_phase or '-'}"
+        fr = safe(fr)
+        reason = safe(r.reason)
+        claim = held.get(r.run_id)
+        if claim is not None:
+            # First in the reason, as the console's runs list says it.
+            said = claim.said(now, name_width=_CLAIMER_WIDTH)
+            reason = f"{said}; {reason}" if reason else said
+        print(f"{safe(r.run_id):<32} {safe(r.workflow):<16} {r.status_label:<12} {fr:<20} {reason}")
+    return ExitCode.OK
+
+
+#: Runs named per cause in the text listing; `--json` names them all.
+_RUNS_SHOWN = 5
+
+
+def print_causes(causes: Sequence[Cause], *, as_json: bool) -> int:
+    """`status --by-cause`: each cause, the runs it holds and the actions that fit them all."""
+    if as_json:
+        print(safe_json(json.dumps([c.to_json() for c in causes], indent=2, ensure_ascii=False)))
+        return ExitCode.OK
+    if not causes:
+        print("no runs need attention")
+        return ExitCode.OK
+    for c in causes:
+        n = len(c.runs)
+        print(f"{c.cause}  {c.kind.value:<15} {n:>5} run{'s' if n != 1 else ' '}  {safe(', '.join(c.workflows))[:30]}")
+        for line in textwrap.wrap(safe(c.summary), width=76) or [""]:
+            print(f"    {line}")
+        shown = ", ".join(safe(r) for r in c.runs[:_RUNS_SHOWN]) + (
+            f", and {n - _RUNS_SHOWN} more" if n > _RUNS_SHOWN else ""
+        )
+        for i, line in enumerate(textwrap.wrap(shown, width=70)):
+            print(f"    {'runs: ' if i == 0 else '      '}{line}")
+        acts = ", ".join(a.value for a in c.allowed_actions) or "none (nothing fits every run)"
+        print(f"    fits: {acts}")
+    total = sum(len(c.runs) for c in causes)
+    print(f"{len(causes)} cause{'s' if len(causes) != 1 else ''}, {total} run{'s' if total != 1 else ''}")
+    print("decide one: phasegate decide --cause CAUSE ACTION --reason TEXT [--dry-run]")
+    return ExitCode.OK
+
+
+def print_view(v: RunView) -> None:
+    """`status RUN`: a run's view, a labelled line per fact."""
+    # Everything here was read from the store: each value goes through `safe`.
+    print(f"run       {safe(v.run_id)}  ({safe(v.workflow)})")
+    print(f"status    {v.status.value}" + (f"  - {safe(v.attention)}" if v.attention else ""))
+    fr = v.frontier
+    print(f"frontier  {fr.index}/{fr.of} {safe(fr.phase)} ({fr.steps_done} steps done)")
+    print("phases    " + "  ".join(f"{safe(p.name)}:{p.state}" for p in v.phases))
+    for b in v.blocked:
+        print(f"blocked   {safe(b['kind'])}: {safe(b['detail'])}")
+    if v.error:
+        # The status line above is shortened; the error is shown whole.
+        e = v.error
+        print(f"error     in {safe(e.get('phase'))}: {safe(e.get('type'))}: {safe(e.get('message'))}")
+    for n in v.notes:
+        print(f"note      {safe(n)}")
+    for ef in v.effects:
+        if ef.state != "done":
+            print(f"effect    {ef.state:<9} {safe(ef.key)}")
+            if ef.reconcile is not None:
+                print(f"reconcile {safe(ef.reconcile.get('answer'))}: {safe(ef.reconcile.get('why', ''))}")
+    for c in v.prune_candidates:
+        print(f"prunable  {safe(c.what)} ({c.bytes} B): {safe(c.why_safe)}")
+    held = v.claim
+    if held is not None:
+        print(
+            f"claimed   by {safe(held.operator)} (account {safe(held.account)}) since {held.claimed_at},"
+            f" until {held.expires_at}"
+        )
+    for d in v.decisions:
+        batch = f" (batch {safe(d.batch_id)})" if d.batch_id else ""
+        print(f"decision  {d.at} {safe(d.operator)} {d.action} [{d.state}]{batch}: {safe(d.reason)}")
+        if d.proposed:
+            print(
+                f"          waiting for a second operator (another account) until {d.expires_at}:"
+                f" phasegate decide {safe(v.run_id)} second --decision {d.id} --reason ..."
+            )
+    for ev in v.claims:
+        print(f"claim     {ev.at} {ev.kind} by {safe(ev.operator)} (account {safe(ev.account)})")
+    for r in v.runbooks:
+        where = f" in {safe(r['phase'])}" if r.get("phase") else ""
+        print(f"runbook   {safe(r['kind'])}{where}: {printable(r['runbook'])}")
+
+
+def print_diffs(diffs: Sequence[CodeDiff]) -> None:
+    """`status RUN --diff`: the code changes behind a drift, saved against current."""
+    if not diffs:
+        print("no code change blocks this run")
+    for d in diffs:
+        print()
+        print(f"code of {safe(d.phase)} changed; ran the old code: {safe(', '.join(d.ran_old_code))}")
+        if d.missing:
+            print(f"  no stored source for {safe(', '.join(d.missing))} (written before phasegate kept sources)")
+        for line in d.lines:
+            print(line)
+
+
+def print_preview(pv: Preview, head: str = "", indent: str = "  ") -> None:
+    """What a decision would do (`decide --dry-run`), for one run or as one run of a group."""
+    print(head + safe(pv.summary))
+    for label, items in (
+        ("accepts", pv.accepts),
+        ("re-runs", pv.rerun),
+        ("may call again", pv.effects_again),
+        ("sets aside", pv.discarded),
+        ("keeps", pv.kept),
+    ):
+        if items:
+            print(f"{indent}{label}: {safe(', '.join(items))}")
+    if pv.env_hash:
+        print(f"{indent}env hash: {pv.env_hash} (decide ... --expect-env {pv.env_hash} refuses if the world moved)")
+
+
+def overrides(held: ClaimView, now: float, indent: str) -> str:
+    """A dry run's word on someone else's claim that --force overrides."""
+    return f"{indent}--force overrides: {held.said(now, name_width=_CLAIMER_WIDTH)}"
