@@ -59,7 +59,8 @@ if TYPE_CHECKING:
         RunStatus,
         RunStatusName,
     )
-    from .views.build import (
+    from .views.feed import store_files, watch_store
+    from .views.models import (
         ClaimEvent,
         ClaimView,
         DecisionView,
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
         RunSummary,
         RunView,
     )
-    from .views.feed import store_files, watch_store
     from .views.workers import WorkerView
 
 #: Public name -> the private module that defines it.
@@ -139,13 +139,13 @@ _WHERE: dict[str, str] = {
             "OutputView",
             "PhaseView",
         ),
-        ".views.build",
+        ".views.models",
     ),
     "CodeDiff": ".authoring.sources",
     "printable": ".authoring.sources",
     "safe": ".safetext",
     "safe_json": ".safetext",
-    "RunView": ".views.build",
+    "RunView": ".views.models",
     "Frontier": ".run.frontier",
     "WorkerView": ".views.workers",
     "Workflow": ".authoring.workflow",

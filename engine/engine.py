@@ -41,7 +41,9 @@ from .run.runner import Runner
 from .states import Action, RunStatus
 from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
-from .views.build import RunSummary, RunView, build, effective_status
+from .views.build import build
+from .views.models import RunSummary, RunView
+from .views.status import effective_status
 from .views.workers import WorkerView, list_workers
 
 

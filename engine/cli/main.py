@@ -33,7 +33,7 @@ from ..outcome import Outcome
 from ..safetext import safe, safe_json, storable
 from ..states import Action
 from ..timefmt import iso
-from ..views.build import ClaimView, RunSummary, RunView
+from ..views.models import ClaimView, RunSummary, RunView
 
 if TYPE_CHECKING:
     from ..decide.causes import Cause
