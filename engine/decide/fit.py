@@ -429,7 +429,7 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
     if act is Action.DEGRADE:
         integ = [b for b in view.blocked if b["kind"] == "integrity"]
         if integ:
-            f = integ[0].get("failure") or {}
+            f: Mapping[str, Any] = integ[0].get("failure") or {}
             seq = f.get("seq")
             return Preview(
                 act,

@@ -4,7 +4,8 @@ anywhere."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 from .. import _json
 from ..authoring import runbooks as _runbooks
@@ -12,28 +13,43 @@ from ..history import chain
 from ..history.prune import PruneCandidate
 from ..run.frontier import frontier_of
 from ..run.lease import HolderState, holder_name, holder_state
+from ..shapes import BlockedReason, EffectRow, EnvCheck, IntegrityReason, ReconcileAnswer, RunError
 from ..states import PhaseState, RunStatus
 from ..timefmt import iso
 from .models import DecisionView, EffectView, LeaseView, OutputView, PhaseView, RunView
 from .status import effect_state, effective_status, shown_state, status_text
 
 
-def _reconcile_answer(text: str | None) -> dict[str, Any] | None:
-    """The stored answer of a reconcile hook; shown, never trusted to parse."""
+def _reconcile_answer(text: str | None) -> ReconcileAnswer | None:
+    """The stored answer of a reconcile hook; shown, never trusted to parse.
+    An object is shown as stored, whatever its keys."""
     if not text:
         return None
     try:
         got = _json.loads(text)
     except ValueError:
         return {"answer": "unreadable", "why": "the stored answer is not JSON"}
-    return got if isinstance(got, dict) else {"answer": "unreadable", "why": "the stored answer is not an object"}
+    if not isinstance(got, dict):
+        return {"answer": "unreadable", "why": "the stored answer is not an object"}
+    return cast(ReconcileAnswer, got)
+
+
+def _integrity(verified: chain.Verified, blocked: Sequence[BlockedReason]) -> list[IntegrityReason]:
+    """Why the run's checkpoints are not trusted: the chain's failure now,
+    then each other one an integrity block recorded (a `verify` that found
+    it, or the start that stopped on it), once each."""
+    found = [verified.failure.as_dict()] if verified.failure else []
+    for b in blocked:
+        if b["kind"] == "integrity" and (failure := b.get("failure")) and failure not in found:
+            found.append(failure)
+    return found
 
 
 def build(
     run: Any,
     rows: list[Any],
     steps: list[Any],
-    effects: list[Any],
+    effects: Sequence[EffectRow],
     decisions: list[Any],
     candidates: list[PruneCandidate],
     now: float,
@@ -44,13 +60,15 @@ def build(
     alive = held is HolderState.LIVE
     verified = verified if verified is not None else chain.verify_run(run, rows)
     state = chain.fold(verified.entries)
-    integrity = [verified.failure.as_dict()] if verified.failure else []
-    blocked = _json.loads(run.blocked_json or "[]")
-    for b in blocked:
-        if b.get("kind") == "integrity" and b.get("failure") and b["failure"] not in integrity:
-            integrity.append(b["failure"])
+    # The row was checked as it left the store (`_rowcheck`): each column is
+    # readable JSON, `blocked_json` and `env_json` lists, each block reason an
+    # object with a text kind. Beyond that the types are what the engine
+    # writes (shapes.py), and the reads below check what they rely on.
+    blocked: list[BlockedReason] = _json.loads(run.blocked_json or "[]")
+    env: list[EnvCheck] = _json.loads(run.env_json or "[]")
+    error: RunError | None = _json.loads(run.error_json) if run.error_json else None
+    integrity = _integrity(verified, blocked)
     shape = _json.loads(run.shape_json)
-    error = _json.loads(run.error_json) if run.error_json else None
 
     fr = frontier_of(shape, state, steps, effects)
     frontier_phase = fr.phase if fr.index < fr.of else None
@@ -136,7 +154,7 @@ def build(
         frontier=fr,
         phases=tuple(phases),
         blocked=tuple(blocked) if status is RunStatus.BLOCKED else (),
-        env=tuple(_json.loads(run.env_json or "[]")),
+        env=tuple(env),
         effects=effs,
         decisions=decs,
         prune_candidates=tuple(candidates),

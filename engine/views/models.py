@@ -6,7 +6,6 @@ Built from the store alone: a run's by `build.build`, a line by
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -16,6 +15,7 @@ from ..history.prune import PruneCandidate
 from ..run.frontier import Frontier
 from ..run.lease import HolderState
 from ..safetext import safe
+from ..shapes import BlockedReason, EnvCheck, IntegrityReason, ReconcileAnswer, RunError
 from ..states import ActionName, EffectState, PhaseState, RunStatus
 from ..timefmt import iso
 from .status import EXPIRED, NEEDS_ATTENTION, PROPOSED, effective_status, status_text
@@ -81,7 +81,8 @@ class RunSummary:
 
     @classmethod
     def from_row(cls, row: Any, now: float, sort_key: tuple[Any, ...] = ()) -> RunSummary:
-        blocked = _json.loads(row.blocked_json or "[]")
+        # A checked row's reasons are objects, each with a text kind (`_rowcheck`).
+        blocked: list[BlockedReason] = _json.loads(row.blocked_json or "[]")
         return cls(
             run_id=row.run_id,
             workflow=row.workflow,
@@ -93,7 +94,7 @@ class RunSummary:
             last_checkpoint_at=row.last_checkpoint_at,
             updated_at=row.updated_at,
             attention=row.attention or "",
-            blocked_kinds=tuple(b.get("kind", "") for b in blocked),
+            blocked_kinds=tuple(b["kind"] for b in blocked),
             pending_decision=bool(getattr(row, "pending_decision", False)),
             sort_key=sort_key,
         )
@@ -133,7 +134,7 @@ class EffectView:
     intent_at: str | None
     done_at: str | None
     confirmed_by: int | None
-    reconcile: dict[str, Any] | None = None
+    reconcile: ReconcileAnswer | None = None
     """The last answer of its reconcile hook (answer, why, at), if it was asked."""
     redo_on_rewind: bool = False
 
@@ -258,8 +259,8 @@ class RunView:
     """Everything `phasegate status --json` prints for one run.
 
     `blocked`, `env`, `integrity` and `error` are the stored JSON objects as
-    written (their keys are documented in the README), so tools see exactly
-    what the engine recorded."""
+    written (their shapes are in `shapes.py`), so tools see exactly what the
+    engine recorded."""
 
     run_id: str
     workflow: str
@@ -271,15 +272,15 @@ class RunView:
     last_checkpoint_at: float | None
     frontier: Frontier
     phases: tuple[PhaseView, ...]
-    blocked: tuple[Mapping[str, Any], ...]
-    env: tuple[Mapping[str, Any], ...]
+    blocked: tuple[BlockedReason, ...]
+    env: tuple[EnvCheck, ...]
     effects: tuple[EffectView, ...]
     decisions: tuple[DecisionView, ...]
     prune_candidates: tuple[PruneCandidate, ...]
     outputs: tuple[OutputView, ...]
-    integrity: tuple[Mapping[str, Any], ...]
+    integrity: tuple[IntegrityReason, ...]
     lease: LeaseView | None
-    error: Mapping[str, Any] | None
+    error: RunError | None
     notes: tuple[str, ...]
     attention: str
     epoch: int = 0

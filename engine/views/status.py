@@ -14,6 +14,7 @@ from typing import Any
 
 from ..run.lease import HolderState, holder_state
 from ..run.ledger import needs_answer
+from ..shapes import EffectRow
 from ..states import EffectState, RunStatus
 
 
@@ -61,7 +62,7 @@ def shown_state(decision: Any, now: float) -> str:
     return str(decision.state)
 
 
-def effect_state(effect: Any, *, holder_alive: bool) -> EffectState:
+def effect_state(effect: EffectRow, *, holder_alive: bool) -> EffectState:
     """How an operator sees an effect record: done; in flight while its
     holder lives (or when calling it again is safe); otherwise in doubt."""
     if effect.state == "done":
