@@ -139,7 +139,7 @@ def build(
             expires_at=iso(run.lease_expires_at),
             alive=alive,
             heartbeat_at=iso(run.heartbeat_at),
-            state=held.value,
+            state=held,
         )
     attention = status_text(status, run.attention or "")
     return RunView(

@@ -143,7 +143,8 @@ class EffectView:
 class DecisionView:
     id: int
     action: ActionName | str
-    """One of the actions, or "prune" for the audit row of a prune."""
+    """One of the actions; "prune" for the audit row of a prune, "second" for
+    the row that seconded a proposal."""
     operator: str
     reason: str
     at: str | None
@@ -186,7 +187,7 @@ class LeaseView:
     expires_at: str | None
     alive: bool
     heartbeat_at: str | None
-    state: str = HolderState.LIVE.value
+    state: HolderState = HolderState.LIVE
     """live, stalled (alive on this host, past its lease) or gone."""
 
 
