@@ -119,7 +119,10 @@ class BelowFloorBlock(TypedDict):
 
 BlockedReason = IntegrityBlock | EnvMismatchBlock | InDoubtBlock | BelowFloorBlock
 """One reason a run is blocked (`BlockReason.as_dict`), told apart by `kind`:
-`b["kind"] == "integrity"` narrows `b` to an `IntegrityBlock`."""
+`b["kind"] == "integrity"` narrows `b` to an `IntegrityBlock`. A stored kind
+this engine does not know (a newer writer, damage) can still be read back:
+a reader compares the kind, and treats one it does not know as just that
+(`CauseKind.OTHER`)."""
 
 
 class RunError(TypedDict):
