@@ -64,7 +64,8 @@ if TYPE_CHECKING:
         RunStatusName,
     )
     from .upkeep.reports import LostOutput, UnknownSchema, VerifyReport
-    from .views.build import (
+    from .views.feed import store_files, watch_store
+    from .views.models import (
         ClaimEvent,
         ClaimView,
         DecisionView,
@@ -75,7 +76,6 @@ if TYPE_CHECKING:
         RunSummary,
         RunView,
     )
-    from .views.feed import store_files, watch_store
     from .views.workers import WorkerView
 
 #: Public name -> the private module that defines it.
@@ -145,13 +145,13 @@ _WHERE: dict[str, str] = {
             "OutputView",
             "PhaseView",
         ),
-        ".views.build",
+        ".views.models",
     ),
     "CodeDiff": ".authoring.sources",
     "printable": ".authoring.sources",
     "safe": ".safetext",
     "safe_json": ".safetext",
-    "RunView": ".views.build",
+    "RunView": ".views.models",
     "Frontier": ".run.frontier",
     "WorkerView": ".views.workers",
     "Workflow": ".authoring.workflow",

@@ -34,7 +34,9 @@ from .store.store import ChangeProbe, OwnRows, Store
 from .upkeep.pruning import Pruner
 from .upkeep.reports import UnknownSchema, VerifyReport
 from .upkeep.verify import Verifier
-from .views.build import RunSummary, RunView, build, effective_status
+from .views.build import build
+from .views.models import RunSummary, RunView
+from .views.status import effective_status
 from .views.workers import WorkerView, list_workers
 
 

@@ -9,7 +9,7 @@ needs only the run's row, never the workflow's code.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import WorkflowError
@@ -79,7 +79,7 @@ def _phase_of(reason: Mapping[str, Any], frontier: str | None) -> str | None:
 
 
 def for_stop(
-    shape: list[Any], blocked: list[Mapping[str, Any]], error: Mapping[str, Any] | None, frontier: str | None
+    shape: list[Any], blocked: Sequence[Mapping[str, Any]], error: Mapping[str, Any] | None, frontier: str | None
 ) -> list[dict[str, Any]]:
     """The runbooks that apply to a stopped run, one per reason that has one:
     `{"kind", "phase", "runbook"}`. Stored data: anything not of the expected

@@ -16,7 +16,7 @@ from ..authoring.sources import CodeDiff, printable
 from ..errors import ExitCode
 from ..outcome import Outcome
 from ..safetext import safe, safe_json
-from ..views.build import ClaimView, RunSummary, RunView
+from ..views.models import ClaimView, RunSummary, RunView
 
 if TYPE_CHECKING:
     from ..decide.causes import Cause

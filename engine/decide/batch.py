@@ -20,7 +20,7 @@ from ..errors import DecisionError, PhasegateError, RunNotFound, StoreError
 from ..oversight.identity import Who
 from ..states import Action
 from ..store.store import OwnRows, Store
-from ..views.build import ClaimView, RunView
+from ..views.models import ClaimView, RunView
 from . import fit as _decisions
 from . import preview as _previews
 from .causes import cause_id, reasons_of_view, signature, views

@@ -32,7 +32,8 @@ from ..history.seals import split_key
 from ..states import Action, BlockKind, EffectState, RunStatus
 from ..store import _rowcheck
 from ..store.store import OwnRows, Store
-from ..views.build import NEEDS_ATTENTION, RunView, effect_state, effective_status
+from ..views.models import RunView
+from ..views.status import NEEDS_ATTENTION, effect_state, effective_status
 from .fit import allowed_actions
 
 

@@ -16,7 +16,7 @@ from ..errors import AlreadyDecided, DecisionError, HolderStalled, PhasegateErro
 from ..history.seals import UNNAMED, split_key
 from ..run.lease import FORCE_RISK
 from ..states import ANSWERS, Action, BlockKind, EffectState, RunStatus
-from ..views.build import RunView
+from ..views.models import RunView
 from . import effectref
 
 

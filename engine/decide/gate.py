@@ -22,7 +22,9 @@ from ..oversight.identity import Who, different_operators, same_person, whoami
 from ..states import Action
 from ..store.store import OwnRows, Store
 from ..timefmt import iso
-from ..views.build import PROPOSED, ClaimView, DecisionView, RunView, decision_view, shown_state
+from ..views.build import decision_view
+from ..views.models import ClaimView, DecisionView, RunView
+from ..views.status import PROPOSED, shown_state
 from . import fit as _decisions
 from .recording import carry
 

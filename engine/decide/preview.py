@@ -7,12 +7,13 @@ alone: no database.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import _json
 from ..states import Action, BlockKind, EffectState
-from ..views.build import RunView
+from ..views.models import RunView
 from .fit import NO_RESULT, Fit, env_changes, env_hash, fit, waiting_reasons
 
 
@@ -100,7 +101,7 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
     if act is Action.DEGRADE:
         integ = [b for b in view.blocked if b["kind"] == "integrity"]
         if integ:
-            f = integ[0].get("failure") or {}
+            f: Mapping[str, Any] = integ[0].get("failure") or {}
             seq = f.get("seq")
             return Preview(
                 act,

@@ -18,7 +18,8 @@ from ..oversight.identity import Who
 from ..run.applying import apply_reset
 from ..states import Action
 from ..store.store import LEASE_CLEARED, Store
-from ..views.build import PROPOSED, RunView
+from ..views.models import RunView
+from ..views.status import PROPOSED
 from .fit import Decision, Fit
 
 Chosen = tuple[Any, RunView, Fit]

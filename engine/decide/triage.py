@@ -17,7 +17,7 @@ from ..oversight import policy as _policy
 from ..oversight.identity import whoami
 from ..states import Action
 from ..store.store import OwnRows, Store
-from ..views.build import ClaimView, RunView
+from ..views.models import ClaimView, RunView
 from . import batch as _batch
 from . import causes as _causes
 from . import fit as _decisions

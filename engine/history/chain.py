@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _json
+from ..shapes import IntegrityReason
 
 FORMAT_VERSION = 1
 GENESIS = "genesis"
@@ -53,7 +54,7 @@ class IntegrityFailure:
             return f"{where}: {self.message} (expected {self.expected}, actual {self.actual})"
         return f"{where}: {self.message}"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> IntegrityReason:
         return {
             "seq": self.seq,
             "phase": self.phase,

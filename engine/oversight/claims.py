@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ClaimedByOther, UsageError
 from ..store.store import Store
 from ..timefmt import iso
-from ..views.build import ClaimEvent, ClaimView
+from ..views.models import ClaimEvent, ClaimView
 from .identity import Who, same_person
 
 DEFAULT_CLAIM_SECONDS = 7200.0

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import _json
 from ..errors import UsageError
-from ..states import Action
+from ..states import Action, ActionName
 from ..store.store import Store
 from ..timefmt import iso
 from .identity import Who
@@ -37,7 +37,7 @@ class Policy:
     at: float | None = None
     reason: str | None = None
 
-    def needs_second(self, action: Action | str) -> bool:
+    def needs_second(self, action: Action | ActionName) -> bool:
         return str(action) in {str(a) for a in self.require_second}
 
     def to_json(self) -> dict[str, Any]:

@@ -4,10 +4,12 @@ show it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..history import chain
+from ..shapes import EffectRow
 
 
 @dataclass(frozen=True)
@@ -20,7 +22,7 @@ class Frontier:
     steps_done: int
 
 
-def frontier_of(shape: list[Any], state: chain.Folded, steps: list[Any], effects: list[Any]) -> Frontier:
+def frontier_of(shape: list[Any], state: chain.Folded, steps: list[Any], effects: Sequence[EffectRow]) -> Frontier:
     """Where a resume picks up, from the trusted (verified) chain alone: the
     first phase neither done nor skipped, and the steps and finished effects
     recorded in it. The one rule for a run's frontier: the detail, `status

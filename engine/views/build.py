@@ -1,398 +1,55 @@
-"""The run as an operator sees it: built from the store alone, without the
-workflow's code, so the console and `phasegate status` work anywhere."""
+"""A run's view (`models.RunView`) built from its rows in the store alone,
+without the workflow's code, so the console and `phasegate status` work
+anywhere."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, cast
 
 from .. import _json
 from ..authoring import runbooks as _runbooks
-from ..authoring.sources import CodeDiff
 from ..history import chain
 from ..history.prune import PruneCandidate
-from ..run.frontier import Frontier, frontier_of
+from ..run.frontier import frontier_of
 from ..run.lease import HolderState, holder_name, holder_state
-from ..run.ledger import needs_answer
-from ..safetext import safe
-from ..states import ActionName, EffectState, PhaseState, RunStatus
+from ..shapes import BlockedReason, EffectRow, EnvCheck, IntegrityReason, ReconcileAnswer, RunError
+from ..states import PhaseState, RunStatus
 from ..timefmt import iso
+from .models import DecisionView, EffectView, LeaseView, OutputView, PhaseView, RunView
+from .status import effect_state, effective_status, shown_state, status_text
 
 
-def effective_status(row: Any, now: float) -> RunStatus:
-    """Stored `running` with no live holder is what an operator calls
-    interrupted; with a holder alive on this host past its lease, stalled."""
-    status = RunStatus(row.status)
-    if status is RunStatus.RUNNING:
-        held = holder_state(row, now)
-        if held is HolderState.STALLED:
-            return RunStatus.STALLED
-        if held is not HolderState.LIVE:
-            return RunStatus.INTERRUPTED
-    return status
-
-
-NEEDS_ATTENTION = frozenset({RunStatus.BLOCKED, RunStatus.FAILED, RunStatus.INTERRUPTED, RunStatus.STALLED})
-
-STALLED_TEXT = (
-    "stalled: its process is alive on this host but past its lease (frozen or starved); wait for it, or resume --force"
-)
-
-
-def status_text(status: RunStatus, attention: str) -> str:
-    """The one line that says why a run needs a person, by its effective status."""
-    if status is RunStatus.INTERRUPTED:
-        return "interrupted: its process died; resume it"
-    if status is RunStatus.STALLED:
-        return STALLED_TEXT
-    return attention
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """One line of the runs list, from the runs table alone."""
-
-    run_id: str
-    workflow: str
-    status: RunStatus
-    frontier_phase: str | None
-    frontier_index: int
-    phase_count: int
-    steps_done: int
-    last_checkpoint_at: float | None
-    updated_at: float
-    attention: str
-    blocked_kinds: tuple[str, ...]
-    pending_decision: bool = False
-    """An operator's decision waits to be carried out (at the run's next start)."""
-    sort_key: tuple[Any, ...] = ()
-    """Its place in the order it was listed in: `Engine.runs(after=...)` pages on from it."""
-
-    @property
-    def needs_attention(self) -> bool:
-        return self.status in NEEDS_ATTENTION
-
-    @property
-    def reason(self) -> str:
-        return status_text(self.status, self.attention)
-
-    @property
-    def degraded(self) -> bool:
-        """Completed, but not whole (the engine says so in `attention` when it completes)."""
-        return self.status is RunStatus.COMPLETED and self.attention.startswith("completed (degraded)")
-
-    @property
-    def status_label(self) -> str:
-        """The status as a list shows it: "completed (degraded)" for a degraded completion."""
-        return "completed (degraded)" if self.degraded else self.status.value
-
-    @classmethod
-    def damaged(cls, row: Any, why: str, sort_key: tuple[Any, ...] = ()) -> RunSummary:
-        """A line for a run whose own row is damaged: shown, not hidden, and
-        not allowed to break the list around it."""
-        rid = getattr(row, "_mapping", {}).get("run_id")
-        return cls(
-            run_id=str(rid)[:200],
-            workflow="?",
-            status=RunStatus.BLOCKED,
-            frontier_phase=None,
-            frontier_index=0,
-            phase_count=0,
-            steps_done=0,
-            last_checkpoint_at=None,
-            updated_at=0.0,
-            attention=f"damaged record: {why}"[:300],
-            blocked_kinds=("integrity",),
-            sort_key=sort_key,
-        )
-
-    @classmethod
-    def from_row(cls, row: Any, now: float, sort_key: tuple[Any, ...] = ()) -> RunSummary:
-        blocked = _json.loads(row.blocked_json or "[]")
-        return cls(
-            run_id=row.run_id,
-            workflow=row.workflow,
-            status=effective_status(row, now),
-            frontier_phase=row.frontier_phase,
-            frontier_index=int(row.frontier_index),
-            phase_count=int(row.phase_count),
-            steps_done=int(row.steps_done),
-            last_checkpoint_at=row.last_checkpoint_at,
-            updated_at=row.updated_at,
-            attention=row.attention or "",
-            blocked_kinds=tuple(b.get("kind", "") for b in blocked),
-            pending_decision=bool(getattr(row, "pending_decision", False)),
-            sort_key=sort_key,
-        )
-
-
-# The parts of a run's view. Field order is the order `status --json` prints.
-
-
-@dataclass(frozen=True)
-class PhaseView:
-    name: str
-    state: PhaseState
-    needs: tuple[str, ...]
-    floor: tuple[str, ...]
-    probes: tuple[str, ...]
-    missing: tuple[str, ...]
-    """Needed outputs the phase ran (or will run) without."""
-    steps_done: int | None
-    """Steps its checkpoint recorded; None while it is not done."""
-
-    @property
-    def done(self) -> bool:
-        """Done, whole or degraded: a rewind can re-open it."""
-        return self.state in (PhaseState.DONE, PhaseState.DEGRADED)
-
-
-@dataclass(frozen=True)
-class EffectView:
-    name: str
-    key: str
-    phase: str
-    state: EffectState
-    attempt: int
-    idempotent: bool
-    atomic: bool
-    retry_approved: bool
-    intent_at: str | None
-    done_at: str | None
-    confirmed_by: int | None
-    reconcile: dict[str, Any] | None = None
-    """The last answer of its reconcile hook (answer, why, at), if it was asked."""
-    redo_on_rewind: bool = False
-
-
-@dataclass(frozen=True)
-class DecisionView:
-    id: int
-    action: ActionName | str
-    """One of the actions, or "prune" for the audit row of a prune."""
-    operator: str
-    reason: str
-    at: str | None
-    state: str
-    """pending, applied or void."""
-    phase: str | None
-    effect: str | None
-    answers: str | None
-    applied_at: str | None
-    account: str | None = None
-    """The OS account that recorded it (version 4; absent from older decisions)."""
-    expires_at: str | None = None
-    """A proposal's lapse, when nobody seconds it first."""
-    seconded_by: int | None = None
-    """The id of the "second" decision that let this proposal apply."""
-
-    @property
-    def proposed(self) -> bool:
-        """Waiting for a second operator (and not yet lapsed)."""
-        return self.state == PROPOSED
-
-    batch_id: str | None = None
-    """Shared by the decisions one command recorded for a group of runs (`decide --cause`)."""
-
-
-PROPOSED = "proposed"
-"""The state of a decision that waits for a second operator (`phasegate policy`)."""
-EXPIRED = "expired"
-"""How a proposal nobody seconded in time is shown (it stays `proposed` in the store, inert)."""
-
-
-@dataclass(frozen=True)
-class OutputView:
-    phase: str
-    seq: int
-    bytes: int
-    hash: str | None
-    state: str
-    """present, pruned, archived, or lost (present but not verifying)."""
-    verified: bool
-
-
-@dataclass(frozen=True)
-class LeaseView:
-    holder: str
-    expires_at: str | None
-    alive: bool
-    heartbeat_at: str | None
-    state: str = HolderState.LIVE.value
-    """live, stalled (alive on this host, past its lease) or gone."""
-
-
-@dataclass(frozen=True)
-class ClaimView:
-    """The claim on a run now (`status --json`'s `claim`)."""
-
-    operator: str
-    account: str
-    claimed_at: str | None
-    expires_at: str | None
-    claimed_ts: float
-    """`claimed_at` as UNIX seconds, for "3 min ago" (not in the JSON)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "operator": self.operator,
-            "account": self.account,
-            "claimed_at": self.claimed_at,
-            "expires_at": self.expires_at,
-        }
-
-    def said(self, now: float, *, name_width: int | None = None) -> str:
-        """ "claimed by ada, 3 min ago", escaped: how the runs list (the
-        console's reason column, `phasegate status`) and the detail say who is
-        looking at the run. `name_width` cuts a long name, after escaping, so
-        the cut never splits an escape."""
-        s = max(0, int(now - self.claimed_ts))
-        if s < 60:
-            ago = "just now"
-        elif s < 3600:
-            ago = f"{s // 60} min ago"
-        else:
-            ago = f"{s // 3600} h {(s % 3600) // 60} min ago"
-        name = safe(self.operator)
-        if name_width is not None and len(name) > name_width:
-            name = name[: name_width - 3] + "..."
-        return f"claimed by {name}, {ago}"
-
-    @classmethod
-    def from_row(cls, row: Any) -> ClaimView:
-        return cls(
-            operator=str(row.operator),
-            account=str(row.account),
-            claimed_at=iso(row.claimed_at),
-            expires_at=iso(row.expires_at),
-            claimed_ts=float(row.claimed_at),
-        )
-
-
-EventKind = Literal["claim", "release", "takeover", "expiry"]
-
-
-@dataclass(frozen=True)
-class ClaimEvent:
-    """One line of a run's claim audit."""
-
-    kind: EventKind
-    operator: str
-    account: str
-    at: str | None
-    ts: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "operator": self.operator, "account": self.account, "at": self.at}
-
-
-@dataclass(frozen=True)
-class RunView:
-    """Everything `phasegate status --json` prints for one run.
-
-    `blocked`, `env`, `integrity` and `error` are the stored JSON objects as
-    written (their keys are documented in the README), so tools see exactly
-    what the engine recorded."""
-
-    run_id: str
-    workflow: str
-    status: RunStatus
-    target: str | None
-    inputs: Any
-    created_at: float
-    updated_at: float
-    last_checkpoint_at: float | None
-    frontier: Frontier
-    phases: tuple[PhaseView, ...]
-    blocked: tuple[Mapping[str, Any], ...]
-    env: tuple[Mapping[str, Any], ...]
-    effects: tuple[EffectView, ...]
-    decisions: tuple[DecisionView, ...]
-    prune_candidates: tuple[PruneCandidate, ...]
-    outputs: tuple[OutputView, ...]
-    integrity: tuple[Mapping[str, Any], ...]
-    lease: LeaseView | None
-    error: Mapping[str, Any] | None
-    notes: tuple[str, ...]
-    attention: str
-    epoch: int = 0
-    pending_decisions: tuple[DecisionView, ...] = ()
-    runbooks: tuple[dict[str, Any], ...] = ()
-    """What the workflow says to do about each reason this run stopped (see `runbooks.for_stop`)."""
-    degraded: bool = False
-    """Completed, but not whole: a phase was skipped or ran without some of its needs."""
-    code_diffs: tuple[CodeDiff, ...] = ()
-    """Each code change that blocks the run, as a diff of the stored sources (filled by `Engine.status`)."""
-    claim: ClaimView | None = None
-    """Who is looking at the run now (`phasegate claim`), filled by `Engine.status`."""
-    claims: tuple[ClaimEvent, ...] = ()
-    """The run's claim audit: claims, releases, takeovers and expiries."""
-
-    @property
-    def proposals(self) -> tuple[DecisionView, ...]:
-        """Decisions waiting for a second operator."""
-        return tuple(d for d in self.decisions if d.proposed)
-
-    @property
-    def needs_attention(self) -> bool:
-        return self.status in NEEDS_ATTENTION
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["status"] = str(self.status)
-        d["prune_candidates"] = [c.as_dict() for c in self.prune_candidates]
-        # Added after 0.1: present only when there is something to say, so the
-        # JSON of every run without runbooks or a code drift stays byte for byte.
-        if self.code_diffs:
-            d["code_diffs"] = [c.as_dict() for c in self.code_diffs]
-        else:
-            del d["code_diffs"]
-        if not self.runbooks:
-            del d["runbooks"]
-        if not self.degraded:
-            del d["degraded"]
-        d["claim"] = self.claim.to_json() if self.claim is not None else None
-        if self.claims:
-            d["claims"] = [c.to_json() for c in self.claims]
-        else:
-            del d["claims"]
-        for dec in d["decisions"] + d["pending_decisions"]:
-            # Added in format 4, shown only when set (the 0.1 JSON stays byte for byte).
-            for key in ("account", "expires_at", "seconded_by", "batch_id"):
-                if dec[key] is None:
-                    del dec[key]
-            if dec["state"] in (PROPOSED, EXPIRED):
-                dec["proposer"] = dec["operator"]
-        for eff in d["effects"]:
-            # Added in format 3, shown only when set (the 0.1 JSON stays byte for byte).
-            if eff["reconcile"] is None:
-                del eff["reconcile"]
-            if not eff["redo_on_rewind"]:
-                del eff["redo_on_rewind"]
-        if d["lease"] is not None and d["lease"]["state"] != HolderState.STALLED.value:
-            del d["lease"]["state"]  # said only when it says more than `alive`
-        for k in ("created_at", "updated_at", "last_checkpoint_at"):
-            d[k] = iso(d[k])
-        return d
-
-
-def _reconcile_answer(text: str | None) -> dict[str, Any] | None:
-    """The stored answer of a reconcile hook; shown, never trusted to parse."""
+def _reconcile_answer(text: str | None) -> ReconcileAnswer | None:
+    """The stored answer of a reconcile hook; shown, never trusted to parse.
+    An object is shown as stored, whatever its keys."""
     if not text:
         return None
     try:
         got = _json.loads(text)
     except ValueError:
         return {"answer": "unreadable", "why": "the stored answer is not JSON"}
-    return got if isinstance(got, dict) else {"answer": "unreadable", "why": "the stored answer is not an object"}
+    if not isinstance(got, dict):
+        return {"answer": "unreadable", "why": "the stored answer is not an object"}
+    return cast(ReconcileAnswer, got)
+
+
+def _integrity(verified: chain.Verified, blocked: Sequence[BlockedReason]) -> list[IntegrityReason]:
+    """Why the run's checkpoints are not trusted: the chain's failure now,
+    then each other one an integrity block recorded (a `verify` that found
+    it, or the start that stopped on it), once each."""
+    found = [verified.failure.as_dict()] if verified.failure else []
+    for b in blocked:
+        if b["kind"] == "integrity" and (failure := b.get("failure")) and failure not in found:
+            found.append(failure)
+    return found
 
 
 def build(
     run: Any,
     rows: list[Any],
     steps: list[Any],
-    effects: list[Any],
+    effects: Sequence[EffectRow],
     decisions: list[Any],
     candidates: list[PruneCandidate],
     now: float,
@@ -403,13 +60,15 @@ def build(
     alive = held is HolderState.LIVE
     verified = verified if verified is not None else chain.verify_run(run, rows)
     state = chain.fold(verified.entries)
-    integrity = [verified.failure.as_dict()] if verified.failure else []
-    blocked = _json.loads(run.blocked_json or "[]")
-    for b in blocked:
-        if b.get("kind") == "integrity" and b.get("failure") and b["failure"] not in integrity:
-            integrity.append(b["failure"])
+    # The row was checked as it left the store (`_rowcheck`): each column is
+    # readable JSON, `blocked_json` and `env_json` lists, each block reason an
+    # object with a text kind. Beyond that the types are what the engine
+    # writes (shapes.py), and the reads below check what they rely on.
+    blocked: list[BlockedReason] = _json.loads(run.blocked_json or "[]")
+    env: list[EnvCheck] = _json.loads(run.env_json or "[]")
+    error: RunError | None = _json.loads(run.error_json) if run.error_json else None
+    integrity = _integrity(verified, blocked)
     shape = _json.loads(run.shape_json)
-    error = _json.loads(run.error_json) if run.error_json else None
 
     fr = frontier_of(shape, state, steps, effects)
     frontier_phase = fr.phase if fr.index < fr.of else None
@@ -480,7 +139,7 @@ def build(
             expires_at=iso(run.lease_expires_at),
             alive=alive,
             heartbeat_at=iso(run.heartbeat_at),
-            state=held.value,
+            state=held,
         )
     attention = status_text(status, run.attention or "")
     return RunView(
@@ -495,7 +154,7 @@ def build(
         frontier=fr,
         phases=tuple(phases),
         blocked=tuple(blocked) if status is RunStatus.BLOCKED else (),
-        env=tuple(_json.loads(run.env_json or "[]")),
+        env=tuple(env),
         effects=effs,
         decisions=decs,
         prune_candidates=tuple(candidates),
@@ -537,22 +196,3 @@ def decision_view(d: Any, now: float) -> DecisionView:
         seconded_by=getattr(d, "seconded_by", None),
         batch_id=getattr(d, "batch_id", None),
     )
-
-
-def shown_state(decision: Any, now: float) -> str:
-    """A decision's state as an operator sees it: a proposal past its expiry
-    is "expired" (nothing seconds or applies it any more)."""
-    expires = getattr(decision, "expires_at", None)
-    if decision.state == PROPOSED and expires is not None and float(expires) <= now:
-        return EXPIRED
-    return str(decision.state)
-
-
-def effect_state(effect: Any, *, holder_alive: bool) -> EffectState:
-    """How an operator sees an effect record: done; in flight while its
-    holder lives (or when calling it again is safe); otherwise in doubt."""
-    if effect.state == "done":
-        return EffectState.DONE
-    if holder_alive or not needs_answer(effect):
-        return EffectState.INTENT
-    return EffectState.IN_DOUBT

@@ -27,7 +27,7 @@ from ..errors import StoreError
 from ..run.lease import holder_alive
 from ..store import _rowcheck, runorder
 from ..store.version import SCHEMA_VERSION
-from .build import ClaimView, RunSummary
+from .models import ClaimView, RunSummary
 
 #: Settings the engine checks when it opens a store: with one set, it opens.
 _CHECKED_SETTINGS = ("PHASEGATE_LEASE_SECONDS", "PHASEGATE_RETENTION_DAYS")

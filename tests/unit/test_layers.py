@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "_pause",
             "ids",
             "timefmt",
+            "shapes",
         ),
     ),
     ("history", ("history",)),
