@@ -21,8 +21,8 @@ from phasegate import (
     RunSummary,
     RunView,
     UsageError,
-    correctable_effects,
 )
+from phasegate.ops import correctable_effects
 
 from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice

@@ -13,7 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
-from phasegate import PhasegateError, RunView, safe
+from phasegate import PhasegateError, RunView
+from phasegate.ops import safe
 
 from .. import service
 from ..actions import ACTIONS, BY_KEY, BY_NAME, ActionRequest, ActionResult

@@ -15,7 +15,8 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Rule, Static
 
-from phasegate import PhasegateError, RunSummary, RunView, safe
+from phasegate import PhasegateError, RunSummary, RunView
+from phasegate.ops import safe
 
 from .. import groups, service
 from .._format import hashes
