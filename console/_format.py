@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from phasegate import safe
+from phasegate.ops import safe
 
 #: Run status -> (mark, style). The word is always printed beside the mark.
 RUN_MARKS: dict[str, tuple[str, str]] = {

@@ -17,7 +17,8 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
-from phasegate import Engine, safe
+from phasegate import Engine
+from phasegate.ops import safe
 
 from . import live, service
 from ._format import set_monochrome

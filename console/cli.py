@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from phasegate import default_db
+from phasegate.ops import default_db
 
 
 def add_console(subparsers: Any) -> None:

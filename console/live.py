@@ -1,9 +1,9 @@
 """The console's change feed: the engine's, shared with `phasegate watch`
-(see `phasegate.watch_store`). Kept under this name for the console's code
+(see `phasegate.ops.watch_store`). Kept under this name for the console's code
 and its tests."""
 
 from __future__ import annotations
 
-from phasegate import store_files, watch_store
+from phasegate.ops import store_files, watch_store
 
 __all__ = ["store_files", "watch_store"]

@@ -1,7 +1,7 @@
 """The run detail's panels as Rich renderables, built from a `RunView`.
 
 Every value read from the store goes in as `Text` (never as a markup string)
-made safe by `phasegate.safe`, so a run id, an error or a probe value is shown
+made safe by `phasegate.ops.safe`, so a run id, an error or a probe value is shown
 exactly as stored, escape sequences and bidi overrides as visible escapes."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from phasegate import RunView, printable, safe
+from phasegate import RunView
+from phasegate.ops import printable, safe
 
 from ._format import EFFECT_MARKS, hashes, marked, middle, plain, short, size, tone
 from .service import proposal_line
@@ -135,7 +136,7 @@ def integrity(v: RunView) -> tuple[RenderableType, bool]:
 
 def environment(v: RunView) -> tuple[RenderableType, bool]:
     rows = v.env
-    changes = {c["probe"]: c for b in v.blocked if b.get("kind") == "env_mismatch" for c in b.get("changes", [])}
+    changes = {c["probe"]: c for b in v.blocked if b["kind"] == "env_mismatch" for c in b.get("changes", [])}
     merged = {r["probe"]: r for r in rows}
     merged.update(changes)
     if not merged:

@@ -21,8 +21,8 @@ from phasegate import (
     RunSummary,
     RunView,
     UsageError,
-    correctable_effects,
 )
+from phasegate.ops import correctable_effects
 
 from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice
@@ -311,7 +311,11 @@ def build_request(engine: Engine, run_id: str, name: str, now: float = 0.0) -> A
         keys = [e.key for e in view.effects if e.state == "in_doubt"]
         # a damaged record the operator answers, and a person's confirmation
         # to correct (confirm) or take back (retry)
-        keys += [str(b["effect"]) for b in view.blocked if b.get("what") == "effect" and b.get("effect") != "?"]
+        keys += [
+            str(b.get("effect"))
+            for b in view.blocked
+            if b["kind"] == "integrity" and b.get("what") == "effect" and b.get("effect", "?") != "?"
+        ]
         keys += [k for k in correctable_effects(view) if k not in keys]
         ask = name == "confirm_effect"
         if len(keys) > 1:

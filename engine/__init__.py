@@ -1,29 +1,57 @@
 """phasegate: resumable workflows of phases, checkpointed to a store.
 
-The public API is what this module exports; everything else is private.
+The public API is two modules. This one is for workflow authors and the
+scripts that run and oversee their runs: `Workflow`, `PhaseContext`,
+`Engine`, and the outcomes, views, decisions, states and errors those return
+or raise. `phasegate.ops` is for tools built on the engine (the console, a
+web front end): the default store, the change feed, safe display of stored
+text, who is acting. Everything else is internal, whatever its name, and may
+change without notice.
+
+Internally the engine is layers, lowest first; a module imports only from its
+own layer or those below (tests/unit/test_layers.py):
+
+- base modules (`errors`, `states`, `outcome`, `safetext`, ...): shapes and
+  rules that know no store;
+- `history`: the verified record of a run (hash chain, seals, archive, prune);
+- `store`: the tables, migrations and backends (SQLite, PostgreSQL);
+- `authoring`: what an author writes (the `Workflow`) and how it is loaded;
+- `run`: running a workflow, phase by phase, checkpointed;
+- `views`: the run as an operator sees it, read from the store alone;
+- `oversight`: who is acting, claims, and the store's policy;
+- `decide`: an operator's decision, from fit to record;
+- `engine`: the `Engine` facade over all of them;
+- `alerts`: `phasegate watch` and its hooks;
+- `cli`: the `phasegate` command and the worker.
+
 Names are loaded on first use (PEP 562), so `import phasegate` stays cheap:
 a command that only registers itself, or `phasegate --help`, does not pay
-for the store's driver and ORM.
+for the store's driver and ORM. A name that moved to `phasegate.ops` still
+loads from here, with a DeprecationWarning.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging as _logging
+import warnings as _warnings
 from typing import TYPE_CHECKING, Any
+
+# As lazy as this module, so loading it costs nothing: `phasegate.ops` works
+# after `import phasegate`, and its `__all__` is the list of names that warn here.
+from . import ops
 
 # A library leaves its output to the application: without a handler of the
 # application's, Python's last resort would print warnings to stderr.
 _logging.getLogger("phasegate").addHandler(_logging.NullHandler())
 
 if TYPE_CHECKING:
-    from ._dbpath import default_db
     from .authoring.reconcile import Reconciled
-    from .authoring.sources import CodeDiff, printable
+    from .authoring.sources import CodeDiff
     from .authoring.workflow import Workflow
     from .decide.batch import GroupRefused
     from .decide.causes import Cause, CauseKind
-    from .decide.fit import NO_RESULT, Decision, correctable_effects
+    from .decide.fit import NO_RESULT, Decision
     from .decide.preview import Preview
     from .engine import Engine
     from .errors import (
@@ -32,6 +60,7 @@ if TYPE_CHECKING:
         ClaimedByOther,
         DecisionError,
         ExitCode,
+        HolderStalled,
         LeaseLost,
         PhasegateError,
         RunHeld,
@@ -45,11 +74,9 @@ if TYPE_CHECKING:
     from .history.prune import PruneCandidate
     from .history.seals import EffectDamage
     from .outcome import BlockReason, Outcome
-    from .oversight.identity import WEB_USER_ENV, Who, whoami
     from .oversight.policy import Policy
     from .run.frontier import Frontier
     from .run.phasecontext import PhaseContext
-    from .safetext import safe, safe_json
     from .states import (
         Action,
         ActionName,
@@ -64,7 +91,6 @@ if TYPE_CHECKING:
         RunStatusName,
     )
     from .upkeep.reports import LostOutput, UnknownSchema, VerifyReport
-    from .views.feed import store_files, watch_store
     from .views.models import (
         ClaimEvent,
         ClaimView,
@@ -103,11 +129,7 @@ _WHERE: dict[str, str] = {
     "Preview": ".decide.preview",
     "Decision": ".decide.fit",
     "NO_RESULT": ".decide.fit",
-    "correctable_effects": ".decide.fit",
-    "store_files": ".views.feed",
-    "watch_store": ".views.feed",
     "Engine": ".engine",
-    "default_db": "._dbpath",
     **dict.fromkeys(
         (
             "AlreadyDecided",
@@ -115,6 +137,7 @@ _WHERE: dict[str, str] = {
             "ClaimedByOther",
             "DecisionError",
             "ExitCode",
+            "HolderStalled",
             "LeaseLost",
             "PhasegateError",
             "RunHeld",
@@ -126,9 +149,6 @@ _WHERE: dict[str, str] = {
         ),
         ".errors",
     ),
-    "Who": ".oversight.identity",
-    "WEB_USER_ENV": ".oversight.identity",
-    "whoami": ".oversight.identity",
     "Policy": ".oversight.policy",
     "BlockReason": ".outcome",
     "Outcome": ".outcome",
@@ -148,9 +168,6 @@ _WHERE: dict[str, str] = {
         ".views.models",
     ),
     "CodeDiff": ".authoring.sources",
-    "printable": ".authoring.sources",
-    "safe": ".safetext",
-    "safe_json": ".safetext",
     "RunView": ".views.models",
     "Frontier": ".run.frontier",
     "WorkerView": ".views.workers",
@@ -185,6 +202,7 @@ __all__ = [
     "ExitCode",
     "Frontier",
     "GroupRefused",
+    "HolderStalled",
     "IntegrityFailure",
     "LeaseLost",
     "LeaseView",
@@ -213,19 +231,9 @@ __all__ = [
     "UnknownSchema",
     "UsageError",
     "VerifyReport",
-    "WEB_USER_ENV",
-    "Who",
     "WorkerView",
     "Workflow",
     "WorkflowError",
-    "correctable_effects",
-    "default_db",
-    "printable",
-    "safe",
-    "safe_json",
-    "store_files",
-    "watch_store",
-    "whoami",
 ]
 assert set(__all__) == set(_WHERE)  # one list for tools, one map for loading
 
@@ -233,6 +241,13 @@ assert set(__all__) == set(_WHERE)  # one list for tools, one map for loading
 def __getattr__(name: str) -> Any:
     where = _WHERE.get(name)
     if where is None:
+        if name in ops.__all__:
+            # Not cached in globals(), so that every use warns (and stays out
+            # of dir()); `from phasegate import X` comes through here too.
+            _warnings.warn(
+                f"phasegate.{name} is deprecated; import it from phasegate.ops", DeprecationWarning, stacklevel=2
+            )
+            return getattr(ops, name)
         raise AttributeError(f"module 'phasegate' has no attribute {name!r}")
     value = getattr(importlib.import_module(where, __name__), name)
     globals()[name] = value  # later look-ups skip this function

@@ -13,7 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
-from phasegate import PhasegateError, RunView, safe
+from phasegate import PhasegateError, RunView
+from phasegate.ops import safe
 
 from .. import service
 from ..actions import ACTIONS, BY_KEY, BY_NAME, ActionRequest, ActionResult
@@ -92,18 +93,22 @@ class RunActions(Screen[None]):
             return (), False
         return tuple(self.allowed), not service.can_resume(view)
 
-    def is_current(self, view: RunView) -> bool:
+    def acts_on(self, view: RunView) -> bool:
         """Whether `view` is still the run the keys act on (the runs list
-        says no while the newly selected run is being read)."""
+        says no while the newly selected run is being read).
+
+        Not `is_current`: that is Textual's `Screen` property (is this screen
+        shown), which its refresh loop reads; a method of that name was
+        always truthy there."""
         return True
 
     def action_fits(self, name: str) -> bool:
         view = self.run_view
-        return not self.ctx.read_only and view is not None and name in self.allowed and self.is_current(view)
+        return not self.ctx.read_only and view is not None and name in self.allowed and self.acts_on(view)
 
     def resume_fits(self) -> bool:
         view = self.run_view
-        return not self.ctx.read_only and view is not None and not service.can_resume(view) and self.is_current(view)
+        return not self.ctx.read_only and view is not None and not service.can_resume(view) and self.acts_on(view)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides the binding; its key then reaches `on_key`, which says why.
@@ -117,7 +122,7 @@ class RunActions(Screen[None]):
 
     def claim_fits(self) -> bool:
         view = self.run_view
-        return not self.ctx.read_only and view is not None and self.is_current(view)
+        return not self.ctx.read_only and view is not None and self.acts_on(view)
 
     def action_claim(self) -> None:
         if self.run_view is None or not self.claim_fits():
@@ -145,7 +150,7 @@ class RunActions(Screen[None]):
 
     def action_copy(self) -> None:
         view = self.run_view
-        if view is None or not self.is_current(view):
+        if view is None or not self.acts_on(view):
             self.notify(
                 "copy: no run selected (or it is still being read)", title="copy", severity="warning", timeout=4
             )

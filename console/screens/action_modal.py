@@ -14,7 +14,7 @@ from textual.containers import Vertical
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from phasegate import safe
+from phasegate.ops import safe
 
 from ..actions import ActionRequest, ActionResult, Choice
 from ._choosing import ChoosingModal

@@ -15,7 +15,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from phasegate import Cause, PhasegateError, safe
+from phasegate import Cause, PhasegateError
+from phasegate.ops import safe
 
 from .. import groups
 from .._format import plain

@@ -20,7 +20,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from phasegate import RunView, safe
+from phasegate import RunView
+from phasegate.ops import safe
 
 from .._format import hashes
 

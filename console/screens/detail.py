@@ -14,7 +14,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
-from phasegate import PhasegateError, RunView, safe
+from phasegate import PhasegateError, RunView
+from phasegate.ops import safe
 
 from .. import panels, service
 from .._format import age_now

@@ -16,7 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from phasegate import safe
+from phasegate.ops import safe
 
 from .._format import tone
 from ..groups import GroupChoice, GroupRequest, GroupResult

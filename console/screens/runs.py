@@ -15,7 +15,8 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Rule, Static
 
-from phasegate import PhasegateError, RunSummary, RunView, safe
+from phasegate import PhasegateError, RunSummary, RunView
+from phasegate.ops import safe
 
 from .. import groups, service
 from .._format import hashes
@@ -361,7 +362,7 @@ class RunsScreen(RunActions):
             return
         self._show_why(run_id)
         # On a move the footer keeps the keys it shows while the new run is
-        # read; they act on nothing until it is (`is_current`), and the footer
+        # read; they act on nothing until it is (`acts_on`), and the footer
         # is redrawn only if that run's keys differ (not twice per j).
         self._read_selection(run_id)
 
@@ -390,7 +391,7 @@ class RunsScreen(RunActions):
         # Fixed height: no layout pass (it would repaint the table's scrollbar on every j).
         self.query_one("#why", Static).update(line, layout=False)
 
-    def is_current(self, view: RunView) -> bool:
+    def acts_on(self, view: RunView) -> bool:
         return view.run_id == self._selected
 
     def _read_selection(self, run_id: str) -> None:

@@ -11,7 +11,8 @@ import logging
 import sys
 from typing import Any
 
-from phasegate import PhasegateError, UsageError, default_db
+from phasegate import PhasegateError, UsageError
+from phasegate.ops import default_db
 
 from . import guard
 

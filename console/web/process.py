@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 
-from phasegate import WEB_USER_ENV
+from phasegate.ops import WEB_USER_ENV
 
 #: How long a console gets to quit on its own before its process group is killed.
 QUIT_GRACE = 3.0

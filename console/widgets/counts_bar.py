@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from rich.text import Text
 from textual.widgets import Static
 
-from phasegate import safe
+from phasegate.ops import safe
 
 from .._format import RUN_MARKS, tone
 

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from phasegate import Frontier, PhaseView, safe
+from phasegate import Frontier, PhaseView
+from phasegate.ops import safe
 
 from .._format import PHASE_MARKS, marked
 

@@ -13,7 +13,8 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import DataTable
 
-from phasegate import ClaimView, RunSummary, safe
+from phasegate import ClaimView, RunSummary
+from phasegate.ops import safe
 
 from .._format import age, age_now, middle, plain, run_status
 

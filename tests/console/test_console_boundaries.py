@@ -1,5 +1,6 @@
-"""The console reaches the store only through the engine's public API, and
-starts (or refuses to) the way the command line promises."""
+"""The console reaches the store only through the engine's public API
+(`phasegate` and, for a tool's plumbing, `phasegate.ops`), and starts (or
+refuses to) the way the command line promises."""
 
 from __future__ import annotations
 
@@ -10,11 +11,18 @@ import pytest
 
 import phasegate
 import phasegate.console
+import phasegate.ops
 from phasegate.cli.main import build_parser
 from phasegate.console.__main__ import main as console_main
 
 CONSOLE = Path(phasegate.console.__file__).parent
 FORBIDDEN = ("sqlalchemy", "sqlite3", "sqlmodel", "psycopg")
+#: The engine's public modules, each with what it exports: all the console may
+#: import of the engine.
+PUBLIC: dict[str, frozenset[str]] = {
+    "phasegate": frozenset(phasegate.__all__),
+    "phasegate.ops": frozenset(phasegate.ops.__all__),
+}
 
 
 def _imports(path: Path) -> list[str]:
@@ -32,7 +40,7 @@ def test_console_uses_only_the_public_engine_api(path: Path) -> None:
     for name in _imports(path):
         assert not name.startswith(FORBIDDEN), f"{path.name} imports {name}: no SQL in the console"
         if name.startswith("phasegate") and not name.startswith("phasegate.console"):
-            assert name == "phasegate", f"{path.name} imports {name}; use what `phasegate` exports"
+            assert name in PUBLIC, f"{path.name} imports {name}; use what `phasegate` or `phasegate.ops` exports"
     if path.name == "cli.py":
         return
     text = path.read_text()
@@ -61,24 +69,38 @@ def _names_engine(node: ast.expr) -> bool:
 
 def private_uses(source: str) -> list[str]:
     """Every place `source` reaches past a public API: a name imported from
-    `phasegate` that it does not export, `phasegate.X` for such an X, a
-    private attribute (`x._name`) of anything but self/cls/super(), and any
-    attribute of an engine that `Engine` does not declare publicly."""
+    `phasegate` or `phasegate.ops` that the module does not export,
+    `phasegate.X` or `phasegate.ops.X` for such an X, a private attribute
+    (`x._name`) of anything but self/cls/super(), and any attribute of an
+    engine that `Engine` does not declare publicly."""
     found: list[str] = []
     for node in ast.walk(ast.parse(source)):
         where = f"line {getattr(node, 'lineno', '?')}"
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "phasegate":
-            found += [f"{where}: from phasegate import {a.name}" for a in node.names if a.name not in phasegate.__all__]
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in PUBLIC:
+            exported = PUBLIC[node.module]
+            found += [f"{where}: from {node.module} import {a.name}" for a in node.names if a.name not in exported]
         elif isinstance(node, ast.ImportFrom) and node.level:
             found += [f"{where}: import of private {a.name}" for a in node.names if _private(a.name)]
         elif isinstance(node, ast.Attribute):
-            if isinstance(node.value, ast.Name) and node.value.id == "phasegate" and node.attr not in phasegate.__all__:
-                found.append(f"{where}: phasegate.{node.attr}")
+            module = _dotted(node.value)
+            if module in PUBLIC:
+                if node.attr not in PUBLIC[module] and f"{module}.{node.attr}" not in PUBLIC:
+                    found.append(f"{where}: {module}.{node.attr}")
             elif _private(node.attr) and not _is_own(node.value):
                 found.append(f"{where}: .{node.attr}")
             elif _names_engine(node.value) and node.attr not in ENGINE_API:
                 found.append(f"{where}: engine.{node.attr}")
     return sorted(found, key=lambda f: int(f.split()[1].rstrip(":")))
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """`a.b.c` as "a.b.c"; None for anything but names and attributes."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
 
 
 def _private(name: str) -> bool:
@@ -95,6 +117,9 @@ def test_the_private_name_check_can_fail() -> None:
         "    app._bindings\n"
         "    phasegate.Store\n"
         "    self._mine, super()._hook, engine.status('x')\n"
+        "from phasegate.ops import safe, Store\n"
+        "from phasegate import safe\n"
+        "phasegate.ops.safe, phasegate.ops.Store, phasegate.safe, phasegate.Engine\n"
     )
     assert private_uses(bad) == [
         "line 1: from phasegate import _json",
@@ -102,6 +127,10 @@ def test_the_private_name_check_can_fail() -> None:
         "line 5: ._view",
         "line 6: ._bindings",
         "line 7: phasegate.Store",
+        "line 9: from phasegate.ops import Store",
+        "line 10: from phasegate import safe",
+        "line 11: phasegate.ops.Store",
+        "line 11: phasegate.safe",
     ]
 
 
@@ -113,8 +142,10 @@ def test_console_uses_no_private_name(path: Path) -> None:
 
 
 def test_engine_public_names_used_by_console_exist() -> None:
-    for name in ("Engine", "PhasegateError", "Preview", "RunStatus", "RunSummary", "RunView", "default_db"):
+    for name in ("Engine", "PhasegateError", "Preview", "RunStatus", "RunSummary", "RunView"):
         assert name in phasegate.__all__
+    for name in ("default_db", "safe", "watch_store"):
+        assert name in phasegate.ops.__all__
 
 
 def test_phasegate_console_is_registered() -> None:

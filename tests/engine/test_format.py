@@ -1,6 +1,7 @@
 """What the store holds and how it is created: canonical JSON that operators'
 tools can read, pydantic models that come back as models, files only the owner
-can read, and an engine that does not drag a UI toolkit in."""
+can read, and an engine that does not drag a UI toolkit in (nor, for its two
+public modules, the store's driver and ORM)."""
 
 from __future__ import annotations
 
@@ -159,6 +160,21 @@ def test_engine_import_does_not_load_a_ui_toolkit():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
+
+
+def test_importing_the_api_loads_no_driver_orm_or_ui() -> None:
+    """Both namespaces are lazy: a command that only registers itself pays
+    for neither the store's stack nor the console's."""
+    heavy = ("sqlalchemy", "sqlmodel", "sqlite3", "psycopg", "pydantic", "orjson", "watchfiles", "textual", "rich")
+    code = (
+        "import sys, phasegate, phasegate.ops\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('phasegate.')))\n"
+    )
+    argv = [sys.executable, "-W", "error", "-c", code]
+    p = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["[]", "['phasegate.ops']"]
 
 
 def test_status_and_verify_start_without_the_heavy_imports(tmp_path):

@@ -40,8 +40,9 @@ def test_hostile_payloads_are_stored_and_read_back_as_inert_data(tmp_path: Path)
     r = proc.run(["run", INERT, "--run-id", "hostile", "--input", json.dumps({"payloads": payloads}), "--db", str(db)])
     assert r.rc == 0, r
     # read back through the engine's public API
-    from phasegate import Engine, safe
+    from phasegate import Engine
     from phasegate.authoring.loader import load
+    from phasegate.ops import safe
 
     with Engine(db) as eng:
         view = eng.status("hostile")
@@ -61,7 +62,7 @@ def test_hostile_payloads_are_stored_and_read_back_as_inert_data(tmp_path: Path)
         st = json.loads(proc.inproc(["status", f"err-{i}", "--json", "--db", str(db)]).stdout)
         assert st["error"]["message"] == p
         shown = proc.inproc(["status", f"err-{i}", "--db", str(db)])
-        # shown whole, escape sequences as visible escapes (phasegate.safe), never raw
+        # shown whole, escape sequences as visible escapes (phasegate.ops.safe), never raw
         assert shown.rc == 0 and safe(p.splitlines()[0]) in shown.stdout
         assert "\x1b" not in shown.stdout
     assert not marker.exists(), "a stored payload was executed"
