@@ -224,7 +224,7 @@ class Engine:
         who = whoami(operator)
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id, lock=True)
+            run = self.store.runs.get(conn, run_id, lock=True)
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             view = self._view(conn, run, now, with_candidates=False)
@@ -250,7 +250,7 @@ class Engine:
 
     def status(self, run_id: str) -> RunView:
         with self.store.read() as conn:
-            run = self.store.get_run(conn, run_id)
+            run = self.store.runs.get(conn, run_id)
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             return self._view(conn, run, self.clock())
@@ -266,13 +266,13 @@ class Engine:
         own: OwnRows | None = None,
     ) -> RunView:
         """A run's view from its own rows, read on `conn` (or given: `own`,
-        read for many runs at once by `Store.rows_of_runs`)."""
+        read for many runs at once by `Store.own_rows.of_runs`)."""
         if own is None:
             own = OwnRows(
-                self.store.all_checkpoints(conn, run.run_id),
-                self.store.steps_for(conn, run.run_id),
-                self.store.effects_for(conn, run.run_id),
-                self.store.decisions_for(conn, run.run_id),
+                self.store.checkpoints.of_run(conn, run.run_id),
+                self.store.steps.of_run(conn, run.run_id),
+                self.store.effects.of_run(conn, run.run_id),
+                self.store.decisions.of_run(conn, run.run_id),
             )
         rows, steps, effects, decisions, held = own
         verified = chain.verify_run(run, rows)  # once, for the view and the prune candidates
@@ -288,7 +288,7 @@ class Engine:
         if diffs:
             view = replace(view, code_diffs=tuple(diffs))
         if held is None:
-            held = self.store.claims_for(conn, run.run_id)
+            held = self.store.claims.of_run(conn, run.run_id)
         if held:
             view = replace(view, claim=claims.in_force(held, now), claims=tuple(claims.history(held, now)))
         return view
@@ -322,10 +322,10 @@ class Engine:
                 # its lease lapses: the list places it there from the first look.
                 dead = [
                     r.run_id
-                    for r in self.store.running_candidates(conn, now, HOST)
+                    for r in self.store.runs.running_candidates(conn, now, HOST)
                     if r.lease_host == HOST and not _alive(r, now)
                 ]
-            keyed = self.store.page_runs(
+            keyed = self.store.runs.page(
                 conn,
                 limit=None if limit is None else limit + offset,
                 order=order,
@@ -350,7 +350,7 @@ class Engine:
     def count_runs(self, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
         """How many runs `runs` would list with these filters (the console pages with it)."""
         with self.store.read() as conn:
-            return self.store.count_matching(conn, statuses=statuses, text=text)
+            return self.store.runs.count_matching(conn, statuses=statuses, text=text)
 
     def counts(self) -> dict[str, int]:
         """Runs by status as an operator sees it (a dead holder's run counts
@@ -358,8 +358,8 @@ class Engine:
         holder may be gone (a lapsed lease, or one held from this host)."""
         now = self.clock()
         with self.store.read() as conn:
-            counts = self.store.count_runs(conn)
-            running = self.store.running_candidates(conn, now, HOST) if counts.get("running") else []
+            counts = self.store.runs.count_by_status(conn)
+            running = self.store.runs.running_candidates(conn, now, HOST) if counts.get("running") else []
         for r in running:
             try:
                 seen = effective_status(_rowcheck.check(r), now)
@@ -404,7 +404,7 @@ class Engine:
         after = ""
         while True:
             with self.store.read() as conn:
-                page = self.store.run_ids(conn, after=after)
+                page = self.store.runs.ids(conn, after=after)
             if not page:
                 return
             yield from page
@@ -413,7 +413,7 @@ class Engine:
     def data_version(self) -> ChangeProbe:
         """A probe whose `changed()` says whether another connection committed
         since it was last asked (SQLite's data_version; PostgreSQL's LISTEN)."""
-        return self.store.data_version_probe()
+        return self.store.changes.probe()
 
     def workers(self) -> list[WorkerView]:
         """The workers that recorded a heartbeat, most recently seen first,
@@ -450,11 +450,11 @@ class Engine:
                 other = None
                 with self.store.read_on(conn):
                     if run_id:
-                        rows = list(self.store.runs_by_id(conn, [run_id]).values())
+                        rows = list(self.store.runs.by_id(conn, [run_id]).values())
                         if not rows:
                             raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
                     else:
-                        rows = self.store.runs_after(conn, after, _VERIFY_PAGE)
+                        rows = self.store.runs.after(conn, after, _VERIFY_PAGE)
                     page = [r.run_id for r in rows]
                     if lane is not None and len(page) >= 2:
                         # The second half of the page (a run-id range) in its
@@ -515,7 +515,7 @@ class Engine:
     def _verify_part(self, conn: Any, part: list[str], deep: bool) -> _Checked:
         """`part` of a page (a run-id range), in its own read transaction on `conn`."""
         with self.store.read_on(conn):
-            run_rows = self.store.runs_between(conn, part[0], part[-1])
+            run_rows = self.store.runs.between(conn, part[0], part[-1])
             return self._verify_page(conn, {rid: run_rows[rid] for rid in part if rid in run_rows}, deep)
 
     def _verify_page(self, conn: Any, run_rows: dict[str, Any], deep: bool) -> _Checked:
@@ -524,9 +524,11 @@ class Engine:
         memory at a time), and their effect records in one query."""
         found = {
             rid: self._verify_one(run_rows[rid], rows, deep)
-            for rid, rows in self.store.live_chains(conn, {r: int(row.epoch) for r, row in run_rows.items()})
+            for rid, rows in self.store.checkpoints.live_chains(
+                conn, {r: int(row.epoch) for r, row in run_rows.items()}
+            )
         }
-        by_run = self.store.effects_of_runs(conn, list(run_rows))
+        by_run = self.store.effects.of_runs(conn, list(run_rows))
         damage = {
             rid: seals.check(by_run.get(rid, []), row.effects_last, row.effects_count) for rid, row in run_rows.items()
         }
@@ -557,16 +559,16 @@ class Engine:
     def _record_integrity(self, run_id: str, reasons: list[dict[str, Any]]) -> None:
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id)
+            run = self.store.runs.get(conn, run_id)
             if run is None or holder_state(run, now) in (HolderState.LIVE, HolderState.STALLED):
                 return
             # The list shows the run row's frontier: move it back to what is
             # trusted, as the detail and `status --json` already show it.
             fr = trusted_frontier(
                 run,
-                self.store.all_checkpoints(conn, run_id),
-                self.store.steps_for(conn, run_id),
-                self.store.effects_for(conn, run_id),
+                self.store.checkpoints.of_run(conn, run_id),
+                self.store.steps.of_run(conn, run_id),
+                self.store.effects.of_run(conn, run_id),
                 _json.loads(run.shape_json),
             )
             blocked = _json.loads(run.blocked_json or "[]")
@@ -576,9 +578,9 @@ class Engine:
                     fr.index,
                     fr.steps_done,
                 ):
-                    self.store.update_run(conn, run_id, frontier_columns(fr))
+                    self.store.runs.update(conn, run_id, frontier_columns(fr))
                 return
-            self.store.update_run(
+            self.store.runs.update(
                 conn,
                 run_id,
                 {
@@ -598,11 +600,11 @@ class Engine:
         now = self.clock()
         for rid in ids:
             with self.store.read() as conn:
-                run = self.store.get_run(conn, rid)
+                run = self.store.runs.get(conn, rid)
                 if run is None:
                     raise RunNotFound(f"no run {rid!r} in {self.store.where}")
-                rows = self.store.all_checkpoints(conn, rid)
-                steps = self.store.steps_for(conn, rid)
+                rows = self.store.checkpoints.of_run(conn, rid)
+                steps = self.store.steps.of_run(conn, rid)
             out.extend(_prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days))
         return out
 
@@ -638,17 +640,17 @@ class Engine:
     def _prune_run(self, run_id: str, who: str, reason: str) -> list[_prune.PruneCandidate]:
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id)
+            run = self.store.runs.get(conn, run_id)
             if run is None:
                 return []
-            rows = self.store.all_checkpoints(conn, run_id)
-            steps = self.store.steps_for(conn, run_id)
+            rows = self.store.checkpoints.of_run(conn, run_id)
+            steps = self.store.steps.of_run(conn, run_id)
             cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days)
             by_id = {int(r.id): r for r in rows}
             folder = self.archive_dir / archive.safe_name(run_id)
             for c in cands:
                 if c.kind == "step_records":
-                    self.store.delete_steps(conn, list(c.refs))
+                    self.store.steps.delete(conn, list(c.refs))
                     continue
                 for ref in c.refs:
                     row = by_id[ref]
@@ -664,13 +666,13 @@ class Engine:
                         path, _digest = archive.write_archive(folder, archive.archive_name(row), payload)
                         if archive.restore(path, payload["output_hash"]) is archive.MISSING:
                             raise OSError(f"archive {path} did not read back intact; nothing removed")
-                        self.store.set_output_state(conn, ref, "archived", str(path))
+                        self.store.checkpoints.set_output_state(conn, ref, "archived", str(path))
                     else:
-                        self.store.set_output_state(conn, ref, "pruned", None)
+                        self.store.checkpoints.set_output_state(conn, ref, "pruned", None)
                 if c.kind == "finished_run":
-                    self.store.delete_steps(conn, list(c.step_refs))
+                    self.store.steps.delete(conn, list(c.step_refs))
             if cands:
-                self.store.insert_decision(
+                self.store.decisions.insert(
                     conn,
                     {
                         "run_id": run_id,
@@ -685,7 +687,7 @@ class Engine:
                         ),
                     },
                 )
-                self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
+                self.store.runs.update(conn, run_id, {"updated_at": run.updated_at})
         return cands
 
 

@@ -53,10 +53,10 @@ def remember(
 
     try:
         with store.write() as conn:
-            have = store.known_sources(conn, list(todo))
+            have = store.sources.known(conn, list(todo))
             for code_hash, text in todo.items():
                 if code_hash not in have:
-                    store.insert_source(conn, code_hash, text, clock())
+                    store.sources.insert(conn, code_hash, text, clock())
     except IntegrityError:
         pass  # another process stored the same fingerprint at the same moment: it is there
     known.update(todo)
@@ -120,7 +120,7 @@ def diffs(store: Store, conn: Connection, blocked: Sequence[Mapping[str, Any]]) 
     if not changes:
         return []
     hashes = sorted({c["saved"] for c in changes} | {c["current"] for c in changes})
-    texts = store.get_sources(conn, hashes)
+    texts = store.sources.get(conn, hashes)
     out = []
     for c in changes:
         phase = str(c["probe"])[5:]

@@ -32,7 +32,7 @@ from .build import ClaimView, RunSummary
 #: Settings the engine checks when it opens a store: with one set, it opens.
 _CHECKED_SETTINGS = ("PHASEGATE_LEASE_SECONDS", "PHASEGATE_RETENTION_DAYS")
 
-#: The claims in force, oldest first: the newest per run wins (`Store.current_claims`).
+#: The claims in force, oldest first: the newest per run wins (`Store.claims.current`).
 _CLAIMS = "SELECT * FROM phasegate_claims WHERE released_at IS NULL AND expires_at > ? ORDER BY id"
 #: A claim row's columns the engine requires (`_rowcheck.check_all`), and its times.
 _CLAIM_NOT_NULL = ("run_id", "operator", "account", "claimed_at", "expires_at")
