@@ -41,7 +41,8 @@ def remember(
     With `needed` (the phase being checkpointed), nothing is done when its
     fingerprint is known; when it is not, all of `phases` are stored in the
     same transaction, so a run costs one extra commit, not one per phase."""
-    if store.readonly or store.schema_problem or "phasegate_sources" not in store.tables:
+    db = store.db  # once: this runs at every checkpoint
+    if db.readonly or db.schema_problem or "phasegate_sources" not in db.tables:
         return
     known = _known.setdefault(store, set())
     if needed is not None and needed.code_hash in known:

@@ -43,7 +43,7 @@ def history(rows: list[Any], now: float) -> list[ClaimEvent]:
 
 
 def in_force(rows: list[Any], now: float) -> ClaimView | None:
-    """The claim in force among a run's claim rows (the store's `current_claims` rule)."""
+    """The claim in force among a run's claim rows (`Store.claims.current`'s rule)."""
     live = [r for r in rows if r.released_at is None and float(r.expires_at) > now]
     return ClaimView.from_row(live[-1]) if live else None
 

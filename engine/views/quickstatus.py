@@ -6,7 +6,7 @@ SQLAlchemy (bench/: cli start). For an SQLite store at this engine's format,
 with no setting to check, the runs table is read with one plain query and
 put in the attention order by the same rules as the engine's list
 (runorder.py), and each line is built by the same `RunSummary.from_row`; the
-claims in force are read with a second one (the store's `current_claims`
+claims in force are read with a second one (`Store.claims.current`'s
 rule), each made a `ClaimView` as the engine makes it.
 Anything else (a URL, an older or newer store, a damaged row, a driver
 error, a lease or retention setting in the environment, which the engine
