@@ -33,7 +33,7 @@ from ._steps import Steps
 from ._workers import Workers
 
 # Names importers use from here, wherever they are defined now.
-__all__ = ["DEFAULT_LEASE_SECONDS", "LEASE_CLEARED", "ChangeProbe", "HotTx", "OwnRows", "Store"]
+__all__ = ["DEFAULT_LEASE_SECONDS", "LEASE_CLEARED", "ChangeProbe", "HotScope", "HotTx", "OwnRows", "Store"]
 
 
 class Store:
