@@ -38,7 +38,7 @@ def run(quick: bool, rounds: int, path: Path) -> list[Figure]:
         with eng.store.read() as conn:
             blobs = []
             for rid in eng.run_ids():
-                for r in eng.store.chain(conn, rid, 0):
+                for r in eng.store.checkpoints.chain(conn, rid, 0):
                     blobs.append(r.envelope.encode())
                     if r.output_json is not None:
                         blobs.append(r.output_json.encode())

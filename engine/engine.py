@@ -164,7 +164,7 @@ class Engine:
         who = whoami(operator)
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id, lock=True)
+            run = self.store.runs.get(conn, run_id, lock=True)
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             view = self._view(conn, run, now, with_candidates=False)
@@ -190,7 +190,7 @@ class Engine:
 
     def status(self, run_id: str) -> RunView:
         with self.store.read() as conn:
-            run = self.store.get_run(conn, run_id)
+            run = self.store.runs.get(conn, run_id)
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             return self._view(conn, run, self.clock())
@@ -206,13 +206,13 @@ class Engine:
         own: OwnRows | None = None,
     ) -> RunView:
         """A run's view from its own rows, read on `conn` (or given: `own`,
-        read for many runs at once by `Store.rows_of_runs`)."""
+        read for many runs at once by `Store.own_rows.of_runs`)."""
         if own is None:
             own = OwnRows(
-                self.store.all_checkpoints(conn, run.run_id),
-                self.store.steps_for(conn, run.run_id),
-                self.store.effects_for(conn, run.run_id),
-                self.store.decisions_for(conn, run.run_id),
+                self.store.checkpoints.of_run(conn, run.run_id),
+                self.store.steps.of_run(conn, run.run_id),
+                self.store.effects.of_run(conn, run.run_id),
+                self.store.decisions.of_run(conn, run.run_id),
             )
         rows, steps, effects, decisions, held = own
         verified = chain.verify_run(run, rows)  # once, for the view and the prune candidates
@@ -228,7 +228,7 @@ class Engine:
         if diffs:
             view = replace(view, code_diffs=tuple(diffs))
         if held is None:
-            held = self.store.claims_for(conn, run.run_id)
+            held = self.store.claims.of_run(conn, run.run_id)
         if held:
             view = replace(view, claim=claims.in_force(held, now), claims=tuple(claims.history(held, now)))
         return view
@@ -262,10 +262,10 @@ class Engine:
                 # its lease lapses: the list places it there from the first look.
                 dead = [
                     r.run_id
-                    for r in self.store.running_candidates(conn, now, HOST)
+                    for r in self.store.runs.running_candidates(conn, now, HOST)
                     if r.lease_host == HOST and not _alive(r, now)
                 ]
-            keyed = self.store.page_runs(
+            keyed = self.store.runs.page(
                 conn,
                 limit=None if limit is None else limit + offset,
                 order=order,
@@ -290,7 +290,7 @@ class Engine:
     def count_runs(self, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
         """How many runs `runs` would list with these filters (the console pages with it)."""
         with self.store.read() as conn:
-            return self.store.count_matching(conn, statuses=statuses, text=text)
+            return self.store.runs.count_matching(conn, statuses=statuses, text=text)
 
     def counts(self) -> dict[str, int]:
         """Runs by status as an operator sees it (a dead holder's run counts
@@ -298,8 +298,8 @@ class Engine:
         holder may be gone (a lapsed lease, or one held from this host)."""
         now = self.clock()
         with self.store.read() as conn:
-            counts = self.store.count_runs(conn)
-            running = self.store.running_candidates(conn, now, HOST) if counts.get("running") else []
+            counts = self.store.runs.count_by_status(conn)
+            running = self.store.runs.running_candidates(conn, now, HOST) if counts.get("running") else []
         for r in running:
             try:
                 seen = effective_status(_rowcheck.check(r), now)
@@ -344,7 +344,7 @@ class Engine:
         after = ""
         while True:
             with self.store.read() as conn:
-                page = self.store.run_ids(conn, after=after)
+                page = self.store.runs.ids(conn, after=after)
             if not page:
                 return
             yield from page
@@ -353,7 +353,7 @@ class Engine:
     def data_version(self) -> ChangeProbe:
         """A probe whose `changed()` says whether another connection committed
         since it was last asked (SQLite's data_version; PostgreSQL's LISTEN)."""
-        return self.store.data_version_probe()
+        return self.store.changes.probe()
 
     def workers(self) -> list[WorkerView]:
         """The workers that recorded a heartbeat, most recently seen first,

@@ -133,7 +133,7 @@ class Watch:
 
     def _scan(self) -> int:
         with self.store.read() as conn:
-            rows = self.store.list_runs(conn, statuses=list(STOPS), order="run_id")
+            rows = self.store.runs.all(conn, statuses=list(STOPS), order="run_id")
         stops: dict[str, Any] = {}
         for r in rows:
             try:
@@ -151,7 +151,7 @@ class Watch:
         for i in range(0, len(keys), _CHUNK):
             chunk = keys[i : i + _CHUNK]
             with self.store.read() as conn:
-                known = self.store.announced(conn, chunk)
+                known = self.store.alerts.announced(conn, chunk)
             for key in chunk:
                 if self.stop.is_set():
                     return sent
@@ -168,7 +168,7 @@ class Watch:
         try:
             with self.store.write() as conn:
                 if known is None:
-                    self.store.insert_alert(
+                    self.store.alerts.insert(
                         conn,
                         {
                             "stop_key": key,
@@ -180,7 +180,7 @@ class Watch:
                             "event_json": _json.dumps(ev),
                         },
                     )
-                elif not self.store.reclaim_alert(conn, key, self.owner, now, now - self.claim_seconds):
+                elif not self.store.alerts.reclaim(conn, key, self.owner, now, now - self.claim_seconds):
                     skip_log.info("%s (%s): being announced by another watch", row.run_id, row.status)
                     return 0
         except IntegrityError:
@@ -190,9 +190,9 @@ class Watch:
         with self.store.write() as conn:
             if result.interrupted:
                 # Nothing is known to have arrived: let the next watch send it.
-                self.store.release_alert(conn, key, self.owner)
+                self.store.alerts.release(conn, key, self.owner)
                 return 0
-            self.store.settle_alert(
+            self.store.alerts.settle(
                 conn,
                 key,
                 self.owner,

@@ -41,7 +41,8 @@ def remember(
     With `needed` (the phase being checkpointed), nothing is done when its
     fingerprint is known; when it is not, all of `phases` are stored in the
     same transaction, so a run costs one extra commit, not one per phase."""
-    if store.readonly or store.schema_problem or "phasegate_sources" not in store.tables:
+    db = store.db  # once: this runs at every checkpoint
+    if db.readonly or db.schema_problem or "phasegate_sources" not in db.tables:
         return
     known = _known.setdefault(store, set())
     if needed is not None and needed.code_hash in known:
@@ -53,10 +54,10 @@ def remember(
 
     try:
         with store.write() as conn:
-            have = store.known_sources(conn, list(todo))
+            have = store.sources.known(conn, list(todo))
             for code_hash, text in todo.items():
                 if code_hash not in have:
-                    store.insert_source(conn, code_hash, text, clock())
+                    store.sources.insert(conn, code_hash, text, clock())
     except IntegrityError:
         pass  # another process stored the same fingerprint at the same moment: it is there
     known.update(todo)
@@ -120,7 +121,7 @@ def diffs(store: Store, conn: Connection, blocked: Sequence[Mapping[str, Any]]) 
     if not changes:
         return []
     hashes = sorted({c["saved"] for c in changes} | {c["current"] for c in changes})
-    texts = store.get_sources(conn, hashes)
+    texts = store.sources.get(conn, hashes)
     out = []
     for c in changes:
         phase = str(c["probe"])[5:]

@@ -111,7 +111,7 @@ class Worker:
         each oldest change first."""
         now = self.engine.clock()
         with self.engine.store.read() as conn:
-            rows = self.engine.store.runs_waiting(conn, now, host=HOST)
+            rows = self.engine.store.runs.waiting(conn, now, host=HOST)
         out = []
         for r in rows:
             held = holder_state(r, now) if r.status == RunStatus.RUNNING.value else HolderState.NONE
@@ -142,7 +142,7 @@ class Worker:
         if row.status == RunStatus.RESET.value:
             return "reset: starting over from its original inputs"
         with eng.store.read() as conn:
-            pending = [d for d in eng.store.decisions_for(conn, row.run_id) if d.state == "pending"]
+            pending = [d for d in eng.store.decisions.of_run(conn, row.run_id) if d.state == "pending"]
         if pending:
             return "decision waiting: " + ", ".join(f"{d.action} by {d.operator} (#{d.id})" for d in pending)
         if row.lease_owner:
@@ -197,7 +197,7 @@ class Worker:
             self._log_outcome(outcome)
         try:
             with eng.store.read() as conn:
-                after = eng.store.get_run(conn, row.run_id)
+                after = eng.store.runs.get(conn, row.run_id)
         except PhasegateError as exc:
             log.error("run %s: cannot read it back: %s", row.run_id, exc)
             after = None
@@ -217,7 +217,7 @@ class Worker:
         again at the next look."""
         try:
             with eng.store.read() as conn:
-                now = eng.store.get_run(conn, row.run_id)
+                now = eng.store.runs.get(conn, row.run_id)
         except PhasegateError:
             return False  # let the resume say what is wrong
         return now is None or now.updated_at != row.updated_at

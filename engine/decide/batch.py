@@ -106,13 +106,13 @@ def _read(
     """Each run's row (locked with `lock`) and view, read in bulk; a run that
     is absent or damaged gets the error `decide` would give it alone."""
     try:
-        rows = store.runs_by_id(conn, run_ids, lock=lock)
+        rows = store.runs.by_id(conn, run_ids, lock=lock)
     except StoreError:
         # A damaged row among them: read one by one, so the damage is its run's alone.
         rows = {}
         for rid in run_ids:
             try:
-                one = store.get_run(conn, rid, lock=lock)
+                one = store.runs.get(conn, rid, lock=lock)
             except StoreError:
                 continue
             if one is not None:

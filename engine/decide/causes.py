@@ -353,7 +353,7 @@ def row_reasons(store: Store, conn: Any, run: Any, status: RunStatus) -> list[Re
     if status in (RunStatus.INTERRUPTED, RunStatus.STALLED):
         doubts = [
             (e.key, e.phase, e.name)
-            for e in store.effects_for(conn, run.run_id)
+            for e in store.effects.of_run(conn, run.run_id)
             if effect_state(e, holder_alive=False) is EffectState.IN_DOUBT
         ]
     return reasons(run.run_id, status, blocked, error, doubts)
@@ -369,7 +369,7 @@ def collect(store: Store, conn: Any, now: float, view_of: ViewOf | None = None) 
     `allowed_actions` is empty (resolving a cause id needs only its runs)."""
     grouping = Grouping()
     found: list[tuple[Any, list[Reason]]] = []
-    for row in store.runs_needing_attention(conn):
+    for row in store.runs.needing_attention(conn):
         try:
             run = _rowcheck.check(row)
             status = effective_status(run, now)
@@ -394,7 +394,7 @@ def views(store: Store, conn: Any, rows: Sequence[Any], view_of: ViewOf) -> dict
     whose rows are damaged gets its error (one damaged row must not take the
     others' views with it)."""
     try:
-        own: dict[str, OwnRows] | None = store.rows_of_runs(conn, [r.run_id for r in rows])
+        own: dict[str, OwnRows] | None = store.own_rows.of_runs(conn, [r.run_id for r in rows])
     except StoreError:
         own = None  # read run by run below, so the damage is pinned on its own run
     out: dict[str, RunView | PhasegateError] = {}

@@ -81,7 +81,7 @@ class Oversight:
         """One proposal of an action (of an effect) at a time: a second is
         refused while the first would still fit; one the run has moved past
         (an approval of values since replaced) is voided by the new one."""
-        rows = {int(r.id): r for r in self.store.decisions_for(conn, view.run_id)}
+        rows = {int(r.id): r for r in self.store.decisions.of_run(conn, view.run_id)}
         for d in view.proposals:
             if d.action != act.value or (effect is not None and d.effect != effect):
                 continue
@@ -90,7 +90,7 @@ class Oversight:
                     f"run {view.run_id!r} already has this proposed: {d.action} by {d.operator}"
                     f" (decision {d.id}), waiting for a second operator until {d.expires_at}"
                 )
-            self.store.settle_decision(conn, d.id, "void", now)
+            self.store.decisions.settle(conn, d.id, "void", now)
 
     def second(
         self,
@@ -112,10 +112,10 @@ class Oversight:
         who = whoami(operator)
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id, lock=True)
+            run = self.store.runs.get(conn, run_id, lock=True)
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
-            rows = {int(d.id): d for d in self.store.decisions_for(conn, run_id)}
+            rows = {int(d.id): d for d in self.store.decisions.of_run(conn, run_id)}
             prop = rows.get(int(decision_id))
             if prop is None:
                 raise UsageError(f"run {run_id!r} has no decision {decision_id}")
@@ -138,7 +138,7 @@ class Oversight:
             act = Action(prop.action)
             # Validated again as the run is now: the proposal may be a day old.
             _refit(view, prop)
-            second_id = self.store.insert_decision(
+            second_id = self.store.decisions.insert(
                 conn,
                 {
                     "run_id": run_id,
@@ -153,7 +153,7 @@ class Oversight:
                 },
             )
             state = "applied" if act is Action.RESET else "pending"
-            self.store.update_decision(
+            self.store.decisions.update(
                 conn,
                 int(decision_id),
                 {"state": state, "seconded_by": second_id, **({"applied_at": now} if state == "applied" else {})},
@@ -174,7 +174,7 @@ class Oversight:
         who = whoami(operator)
         now = self.clock()
         with self.store.write() as conn:
-            if self.store.get_run(conn, run_id, lock=True) is None:
+            if self.store.runs.get(conn, run_id, lock=True) is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             return claims.claim(
                 self.store, conn, run_id, who, now, seconds=self.claim_seconds, release=release, force=force
@@ -185,14 +185,14 @@ class Oversight:
         runs list; `None`: on every run, for the whole list)."""
         now = self.clock()
         with self.store.read() as conn:
-            rows = self.store.current_claims(conn, None if run_ids is None else list(run_ids), now)
+            rows = self.store.claims.current(conn, None if run_ids is None else list(run_ids), now)
         return {rid: ClaimView.from_row(r) for rid, r in rows.items()}
 
     def proposals(self, run_ids: Sequence[str]) -> dict[str, list[DecisionView]]:
         """Proposals waiting for a second operator on these runs, in one query (a page of the runs list)."""
         now = self.clock()
         with self.store.read() as conn:
-            rows = self.store.open_proposals(conn, list(run_ids), now)
+            rows = self.store.decisions.open_proposals(conn, list(run_ids), now)
         out: dict[str, list[DecisionView]] = {}
         for r in rows:
             out.setdefault(str(r.run_id), []).append(decision_view(r, now))

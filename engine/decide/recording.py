@@ -62,7 +62,7 @@ def record(
         }
         for _run, view, fit in chosen
     ]
-    ids = store.insert_decisions(conn, rows)
+    ids = store.decisions.insert_many(conn, rows)
     # A proposal changes nothing about the run yet: not its lease, not its
     # state, not why it stopped (the list and the detail say it waits, read
     # from the proposal itself, so they stop when it lapses).
@@ -82,15 +82,15 @@ def carry(store: Store, conn: Any, items: Sequence[tuple[Any, RunView, Action]],
     marked: dict[str, list[str]] = {}
     for run, view, act in items:
         if act is Action.RESET:
-            store.revoke_lease(conn, view.run_id)
+            store.lease.revoke(conn, view.run_id)
             pending = [d.id for d in view.pending_decisions]
             apply_reset(store, conn, run, pending=pending, who=who, now=now)
             # What was proposed for the epoch a reset archives answers nothing
             # now (a reset being seconded is no longer "proposed" by this point).
-            store.void_proposals(conn, [d.id for d in view.proposals], now)
+            store.decisions.void_proposals(conn, [d.id for d in view.proposals], now)
         else:
             attention = f"decided: {act.value} by {who}; applies at the next run"
             marked.setdefault(attention, []).append(view.run_id)
     for attention, run_ids in marked.items():
         # The lease revoked as above, in the same statement as the mark.
-        store.update_runs(conn, run_ids, {**LEASE_CLEARED, "updated_at": now, "attention": attention})
+        store.runs.update_many(conn, run_ids, {**LEASE_CLEARED, "updated_at": now, "attention": attention})

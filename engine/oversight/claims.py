@@ -43,7 +43,7 @@ def history(rows: list[Any], now: float) -> list[ClaimEvent]:
 
 
 def in_force(rows: list[Any], now: float) -> ClaimView | None:
-    """The claim in force among a run's claim rows (the store's `current_claims` rule)."""
+    """The claim in force among a run's claim rows (`Store.claims.current`'s rule)."""
     live = [r for r in rows if r.released_at is None and float(r.expires_at) > now]
     return ClaimView.from_row(live[-1]) if live else None
 
@@ -65,7 +65,7 @@ def claim(
     """Claim (or renew, or with `release` give up) the run, in the caller's
     transaction with the run's row locked. Someone else's claim is taken over
     or released only with `force`; returns the claim in force afterwards."""
-    current = store.current_claims(conn, [run_id], now).get(run_id)
+    current = store.claims.current(conn, [run_id], now).get(run_id)
     mine = current is not None and same_person(Who(current.operator, current.account), who)
     if current is not None and not mine and not force:
         held = ClaimView.from_row(current)
@@ -74,10 +74,10 @@ def claim(
     if release and current is None:
         raise UsageError(f"run {run_id!r} is not claimed; nothing to release")
     if current is not None:
-        store.end_claim(conn, int(current.id), at=now, by=who.operator, account=who.account)
+        store.claims.end(conn, int(current.id), at=now, by=who.operator, account=who.account)
     if release:
         return None
-    store.insert_claim(
+    store.claims.insert(
         conn,
         {
             "run_id": run_id,
@@ -87,5 +87,5 @@ def claim(
             "expires_at": now + seconds,
         },
     )
-    row = store.current_claims(conn, [run_id], now)[run_id]
+    row = store.claims.current(conn, [run_id], now)[run_id]
     return ClaimView.from_row(row)

@@ -83,12 +83,12 @@ def check_seconds(value: float) -> float:
 
 
 def current(store: Store, conn: Any) -> Policy:
-    rows = store.policies(conn, limit=1)
+    rows = store.policy.changes(conn, limit=1)
     return Policy.from_row(rows[0]) if rows else Policy()
 
 
 def history(store: Store, conn: Any, limit: int = 20) -> list[Policy]:
-    return [Policy.from_row(r) for r in store.policies(conn, limit=limit)]
+    return [Policy.from_row(r) for r in store.policy.changes(conn, limit=limit)]
 
 
 def change(
@@ -116,7 +116,7 @@ def change(
         at=now,
         reason=reason,
     )
-    store.insert_policy(
+    store.policy.insert(
         conn,
         {
             "require_second_json": _json.dumps([str(a) for a in new.require_second]),

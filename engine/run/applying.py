@@ -74,16 +74,16 @@ class DecisionApplier:
                     f"{environment.describe([dict(r) for r in app.rows])}; no finished work read it, so the run goes on with the new value"
                 )
                 # Shown at once: the run may die before it records its end.
-                self._store.update_run(conn, self._journal.run_id, {"notes_json": _json.dumps(self.notes)})
+                self._store.runs.update(conn, self._journal.run_id, {"notes_json": _json.dumps(self.notes)})
             if app.decision is not None:
-                self._store.settle_decision(conn, app.decision, "void" if isinstance(app, Void) else "applied", now)
+                self._store.decisions.settle(conn, app.decision, "void" if isinstance(app, Void) else "applied", now)
 
     def _rewind(self, conn: Any, app: Rewind, *, correction: str | None = None) -> None:
         body: dict[str, Any] = {"reopen": list(app.reopen)}
         if correction is not None:
             body["correction"] = correction
         self._journal.marker(conn, "rewind", body, probes=self._probes, phase=app.phase, index=app.index)
-        self._store.discard_steps(conn, self._journal.run_id, list(app.reopen))
+        self._store.steps.discard(conn, self._journal.run_id, list(app.reopen))
 
     def void(self, decisions: Sequence[int]) -> None:
         """Settle decisions that nothing needed any more (the run goes on without them)."""
@@ -92,18 +92,18 @@ class DecisionApplier:
         now = self._clock()
         with self._store.write() as conn:
             for d in decisions:
-                self._store.settle_decision(conn, d, "void", now)
+                self._store.decisions.settle(conn, d, "void", now)
 
 
 def apply_reset(store: Store, conn: Any, run: Any, *, pending: Sequence[int], who: str, now: float) -> None:
     """Archive the run's current epoch and start it over from its original
     inputs, in the caller's transaction (the one recording the reset)."""
     shape = [p["name"] for p in _shape(run)]
-    store.archive_epoch(conn, run.run_id, int(run.epoch))
-    store.discard_steps(conn, run.run_id, None)
+    store.checkpoints.archive_epoch(conn, run.run_id, int(run.epoch))
+    store.steps.discard(conn, run.run_id, None)
     for d in pending:
-        store.settle_decision(conn, d, "void", now)
-    store.update_run(
+        store.decisions.settle(conn, d, "void", now)
+    store.runs.update(
         conn,
         run.run_id,
         {

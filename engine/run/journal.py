@@ -69,9 +69,9 @@ class RunJournal:
     def load(self) -> Loaded:
         """Read and verify the run's live chain, and take its head as ours."""
         with self._store.read() as conn:
-            rows = self._store.chain(conn, self.run_id, self.epoch)
-            run = self._store.get_run(conn, self.run_id)
-            self.next_seq = self._store.next_seq(conn, self.run_id, self.epoch)
+            rows = self._store.checkpoints.chain(conn, self.run_id, self.epoch)
+            run = self._store.runs.get(conn, self.run_id)
+            self.next_seq = self._store.checkpoints.next_seq(conn, self.run_id, self.epoch)
         assert run is not None  # we hold its lease
         verified = chain.verify(
             rows,
@@ -157,18 +157,18 @@ class RunJournal:
             "owner": self._fence.owner,
         }
         began = self._fence.stamp()
-        if self._store.checkpoint_in_one and not self._completions:
+        if self._store.hot_path.checkpoint_in_one and not self._completions:
             # One statement that is its own transaction (PostgreSQL): the
             # fenced head move, and the entry inserted only when it moved, in
             # one round trip. Nothing else rides with it: no completion waits
             # (the phase's effects returned before it did).
             pause_point("in-commit", p.name)
-            if self._store.hot_alone("checkpoint_advance", {**entry, **head}) == 0:
+            if self._store.hot_path.alone("checkpoint_advance", {**entry, **head}) == 0:
                 raise self._lost(p)
         else:
             # The phase's effects' completions still waiting commit with it.
             with self._completions.hot_tx() as tx:
-                if self._store.checkpoint_in_one:
+                if self._store.hot_path.checkpoint_in_one:
                     n = tx.run("checkpoint_advance", {**entry, **head})
                 else:
                     tx.run("checkpoint", entry)
@@ -212,7 +212,7 @@ class RunJournal:
             phase_index=index,
             extra=extra,
         )
-        self._store.insert_checkpoint(
+        self._store.checkpoints.insert(
             conn,
             {
                 "run_id": self.run_id,
@@ -228,7 +228,7 @@ class RunJournal:
             },
         )
         self._fence.check(conn, now)
-        self._store.update_run(conn, self.run_id, {"head_seq": seq, "head_hash": env_hash})
+        self._store.runs.update(conn, self.run_id, {"head_seq": seq, "head_hash": env_hash})
         self.next_seq = seq + 1
         self.head = env_hash
         self.shape = shape
@@ -237,8 +237,8 @@ class RunJournal:
         """Set aside the entries after an integrity failure (kept as evidence,
         no longer live) and move the head back to the last trusted one."""
         last = trusted[-1].row if trusted else None
-        self._store.set_checkpoint_status(conn, self.run_id, self.epoch, untrusted, "discarded")
-        self._store.update_run(
+        self._store.checkpoints.set_status(conn, self.run_id, self.epoch, untrusted, "discarded")
+        self._store.runs.update(
             conn,
             self.run_id,
             {"head_seq": int(last.seq) if last else -1, "head_hash": last.payload_hash if last else ""},

@@ -131,7 +131,7 @@ class Fence:
 
     def check(self, conn: Any, now: float) -> None:
         """For an ordinary write transaction: touch the run row as its owner."""
-        if self.store.touch_fenced(conn, self.run_id, self.owner, now) == 0:
+        if self.store.lease.touch_fenced(conn, self.run_id, self.owner, now) == 0:
             raise self._lost()
 
     def check_hot(self, tx: HotTx) -> None:
@@ -159,7 +159,7 @@ class Fence:
             if time.monotonic() - at[0] <= RECHECK_AFTER and abs(time.time() - at[1]) <= RECHECK_AFTER:
                 return
             self._verified = None
-        if not self.store.lease_held(self.run_id, self.owner, self.clock()):
+        if not self.store.lease.held(self.run_id, self.owner, self.clock()):
             raise self._lost()
 
     def release(self) -> None:
@@ -168,7 +168,7 @@ class Fence:
         instead of waiting for the lease, or looking stalled in a worker that
         lives on. Best effort: the lease lapses anyway."""
         try:
-            self.store.release_lease(self.run_id, self.owner)
+            self.store.lease.release(self.run_id, self.owner)
         except Exception as exc:  # noqa: BLE001 - the store may be what failed
             log.warning("run %s: could not release its lease: %s", self.run_id, exc)
 
@@ -194,7 +194,7 @@ class Heartbeat:
     def _loop(self) -> None:
         while not self._stop.wait(self._ttl / 3):
             try:
-                n = self._store.extend_lease(self._run_id, self._owner, self._clock(), self._ttl)
+                n = self._store.lease.extend(self._run_id, self._owner, self._clock(), self._ttl)
                 if n == 0:
                     self.lost = True
                     return

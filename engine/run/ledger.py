@@ -101,13 +101,13 @@ class EffectLedger:
             self._read(conn)
 
     def _read(self, conn: Any) -> None:
-        self.effects = {e.key: _record(e) for e in self._store.effects_for(conn, self._fence.run_id)}
-        run = self._store.get_run(conn, self._fence.run_id)
+        self.effects = {e.key: _record(e) for e in self._store.effects.of_run(conn, self._fence.run_id)}
+        run = self._store.runs.get(conn, self._fence.run_id)
         self.head = run.effects_last if run is not None else None
         self.count = int(run.effects_count or 0) if run is not None else 0
 
     def reload(self, key: str, conn: Any) -> None:
-        row = self._store.effect_by_key(conn, key)
+        row = self._store.effects.by_key(conn, key)
         if row is not None:
             self.effects[key] = _record(row)
 
@@ -302,10 +302,10 @@ class EffectLedger:
             seals.sealed(rec)
             columns = {k: v for k, v in rec.items() if k != "id"}
             if row is None:
-                self._store.insert_effect(conn, columns)
-                self._store.note_effect(conn, self._fence.run_id, key)
+                self._store.effects.insert(conn, columns)
+                self._store.effects.note_last(conn, self._fence.run_id, key)
             else:
-                self._store.update_effect(conn, key, columns)
+                self._store.effects.update(conn, key, columns)
             self._fence.check(conn, now)
         self.effects[key] = rec
         if row is None:
@@ -319,7 +319,7 @@ class EffectLedger:
         if row is not None:
             return
         with self._store.read() as conn:
-            other = self._store.effect_by_key(conn, key)
+            other = self._store.effects.by_key(conn, key)
         if other is not None:
             raise Stop(
                 BlockReason(
@@ -348,7 +348,7 @@ class EffectLedger:
                 detail: dict[str, Any] = {"reconcile": got.as_dict()}
                 if got.answer == "done":
                     detail["result"] = got.result
-                decision = self._store.insert_decision(
+                decision = self._store.decisions.insert(
                     conn,
                     {
                         "run_id": row.run_id,
@@ -366,7 +366,7 @@ class EffectLedger:
                 )
                 self.answer(conn, row.key, action, got.result, decision, now)
             shown = _json.dumps({**got.as_dict(), "at": now})
-            self._store.update_effect(conn, row.key, {"reconcile_json": shown})
+            self._store.effects.update(conn, row.key, {"reconcile_json": shown})
             self.effects[row.key]["reconcile_json"] = shown
         return got
 
@@ -404,16 +404,16 @@ class EffectLedger:
         seals.sealed(rec)
         columns = {k: v for k, v in rec.items() if k != "id"}
         if old is None:
-            self._store.insert_effect(conn, columns)
-            self._store.update_run(conn, self._fence.run_id, {"effects_last": key})
+            self._store.effects.insert(conn, columns)
+            self._store.runs.update(conn, self._fence.run_id, {"effects_last": key})
             self.head = key
             # a record written anew fills a hole the count knows of; one
             # beyond the count is a new record
             if len(self.effects) + 1 > self.count:
-                self._store.update_run(conn, self._fence.run_id, {"effects_count": len(self.effects) + 1})
+                self._store.runs.update(conn, self._fence.run_id, {"effects_count": len(self.effects) + 1})
                 self.count = len(self.effects) + 1
         else:
-            self._store.update_effect(conn, key, columns)
+            self._store.effects.update(conn, key, columns)
         if repair:
             self._relink(conn)
         else:
@@ -429,10 +429,10 @@ class EffectLedger:
             if rec.prev_key != prev and rec.seal == seals.seal(rec):
                 rec["prev_key"] = prev
                 seals.sealed(rec)
-                self._store.update_effect(conn, rec.key, {"prev_key": prev, "seal": rec.seal})
+                self._store.effects.update(conn, rec.key, {"prev_key": prev, "seal": rec.seal})
             prev = rec.key
         if prev != self.head:
-            self._store.update_run(conn, self._fence.run_id, {"effects_last": prev})
+            self._store.runs.update(conn, self._fence.run_id, {"effects_last": prev})
             self.head = prev
 
 

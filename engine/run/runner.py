@@ -157,8 +157,8 @@ class Runner:
             now = self.store.lease_clock(conn, self.clock())
             # Row lock where the backend has them; SKIP LOCKED so a process
             # racing another for the same run is answered at once, not queued.
-            row = self.store.get_run(conn, self.run_id, lock=True, skip_locked=True)
-            if row is None and self.store.get_run(conn, self.run_id) is not None:
+            row = self.store.runs.get(conn, self.run_id, lock=True, skip_locked=True)
+            if row is None and self.store.runs.get(conn, self.run_id) is not None:
                 raise RunHeld(self.run_id, "another process taking it right now", self.lease_seconds)
             lease = {
                 "lease_owner": owner,
@@ -169,7 +169,7 @@ class Runner:
             }
             if row is None:
                 first = self.wf.phases[0].name if self.wf.phases else None
-                self.store.insert_run(
+                self.store.runs.insert(
                     conn,
                     {
                         "run_id": self.run_id,
@@ -186,7 +186,7 @@ class Runner:
                         **lease,
                     },
                 )
-                return self.store.get_run(conn, self.run_id)
+                return self.store.runs.get(conn, self.run_id)
             if row.workflow != self.wf.name:
                 raise UsageError(f"run {self.run_id!r} belongs to workflow {row.workflow!r}, not {self.wf.name!r}")
             if self.inputs_given and _json.sha256(self.inputs_text) != row.inputs_hash:
@@ -214,7 +214,7 @@ class Runner:
             }
             if self.target and not row.target:
                 values["target"] = self.target
-            self.store.update_run(conn, self.run_id, values)
+            self.store.runs.update(conn, self.run_id, values)
             return row
 
     def _start(self, row: Any) -> Outcome:
@@ -259,7 +259,7 @@ class Runner:
         applier.void(plan.void)
         if self._proposed:
             with self.store.write() as conn:
-                self.store.void_proposals(conn, self._proposed, self.clock())
+                self.store.decisions.void_proposals(conn, self._proposed, self.clock())
         assert plan.state is not None  # a plan that runs has a state
         self._codes = None
         shape = self._shape_text()
@@ -267,7 +267,7 @@ class Runner:
             # Before any durable step is saved: the next start must know which
             # code wrote them, even if this process dies mid-phase.
             with self.store.write() as conn:
-                written = self.store.update_run(
+                written = self.store.runs.update(
                     conn, self.run_id, {"shape_json": shape}, owner=self.fence.owner, held_at=self.clock()
                 )
                 if written == 0:
@@ -298,7 +298,7 @@ class Runner:
         self.effects.load()
         self.steps.load()
         with self.store.read() as conn:
-            rows = self.store.decisions_for(conn, self.run_id)
+            rows = self.store.decisions.of_run(conn, self.run_id)
         pending = [Pending.from_row(d) for d in rows if d.state == "pending"]
         # Proposals wait for a second operator and are never carried out here;
         # a run that goes on without them leaves nothing for them to answer.
@@ -476,17 +476,17 @@ class Runner:
         }
         with self.store.write() as conn:
             if stopped:
-                run = self.store.get_run(conn, self.run_id)
+                run = self.store.runs.get(conn, self.run_id)
                 if run is not None:
                     fr = trusted_frontier(
                         run,
-                        self.store.all_checkpoints(conn, self.run_id),
-                        self.store.steps_for(conn, self.run_id),
-                        self.store.effects_for(conn, self.run_id),
+                        self.store.checkpoints.of_run(conn, self.run_id),
+                        self.store.steps.of_run(conn, self.run_id),
+                        self.store.effects.of_run(conn, self.run_id),
                         self.wf.describe(),
                     )
                     base.update(frontier_columns(fr))
-            if self.store.update_run(conn, self.run_id, {**base, **values}, owner=self.fence.owner, held_at=now) == 0:
+            if self.store.runs.update(conn, self.run_id, {**base, **values}, owner=self.fence.owner, held_at=now) == 0:
                 raise LeaseLost(f"run {self.run_id!r}: lease lost before the run could record its end")
 
     def _block(self, reasons: list[BlockReason]) -> Outcome:

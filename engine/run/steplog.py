@@ -36,7 +36,7 @@ class StepLog:
         """One read of the run's saved steps, not one per phase."""
         saved: dict[str, dict[str, tuple[str, str]]] = {}
         with self._store.read() as conn:
-            for st in self._store.steps_for(conn, self._fence.run_id):
+            for st in self._store.steps.of_run(conn, self._fence.run_id):
                 saved.setdefault(st.phase, {})[st.step_key] = (st.result_json, st.result_hash)
         self._saved = saved
 
@@ -84,6 +84,6 @@ class StepLog:
     def discard(self, phases: list[str]) -> None:
         """Forget saved steps of these phases (their code changed since)."""
         with self._store.write() as conn:
-            self._store.discard_steps(conn, self._fence.run_id, phases)
+            self._store.steps.discard(conn, self._fence.run_id, phases)
         for p in phases:
             self._saved.pop(p, None)

@@ -2,6 +2,12 @@
 writes, the hot path of raw SQL, and each backend's specifics (SQLite,
 PostgreSQL).
 
+`store.Store` is what the rest of the engine holds: the open database
+(`_database`) and one repository per table (`_runs`, `_lease`,
+`_checkpoints`, `_steps`, `_effects`, `_decisions`, `_oversight`,
+`_sources`, `_alerts`, `_workers`), with `_hotpath`, `_ownrows` and
+`_changes` for what spans tables.
+
 Layer: above `history` (migrations verify what they carry over); below
 every part that reads or writes a run.
 """

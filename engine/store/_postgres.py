@@ -48,7 +48,7 @@ row_locks = True
 #: The hot transaction's lease check locks the run's row until commit, so a
 #: takeover cannot slip between the check and the write it guards.
 FENCE_LOCK = " FOR UPDATE"
-#: A checkpoint as one statement (store.py `_CHECKPOINT_ADVANCE`): a round trip a boundary.
+#: A checkpoint as one statement (_hotpath.py `_CHECKPOINT_ADVANCE`): a round trip a boundary.
 CHECKPOINT_IN_ONE = True
 
 

@@ -27,7 +27,7 @@ row_locks = False
 #: The hot transaction's lease check needs no lock of its own: BEGIN
 #: IMMEDIATE already keeps every other writer out until commit.
 FENCE_LOCK = ""
-#: A checkpoint as one statement (store.py `_CHECKPOINT_ADVANCE`): no round trips to save in-process.
+#: A checkpoint as one statement (_hotpath.py `_CHECKPOINT_ADVANCE`): no round trips to save in-process.
 CHECKPOINT_IN_ONE = False
 
 

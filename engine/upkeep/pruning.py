@@ -46,11 +46,11 @@ class Pruner:
         now = self.clock()
         for rid in run_ids:
             with self.store.read() as conn:
-                run = self.store.get_run(conn, rid)
+                run = self.store.runs.get(conn, rid)
                 if run is None:
                     raise RunNotFound(f"no run {rid!r} in {self.store.where}")
-                rows = self.store.all_checkpoints(conn, rid)
-                steps = self.store.steps_for(conn, rid)
+                rows = self.store.checkpoints.of_run(conn, rid)
+                steps = self.store.steps.of_run(conn, rid)
             out.extend(_prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days))
         return out
 
@@ -85,17 +85,17 @@ class Pruner:
     def _prune_run(self, run_id: str, who: str, reason: str) -> list[_prune.PruneCandidate]:
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id)
+            run = self.store.runs.get(conn, run_id)
             if run is None:
                 return []
-            rows = self.store.all_checkpoints(conn, run_id)
-            steps = self.store.steps_for(conn, run_id)
+            rows = self.store.checkpoints.of_run(conn, run_id)
+            steps = self.store.steps.of_run(conn, run_id)
             cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days)
             by_id = {int(r.id): r for r in rows}
             folder = self.archive_dir / archive.safe_name(run_id)
             for c in cands:
                 if c.kind == "step_records":
-                    self.store.delete_steps(conn, list(c.refs))
+                    self.store.steps.delete(conn, list(c.refs))
                     continue
                 for ref in c.refs:
                     row = by_id[ref]
@@ -111,13 +111,13 @@ class Pruner:
                         path, _digest = archive.write_archive(folder, archive.archive_name(row), payload)
                         if archive.restore(path, payload["output_hash"]) is archive.MISSING:
                             raise OSError(f"archive {path} did not read back intact; nothing removed")
-                        self.store.set_output_state(conn, ref, "archived", str(path))
+                        self.store.checkpoints.set_output_state(conn, ref, "archived", str(path))
                     else:
-                        self.store.set_output_state(conn, ref, "pruned", None)
+                        self.store.checkpoints.set_output_state(conn, ref, "pruned", None)
                 if c.kind == "finished_run":
-                    self.store.delete_steps(conn, list(c.step_refs))
+                    self.store.steps.delete(conn, list(c.step_refs))
             if cands:
-                self.store.insert_decision(
+                self.store.decisions.insert(
                     conn,
                     {
                         "run_id": run_id,
@@ -132,5 +132,5 @@ class Pruner:
                         ),
                     },
                 )
-                self.store.update_run(conn, run_id, {"updated_at": run.updated_at})
+                self.store.runs.update(conn, run_id, {"updated_at": run.updated_at})
         return cands

@@ -67,11 +67,11 @@ class Verifier:
                 other = None
                 with self.store.read_on(conn):
                     if run_id:
-                        rows = list(self.store.runs_by_id(conn, [run_id]).values())
+                        rows = list(self.store.runs.by_id(conn, [run_id]).values())
                         if not rows:
                             raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
                     else:
-                        rows = self.store.runs_after(conn, after, _PAGE)
+                        rows = self.store.runs.after(conn, after, _PAGE)
                     page = [r.run_id for r in rows]
                     if lane is not None and len(page) >= 2:
                         # The second half of the page (a run-id range) in its
@@ -123,7 +123,7 @@ class Verifier:
     def _part(self, conn: Any, part: list[str], deep: bool) -> _Checked:
         """`part` of a page (a run-id range), in its own read transaction on `conn`."""
         with self.store.read_on(conn):
-            run_rows = self.store.runs_between(conn, part[0], part[-1])
+            run_rows = self.store.runs.between(conn, part[0], part[-1])
             return self._page(conn, {rid: run_rows[rid] for rid in part if rid in run_rows}, deep)
 
     def _page(self, conn: Any, run_rows: dict[str, Any], deep: bool) -> _Checked:
@@ -132,9 +132,11 @@ class Verifier:
         memory at a time), and their effect records in one query."""
         found = {
             rid: self._one(run_rows[rid], rows, deep)
-            for rid, rows in self.store.live_chains(conn, {r: int(row.epoch) for r, row in run_rows.items()})
+            for rid, rows in self.store.checkpoints.live_chains(
+                conn, {r: int(row.epoch) for r, row in run_rows.items()}
+            )
         }
-        by_run = self.store.effects_of_runs(conn, list(run_rows))
+        by_run = self.store.effects.of_runs(conn, list(run_rows))
         damage = {
             rid: seals.check(by_run.get(rid, []), row.effects_last, row.effects_count) for rid, row in run_rows.items()
         }
@@ -162,16 +164,16 @@ class Verifier:
     def _record_integrity(self, run_id: str, reasons: list[BlockReason]) -> None:
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.get_run(conn, run_id)
+            run = self.store.runs.get(conn, run_id)
             if run is None or holder_state(run, now) in (HolderState.LIVE, HolderState.STALLED):
                 return
             # The list shows the run row's frontier: move it back to what is
             # trusted, as the detail and `status --json` already show it.
             fr = trusted_frontier(
                 run,
-                self.store.all_checkpoints(conn, run_id),
-                self.store.steps_for(conn, run_id),
-                self.store.effects_for(conn, run_id),
+                self.store.checkpoints.of_run(conn, run_id),
+                self.store.steps.of_run(conn, run_id),
+                self.store.effects.of_run(conn, run_id),
                 _json.loads(run.shape_json),
             )
             blocked = _json.loads(run.blocked_json or "[]")
@@ -181,9 +183,9 @@ class Verifier:
                     fr.index,
                     fr.steps_done,
                 ):
-                    self.store.update_run(conn, run_id, frontier_columns(fr))
+                    self.store.runs.update(conn, run_id, frontier_columns(fr))
                 return
-            self.store.update_run(
+            self.store.runs.update(
                 conn,
                 run_id,
                 {

@@ -6,7 +6,7 @@ SQLAlchemy (bench/: cli start). For an SQLite store at this engine's format,
 with no setting to check, the runs table is read with one plain query and
 put in the attention order by the same rules as the engine's list
 (runorder.py), and each line is built by the same `RunSummary.from_row`; the
-claims in force are read with a second one (the store's `current_claims`
+claims in force are read with a second one (`Store.claims.current`'s
 rule), each made a `ClaimView` as the engine makes it.
 Anything else (a URL, an older or newer store, a damaged row, a driver
 error, a lease or retention setting in the environment, which the engine
@@ -32,7 +32,7 @@ from .models import ClaimView, RunSummary
 #: Settings the engine checks when it opens a store: with one set, it opens.
 _CHECKED_SETTINGS = ("PHASEGATE_LEASE_SECONDS", "PHASEGATE_RETENTION_DAYS")
 
-#: The claims in force, oldest first: the newest per run wins (`Store.current_claims`).
+#: The claims in force, oldest first: the newest per run wins (`Store.claims.current`).
 _CLAIMS = "SELECT * FROM phasegate_claims WHERE released_at IS NULL AND expires_at > ? ORDER BY id"
 #: A claim row's columns the engine requires (`_rowcheck.check_all`), and its times.
 _CLAIM_NOT_NULL = ("run_id", "operator", "account", "claimed_at", "expires_at")

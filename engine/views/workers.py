@@ -135,7 +135,7 @@ def list_workers(store: Store, clock: Callable[[], float], *, limit: int = 100) 
     """The workers the store knows, most recently seen first."""
     with store.read() as conn:
         now = store.lease_clock(conn, clock())
-        rows = store.worker_rows(conn, limit=limit)
+        rows = store.workers.recent(conn, limit=limit)
     return [v for v in (_view(r, now) for r in rows) if v is not None]
 
 
@@ -178,7 +178,7 @@ class Beacon:
         }
 
     def beat(self, state: str = "running") -> None:
-        self.store.beat_worker(self._values(state))
+        self.store.workers.beat(self._values(state))
 
     def start(self) -> None:
         """The first beat, then old rows pruned, then the timer. A store that
@@ -187,7 +187,7 @@ class Beacon:
             self.beat()
             with self.store.write() as conn:
                 now = self.store.lease_clock(conn, self.clock())
-                self.store.prune_workers(conn, seen_before=now - PRUNE_AFTER, keep=KEEP_STOPPED)
+                self.store.workers.prune(conn, seen_before=now - PRUNE_AFTER, keep=KEEP_STOPPED)
         except Exception as exc:  # noqa: BLE001 - the heartbeat is a courtesy; the work goes on
             log.warning("could not record this worker's heartbeat: %s", exc)
         self._thread.start()

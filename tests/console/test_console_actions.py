@@ -132,7 +132,7 @@ async def test_confirm_asks_for_the_effects_result_as_json(store: Path, make_app
         assert dec.action == "confirm_effect" and dec.reason == "seen in the gateway"
     with Engine(store) as eng:
         with eng.store.read() as conn:
-            detail = [d.detail_json for d in eng.store.decisions_for(conn, fx.IN_DOUBT)]
+            detail = [d.detail_json for d in eng.store.decisions.of_run(conn, fx.IN_DOUBT)]
     assert json.loads(detail[0])["result"] == {"charge_id": "ch-9", "amount": 7}
 
 

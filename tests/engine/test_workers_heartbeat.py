@@ -109,9 +109,9 @@ def test_old_and_surplus_worker_rows_are_pruned_when_a_worker_starts(h: Harness,
     with Engine(h.db, create=False) as eng:
         row = {"host": "elsewhere", "pid": 1, "every": 5.0, "jobs": 1, "busy_json": "[]", "handled": 0}
         # a worker last seen eight days ago, never stopped cleanly
-        eng.store.beat_worker({**row, "worker_id": "old", "last_seen": now - 8 * 86400, "state": "running"})
+        eng.store.workers.beat({**row, "worker_id": "old", "last_seen": now - 8 * 86400, "state": "running"})
         for i in range(60):  # sixty restarts' worth of stopped rows
-            eng.store.beat_worker({**row, "worker_id": f"s{i:02d}", "last_seen": now - 3600 + i, "state": "stopped"})
+            eng.store.workers.beat({**row, "worker_id": f"s{i:02d}", "last_seen": now - 3600 + i, "state": "stopped"})
     assert h.cli("worker", "--once").returncode == 0
     ids = [w["worker_id"] for w in _workers(h)]
     assert "old" not in ids

@@ -151,8 +151,8 @@ def test_kills_and_decisions_keep_every_promise(
                 outcome = eng.run(wf, run_id, {} if attempt == 0 else None)
             except Kill:
                 # the process is gone: its memory with it, its lease lapses
-                eng.store._hot = None  # a dead process's connection is not closed politely
-                eng.store.sa.dispose()
+                eng.store.db._hot = None  # a dead process's connection is not closed politely
+                eng.store.db.sa.dispose()
                 now[0] += 1000
                 with Engine(db, clock=lambda: now[0]) as reader:
                     view = reader.status(run_id) if any(True for _ in reader.run_ids()) else None

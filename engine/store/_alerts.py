@@ -1,0 +1,59 @@
+"""The alerts table (`phasegate_alerts`): one row per stopped run announced
+(or being announced) by a watch, keyed by the stop, so that two watches never
+send the same alert and a watch that died mid-send is taken over. A store
+opened read-only before its upgrade may lack it: then nothing was announced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection, Row
+
+from ._database import Database
+from .schema import alerts
+
+
+class Alerts:
+    """Reads and writes of the alerts table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def announced(self, conn: Connection, keys: Sequence[str]) -> dict[str, Row[Any]]:
+        """The alert rows of these stops that exist (claimed, sent or failed)."""
+        if "phasegate_alerts" not in self._db.tables or not keys:
+            return {}
+        q = select(alerts).where(alerts.c.stop_key.in_(list(keys)))
+        return {r.stop_key: r for r in conn.execute(q)}
+
+    def insert(self, conn: Connection, values: dict[str, Any]) -> None:
+        """Claim a stop's alert for a watch.
+
+        Raises:
+            IntegrityError: another watch claimed the stop first.
+        """
+        conn.execute(insert(alerts).values(**values))
+
+    def reclaim(self, conn: Connection, key: str, owner: str, now: float, stale_before: float) -> bool:
+        """Take over a claim whose watch died before it could send.
+
+        Returns:
+            Whether `owner` holds the claim now.
+        """
+        n = conn.execute(
+            update(alerts)
+            .where(alerts.c.stop_key == key, alerts.c.state == "claimed", alerts.c.claimed_at < stale_before)
+            .values(claimed_by=owner, claimed_at=now)
+        ).rowcount
+        return bool(n)
+
+    def release(self, conn: Connection, key: str, owner: str) -> None:
+        """Give up `owner`'s claim (nothing is known to have arrived): the next watch sends it."""
+        conn.execute(delete(alerts).where(alerts.c.stop_key == key, alerts.c.claimed_by == owner))
+
+    def settle(self, conn: Connection, key: str, owner: str, values: dict[str, Any]) -> None:
+        """Record how `owner`'s send of the stop's alert ended."""
+        conn.execute(update(alerts).where(alerts.c.stop_key == key, alerts.c.claimed_by == owner).values(**values))

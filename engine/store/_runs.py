@@ -1,0 +1,243 @@
+"""The runs table (`phasegate_runs`): one row per run, its status, head,
+frontier and lease, and the stored attention rank the operator's list is
+ordered by. The lease columns' fenced writes are `_lease.py`'s; the head's
+and frontier's on the hot path are `_hotpath.py`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import and_, case, func, insert, or_, select, update
+from sqlalchemy.engine import Connection, Row
+
+from . import _paging, _rawread, _rowcheck, runorder
+from ._database import Database, driver
+from .schema import decisions, runs
+
+_RUNS = _rawread.Reader(runs)
+
+
+class Runs:
+    """Reads and writes of the runs table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def get(self, conn: Connection, run_id: str, *, lock: bool = False, skip_locked: bool = False) -> Row[Any] | None:
+        """The run's row; with `lock`, held (FOR UPDATE) until the transaction
+        ends where the backend has row locks (SQLite's BEGIN IMMEDIATE already
+        serialises writers)."""
+        q = select(runs).where(runs.c.run_id == run_id)
+        if lock and self._db.dialect.row_locks:
+            q = q.with_for_update(skip_locked=skip_locked)
+        return _rowcheck.check(conn.execute(q).first())
+
+    def insert(self, conn: Connection, values: dict[str, Any]) -> None:
+        """A new run's row, its attention rank the one its status stores.
+
+        Raises:
+            IntegrityError: a run with this id exists.
+        """
+        values = {"attention_rank": runorder.stored_rank(str(values.get("status")), False), **values}
+        conn.execute(insert(runs).values(**values))
+
+    def update(
+        self,
+        conn: Connection,
+        run_id: str,
+        values: dict[str, Any],
+        *,
+        owner: str | None = None,
+        held_at: float | None = None,
+    ) -> int:
+        """Change the run's row; with `owner`, only while that owner holds the
+        lease; with `held_at` too, only while the lease is unexpired at that
+        time (a fenced write). A new status moves the stored attention rank
+        in the same statement.
+
+        Returns:
+            The rows changed: 0 with `owner` means the lease is not theirs.
+        """
+        cond = runs.c.run_id == run_id
+        if owner is not None:
+            cond = and_(cond, runs.c.lease_owner == owner)
+        if held_at is not None:
+            cond = and_(cond, runs.c.lease_expires_at > self._db.lease_now(held_at))
+        if "status" in values:
+            # The stored attention rank follows the status in the same write.
+            values = {**values, "attention_rank": _paging.rank_for(str(values["status"]))}
+        return conn.execute(update(runs).where(cond).values(**values)).rowcount
+
+    def update_many(self, conn: Connection, run_ids: Sequence[str], values: dict[str, Any]) -> int:
+        """The same change to several runs' rows, in one statement (never their status)."""
+        assert "status" not in values, "a status change moves the attention rank: Runs.update"
+        return conn.execute(update(runs).where(runs.c.run_id.in_(list(run_ids))).values(**values)).rowcount
+
+    def rerank_many(self, conn: Connection, run_ids: Sequence[str]) -> None:
+        """`rerank` of several runs, in one statement."""
+        conn.execute(update(runs).where(runs.c.run_id.in_(list(run_ids))).values(attention_rank=_paging.rank_sql()))
+
+    def rerank(self, conn: Connection, run_id: Any) -> None:
+        """Its decisions changed: the run's stored attention rank may have."""
+        conn.execute(update(runs).where(runs.c.run_id == run_id).values(attention_rank=_paging.rank_sql()))
+
+    def all(
+        self,
+        conn: Connection,
+        *,
+        statuses: Sequence[str] | None = None,
+        order: str = "run_id",
+    ) -> list[Row[Any]]:
+        """Every run row with these stored statuses, in a column's order (no
+        attention rank: `page` reads the operator's list)."""
+        q = self._filtered(select(runs), statuses, None)
+        o = runorder.Order.parse(order if order.lstrip("-") != "attention" else "run_id")
+        return _paging.keyset(conn, q, o, after=None, inclusive=False, backward=False, limit=None)
+
+    def _filtered(self, q: Any, statuses: Sequence[str] | None, text: str | None) -> Any:
+        if statuses:
+            q = q.where(runs.c.status.in_(list(statuses)))
+        if text:
+            like = f"%{text}%"
+            q = q.where(or_(runs.c.run_id.like(like), runs.c.workflow.like(like), runs.c.attention.like(like)))
+        return q
+
+    def running_candidates(self, conn: Connection, now: float, host: str) -> list[Row[Any]]:
+        """The running runs whose holder may be gone: a lease lapsed or no
+        one's, or held from `host` (whose pid the caller can ask about). Live
+        runs held from other hosts are not read."""
+        q = select(runs).where(runs.c.status == "running", or_(_paging.gone_sql(now), runs.c.lease_host == host))
+        return list(conn.execute(q))
+
+    def page(
+        self,
+        conn: Connection,
+        *,
+        limit: int | None,
+        order: str = "attention",
+        statuses: Sequence[str] | None = None,
+        text: str | None = None,
+        now: float = 0.0,
+        dead: Sequence[str] = (),
+        after: Sequence[Any] | None = None,
+        inclusive: bool = False,
+        backward: bool = False,
+    ) -> list[tuple[Row[Any], tuple[Any, ...]]]:
+        """A page of the runs list by keyset (store/_paging.py): the rows
+        after the key `after` in `order` (before it with `backward`), each with
+        its key and `pending_decision`, in the list's order. `dead`: running
+        runs whose holder on this host is known dead, interrupted before
+        their lease lapses."""
+        o = runorder.Order.parse(order)
+        pending = _paging.pending_exists()
+        base = self._filtered(select(runs, pending.label("pending_decision")), statuses, text)
+        n = limit if limit is not None else -1
+        if o.name != "attention":
+            got = _paging.keyset(conn, base, o, after=after, inclusive=inclusive, backward=backward, limit=limit)
+            rows = [(r, o.key_of(r)) for r in got]
+        else:
+            gone = and_(runs.c.status == "running", or_(_paging.gone_sql(now), runs.c.run_id.in_(list(dead))))
+            # Interrupted runs sit where their rank says, not where their
+            # stored (live) rank does: read apart through the lease index,
+            # the rest from the rank index, and merged.
+            lost = [
+                (r, o.key_of(r, runorder.interrupted_rank(bool(r.pending_decision))))
+                for r in conn.execute(base.where(gone))
+            ]
+            got = _paging.keyset(
+                conn, base.where(~gone), o, after=after, inclusive=inclusive, backward=backward, limit=limit
+            )
+            rows = [(r, o.key_of(r)) for r in got]
+            if lost:
+                rows += runorder.beyond(o, lost, after, inclusive=inclusive, backward=backward)
+                rows.sort(key=lambda rk: o.sort_tuple(rk[1]), reverse=backward)
+                if n >= 0:
+                    rows = rows[:n]
+        if backward:
+            rows.reverse()
+        # Unchecked: one damaged row must not hide the others from the list;
+        # the caller checks each and shows a damaged one as such.
+        return rows
+
+    def needing_attention(self, conn: Connection) -> list[Row[Any]]:
+        """Rows of the runs that may need a person (blocked, failed, or running
+        with a holder that may be dead) and have no decision waiting, through
+        the status index: what `causes.collect` groups. Unchecked, as
+        `all`: the caller checks each and shows a damaged one as such."""
+        pending = (
+            select(decisions.c.id)
+            .where(and_(decisions.c.run_id == runs.c.run_id, decisions.c.state == "pending"))
+            .exists()
+        )
+        q = select(runs).where(runs.c.status.in_(["blocked", "failed", "running"]), ~pending).order_by(runs.c.run_id)
+        return list(conn.execute(q))
+
+    def count_matching(
+        self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None
+    ) -> int:
+        """How many rows `all` would return with the same filters (for paging)."""
+        q = self._filtered(select(func.count()).select_from(runs), statuses, text)
+        return int(conn.execute(q).scalar() or 0)
+
+    def count_by_status(self, conn: Connection) -> dict[str, int]:
+        """How many runs have each stored status (absent statuses: none)."""
+        rows = conn.execute(select(runs.c.status, func.count()).group_by(runs.c.status))
+        return {r[0]: r[1] for r in rows}
+
+    def ids(self, conn: Connection, *, after: str = "", limit: int = 500) -> list[str]:
+        """The next `limit` run ids after `after`, in order (a keyset page)."""
+        q = select(runs.c.run_id).where(runs.c.run_id > after).order_by(runs.c.run_id).limit(limit)
+        return [r[0] for r in conn.execute(q)]
+
+    def waiting(self, conn: Connection, now: float, limit: int = 100, *, host: str = "") -> list[Row[Any]]:
+        """Runs a worker may pick up: decided and reset runs first, then
+        `running` runs whose holder may be dead (the caller asks `holder_state`
+        of those on this host). A run held by a live lease on another host is
+        never in the page, so a hundred of them cannot starve the rest."""
+        pending = select(decisions.c.run_id).where(decisions.c.state == "pending")
+        decided = or_(runs.c.status == "reset", runs.c.run_id.in_(pending))
+        dead_maybe = and_(
+            runs.c.status == "running",
+            or_(
+                runs.c.lease_owner.is_(None),
+                runs.c.lease_host == host,  # its pid tells, before its lease lapses
+                runs.c.lease_expires_at.is_(None),
+                runs.c.lease_expires_at <= now,
+            ),
+        )
+        q = (
+            select(runs)
+            .where(or_(decided, dead_maybe))
+            .order_by(case((decided, 0), else_=1), runs.c.updated_at)
+            .limit(limit)
+        )
+        return list(conn.execute(q))
+
+    def by_id(self, conn: Connection, run_ids: Sequence[str], *, lock: bool = False) -> dict[str, Row[Any]]:
+        """The rows of these runs (absent ones left out), each checked like
+        `get`'s; with `lock`, held as `get(lock=True)` holds one, taken
+        in run-id order (two writers locking overlapping groups do not deadlock)."""
+        q = select(runs).where(runs.c.run_id.in_(list(run_ids))).order_by(runs.c.run_id)
+        if lock and self._db.dialect.row_locks:
+            q = q.with_for_update()
+        return {r.run_id: _rowcheck.check(r) for r in conn.execute(q)}
+
+    def after(self, conn: Connection, after: str, limit: int) -> list[Any]:
+        """The next `limit` run rows after run id `after`, in run-id order
+        (a keyset page), each checked like `get`'s. On SQLite read
+        through the driver (`_rawread`): a verify reads every run row."""
+        if self._db.is_sqlite:
+            found: Iterator[Any] = _RUNS.rows(driver(conn), "run_id > ? ORDER BY run_id LIMIT ?", (after, limit))
+        else:
+            found = iter(conn.execute(select(runs).where(runs.c.run_id > after).order_by(runs.c.run_id).limit(limit)))
+        return [_rowcheck.check(r) for r in found]
+
+    def between(self, conn: Connection, first: str, last: str) -> dict[str, Any]:
+        """The run rows from run id `first` to `last`, both included, each checked."""
+        if self._db.is_sqlite:
+            found: Iterator[Any] = _RUNS.rows(driver(conn), "run_id >= ? AND run_id <= ?", (first, last))
+        else:
+            found = iter(conn.execute(select(runs).where(runs.c.run_id >= first, runs.c.run_id <= last)))
+        return {r.run_id: _rowcheck.check(r) for r in found}

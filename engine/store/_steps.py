@@ -1,0 +1,39 @@
+"""The durable steps table (`phasegate_steps`): the results of a phase's
+steps, so a rerun of the phase after an interruption replays them instead of
+doing them again. A step's row on the hot path is `_hotpath.py`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import and_, delete, select, update
+from sqlalchemy.engine import Connection, Row
+
+from . import _rowcheck
+from .schema import steps
+
+
+class Steps:
+    """Reads and writes of the durable steps table."""
+
+    def of_run(self, conn: Connection, run_id: str, phase: str | None = None) -> list[Row[Any]]:
+        """The run's steps not discarded (of `phase` only, when given), oldest first, checked."""
+        q = select(steps).where(steps.c.run_id == run_id, steps.c.discarded == False)  # noqa: E712
+        if phase is not None:
+            q = q.where(steps.c.phase == phase)
+        return _rowcheck.check_all(steps, conn.execute(q.order_by(steps.c.id)))
+
+    def discard(self, conn: Connection, run_id: str, phases: Sequence[str] | None) -> None:
+        """Mark the steps of these phases (None: of every phase) discarded:
+        kept, but replayed no more (a rewind reopens the phases)."""
+        cond = steps.c.run_id == run_id
+        if phases is not None:
+            cond = and_(cond, steps.c.phase.in_(list(phases)))
+        conn.execute(update(steps).where(cond).values(discarded=True))
+
+    def delete(self, conn: Connection, ids: Sequence[int]) -> None:
+        """Delete these step rows (a prune)."""
+        if ids:
+            conn.execute(delete(steps).where(steps.c.id.in_(list(ids))))
