@@ -26,6 +26,9 @@ class ExitCode(IntEnum):
     (alive on this host past its lease: `resume --force` / `decide --force`),
     or this process lost its lease, or someone else claimed the run
     (`--force`)."""
+    INTERRUPTED = 130
+    """Stopped by Ctrl-C (Python's own code for SIGINT); for `worker`, stopped
+    at once by a second signal, the current run left resumable."""
 
 
 class PhasegateError(Exception):

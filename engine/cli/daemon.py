@@ -29,7 +29,7 @@ from typing import Any
 from .._host import HOST
 from ..authoring.loader import load
 from ..engine import Engine
-from ..errors import PhasegateError, RunHeld, StoreError
+from ..errors import ExitCode, PhasegateError, RunHeld, StoreError
 from ..outcome import Outcome
 from ..run.lease import HolderState, holder_name, holder_state
 from ..states import OutcomeStatus, RunStatus
@@ -282,7 +282,7 @@ class Worker:
                 self._serve_concurrent(once)
         except KeyboardInterrupt:
             log.warning("stopped at once")
-            return 130
+            return ExitCode.INTERRUPTED
         finally:
             beacon.stop()
             self._restore_signals(previous)
@@ -332,5 +332,5 @@ class Worker:
             # runs in flight are simply interrupted, resumable like any crash.
             log.warning("stopped at once")
             logging.shutdown()
-            os._exit(130)
+            os._exit(ExitCode.INTERRUPTED)
         pool.shutdown(wait=True)

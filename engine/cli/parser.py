@@ -62,7 +62,7 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
 
 
 #: What each exit code means, as `phasegate --help` ends; the README's table
-#: and `ExitCode`'s docstrings say the same. 130 is Python's own for Ctrl-C.
+#: and `ExitCode`'s docstrings say the same.
 _EXIT_MEANINGS: dict[int, str] = {
     ExitCode.OK: "completed, or the command did what it was asked",
     ExitCode.FAILED: "the run failed (a phase raised); `demo`: a scenario did not reach its state",
@@ -74,7 +74,7 @@ _EXIT_MEANINGS: dict[int, str] = {
         "the run is held by another live process, or its holder is stalled (alive on this host, past its"
         " lease: --force); or this process lost its lease; or someone else claimed the run (--force)"
     ),
-    130: "interrupted (Ctrl-C); `worker`: stopped at once by a second signal, the current run left resumable",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); `worker`: stopped at once by a second signal, the current run left resumable",
 }
 
 
