@@ -7,7 +7,7 @@ import sys
 
 from phasegate import PhasegateError
 
-from .cli import add_arguments, cmd_console
+from .command import add_arguments, cmd_console
 
 
 def main(argv: list[str] | None = None) -> int:

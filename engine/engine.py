@@ -13,7 +13,7 @@ from ._dbpath import default_db
 from ._host import HOST
 from .authoring import sources as _sources
 from .authoring.workflow import Workflow
-from .decide import fit as _decisions
+from .decide import fit as _fit
 from .decide import preview as _previews
 from .decide.gate import Oversight
 from .decide.recording import record
@@ -141,13 +141,13 @@ class Engine:
         operator: str | None = None,
         phase: str | None = None,
         effect: str | None = None,
-        result: Any = _decisions.NO_RESULT,
+        result: Any = _fit.NO_RESULT,
         force: bool = False,
         expect_env: str | None = None,
         override_claim: bool = False,
-    ) -> _decisions.Decision:
+    ) -> _fit.Decision:
         """Record an operator's decision on a stopped run. It is checked against
-        the run as it is inside the recording transaction (`decisions.fit`),
+        the run as it is inside the recording transaction (`fit` (decide/fit.py)),
         kept forever, and applied at the next `run` of that id; a reset is
         applied at once (applying.py), since it archives the state.
         `expect_env` (approve): the `env_hash` of the preview the operator
@@ -159,8 +159,8 @@ class Engine:
         An action the store's policy lists is only *proposed* (state
         "proposed"): nothing changes until another operator seconds it (`second`)."""
         validate_run_id(run_id)
-        act = _decisions.parse_action(action)
-        _decisions.check_reason(reason)
+        act = _fit.parse_action(action)
+        _fit.check_reason(reason)
         who = whoami(operator)
         now = self.clock()
         with self.store.write() as conn:
@@ -168,10 +168,8 @@ class Engine:
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             view = self._view(conn, run, now, with_candidates=False)
-            chosen = _decisions.fit(
-                view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
-            )
-            _decisions.require_result(act, result)
+            chosen = _fit.fit(view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force)
+            _fit.require_result(act, result)
             state, expires = self._oversight.admit(conn, view, act, chosen, who, now, override_claim=override_claim)
             (done,) = record(
                 self.store,
@@ -313,7 +311,7 @@ class Engine:
     def allowed_actions(self, run: RunView | str) -> list[Action]:
         """The decisions that fit this run now (the console offers only these).
         Give the view already read to ask several questions of one read."""
-        return _decisions.allowed_actions(run if isinstance(run, RunView) else self.status(run))
+        return _fit.allowed_actions(run if isinstance(run, RunView) else self.status(run))
 
     def preview(
         self,
@@ -322,7 +320,7 @@ class Engine:
         *,
         phase: str | None = None,
         effect: str | None = None,
-        result: Any = _decisions.NO_RESULT,
+        result: Any = _fit.NO_RESULT,
         reason: str | None = None,
         force: bool = False,
         expect_env: str | None = None,
@@ -332,9 +330,9 @@ class Engine:
         given, is checked as `decide` checks it)."""
         if isinstance(run, str):
             validate_run_id(run)
-        _decisions.parse_action(action)
+        _fit.parse_action(action)
         if reason is not None:
-            _decisions.check_reason(reason)
+            _fit.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
         return _previews.preview(
             view, action, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force

@@ -19,9 +19,9 @@ from .commands_upkeep import cmd_prune, cmd_verify
 #: Commands that live outside the engine (they need a screen), imported only
 #: when invoked so `import engine` never loads a UI toolkit.
 EXTERNAL: dict[str, str] = {
-    "console": "phasegate.console.cli:add_console",
+    "console": "phasegate.console.command:add_console",
     "demo": "phasegate.sample_runs.demo:add_demo",
-    "serve": "phasegate.console.web.cli:add_serve",
+    "serve": "phasegate.console.web.command:add_serve",
 }
 
 

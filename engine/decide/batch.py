@@ -2,7 +2,7 @@
 in one transaction or none.
 
 Each run is asked the same question `decide` asks of one run
-(`decisions.fit`, on its view as it is inside the recording transaction),
+(`fit` (decide/fit.py), on its view as it is inside the recording transaction),
 and each decision is written by the same `recording.record`. What a group
 adds: a run that does not fit refuses the whole group (unless the operator
 says to skip the unfit ones), and the decisions share one reason and one
@@ -21,7 +21,7 @@ from ..oversight.identity import Who
 from ..states import Action
 from ..store.store import OwnRows, Store
 from ..views.models import ClaimView, RunView
-from . import fit as _decisions
+from . import fit as _fit
 from . import preview as _previews
 from .causes import cause_id, reasons_of_view, signature, views
 from .recording import Chosen, record
@@ -41,7 +41,7 @@ class Options:
 
     phase: str | None = None
     effect: str | None = None
-    result: Any = _decisions.NO_RESULT
+    result: Any = _fit.NO_RESULT
     force: bool = False
     expect_env: str | None = None
 
@@ -55,21 +55,21 @@ class Options:
             "expect_env": self.expect_env,
         }
 
-    def fit(self, view: RunView, act: Action) -> _decisions.Fit:
-        chosen = _decisions.fit(view, act, **self._given())
-        _decisions.require_result(act, self.result)
+    def fit(self, view: RunView, act: Action) -> _fit.Fit:
+        chosen = _fit.fit(view, act, **self._given())
+        _fit.require_result(act, self.result)
         return chosen
 
     def preview(self, view: RunView, act: Action) -> _previews.Preview:
         pv = _previews.preview(view, act, **self._given())
-        _decisions.require_result(act, self.result)
+        _fit.require_result(act, self.result)
         return pv
 
 
 @dataclass(frozen=True)
 class BatchResult:
     batch_id: str
-    decided: tuple[_decisions.Decision, ...]
+    decided: tuple[_fit.Decision, ...]
     skipped: tuple[Unfit, ...]
 
 
@@ -140,7 +140,7 @@ def _check(view: RunView, act: Action, opts: Options, cause: str | None, ask: Ca
     return ask(view, act)
 
 
-Admit = Callable[[Any, RunView, _decisions.Fit], tuple[str, "float | None"]]
+Admit = Callable[[Any, RunView, _fit.Fit], tuple[str, "float | None"]]
 """The checks besides `fit` (a claim, the policy): the state to record a
 decision in and a proposal's expiry, or the error that refuses it."""
 

@@ -102,7 +102,7 @@ class Cause:
     summary: str
     runs: tuple[str, ...]
     allowed_actions: tuple[Action, ...] = ()
-    """The decisions that fit every one of its runs now (`decisions.fit`)."""
+    """The decisions that fit every one of its runs now (`fit` (decide/fit.py))."""
     workflows: tuple[str, ...] = field(default=())
     signature: tuple[Any, ...] = field(default=(), compare=False)
 

@@ -25,7 +25,7 @@ from ..timefmt import iso
 from ..views.build import decision_view
 from ..views.models import ClaimView, DecisionView, RunView
 from ..views.status import PROPOSED, shown_state
-from . import fit as _decisions
+from . import fit as _fit
 from .recording import carry
 
 
@@ -58,7 +58,7 @@ class Oversight:
         conn: Any,
         view: RunView,
         act: Action,
-        chosen: _decisions.Fit,
+        chosen: _fit.Fit,
         who: Who,
         now: float,
         *,
@@ -100,15 +100,15 @@ class Oversight:
         reason: str,
         operator: str | None = None,
         override_claim: bool = False,
-    ) -> _decisions.Decision:
+    ) -> _fit.Decision:
         """Second a proposed decision: another operator (another OS account,
         `identity.different_operators`) agrees, and it takes effect as if it
         had just been recorded. It is checked again against the run as it is
-        now (`decisions.fit`); a proposal past its expiry, already seconded,
+        now (`fit` (decide/fit.py)); a proposal past its expiry, already seconded,
         or the proposer's own is refused and nothing is recorded. The second
         is kept as its own decision row ("second"), naming the proposal."""
         validate_run_id(run_id)
-        _decisions.check_reason(reason)
+        _fit.check_reason(reason)
         who = whoami(operator)
         now = self.clock()
         with self.store.write() as conn:
@@ -159,7 +159,7 @@ class Oversight:
                 {"state": state, "seconded_by": second_id, **({"applied_at": now} if state == "applied" else {})},
             )
             carry(self.store, conn, [(run, view, act)], f"{prop.operator}, seconded by {who.operator}", now)
-        return _decisions.Decision(
+        return _fit.Decision(
             int(decision_id), run_id, act, str(prop.operator), str(prop.reason), prop.phase, prop.effect_key, state
         )
 
@@ -254,18 +254,18 @@ class Oversight:
             )
 
 
-def _refit(view: RunView, row: Any) -> _decisions.Fit:
-    """`decisions.fit` of a recorded proposal against the run as it is now:
+def _refit(view: RunView, row: Any) -> _fit.Fit:
+    """`fit` (decide/fit.py) of a recorded proposal against the run as it is now:
     the same action, phase, effect and result, and for an approval the same
     changed values (its env hash)."""
     act = Action(row.action)
     detail = _json.loads(row.detail_json or "{}")
-    return _decisions.fit(
+    return _fit.fit(
         view,
         act,
         phase=row.phase,
         effect=row.effect_key,
-        result=detail.get("result", _decisions.NO_RESULT),
+        result=detail.get("result", _fit.NO_RESULT),
         expect_env=detail.get("env_hash") if act is Action.APPROVE else None,
         force=True,  # a stalled holder was the proposer's to weigh; its lease is revoked when it applies
     )

@@ -20,7 +20,7 @@ from ..store.store import OwnRows, Store
 from ..views.models import ClaimView, RunView
 from . import batch as _batch
 from . import causes as _causes
-from . import fit as _decisions
+from . import fit as _fit
 from .gate import Oversight, ViewOf
 
 
@@ -65,9 +65,9 @@ class Triage:
         """A group decision's arguments checked as `decide` checks one run's,
         then its runs: those named (each must still have `cause`, if given),
         or without any named, every run of `cause` as it is now."""
-        act = _decisions.parse_action(action)
+        act = _fit.parse_action(action)
         if reason is not None:
-            _decisions.check_reason(reason)
+            _fit.check_reason(reason)
         for rid in run_ids:
             validate_run_id(rid)
         if cause is not None and not run_ids:
@@ -89,7 +89,7 @@ class Triage:
         skip_unfit: bool = False,
         phase: str | None = None,
         effect: str | None = None,
-        result: Any = _decisions.NO_RESULT,
+        result: Any = _fit.NO_RESULT,
         force: bool = False,
         expect_env: str | None = None,
         override_claim: bool = False,
@@ -112,7 +112,7 @@ class Triage:
 
         rules: list[_policy.Policy] = []
 
-        def admit(conn: Any, view: RunView, chosen: _decisions.Fit) -> tuple[str, float | None]:
+        def admit(conn: Any, view: RunView, chosen: _fit.Fit) -> tuple[str, float | None]:
             # The policy is read once for the group, in its transaction: one rule for every run.
             if not rules:
                 rules.append(_policy.current(self.store, conn))
@@ -143,7 +143,7 @@ class Triage:
         cause: str | None = None,
         phase: str | None = None,
         effect: str | None = None,
-        result: Any = _decisions.NO_RESULT,
+        result: Any = _fit.NO_RESULT,
         force: bool = False,
         expect_env: str | None = None,
         operator: str | None = None,

@@ -43,7 +43,7 @@ def _every_error() -> list[type[PhasegateError]]:
     for mod in pkgutil.walk_packages(phasegate.__path__, "phasegate."):
         if not mod.name.endswith("__main__"):  # it would run the command
             importlib.import_module(mod.name)
-    importlib.import_module("phasegate.console.web.cli")
+    importlib.import_module("phasegate.console.web.command")
     importlib.import_module("phasegate.sample_runs._build")
     return [PhasegateError, *_subclasses(PhasegateError)]
 

@@ -1,5 +1,5 @@
 """`phasegate console`: registered by the engine's CLI when this package is
-installed (see `engine.cli.EXTERNAL`)."""
+installed (see `phasegate.cli.parser.EXTERNAL`)."""
 
 from __future__ import annotations
 

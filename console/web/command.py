@@ -1,4 +1,4 @@
-"""`phasegate serve`: registered by the engine's CLI (see `engine.cli.EXTERNAL`).
+"""`phasegate serve`: registered by the engine's CLI (see `phasegate.cli.parser.EXTERNAL`).
 
 Only argparse at import time: the web server and textual-serve load when the
 command runs, and a missing `web` extra is one line, not a traceback."""
