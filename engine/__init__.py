@@ -75,8 +75,10 @@ if TYPE_CHECKING:
     from .history.seals import EffectDamage
     from .outcome import BlockReason, Outcome
     from .oversight.policy import Policy
+    from .run.asynccontext import AsyncPhaseContext
     from .run.frontier import Frontier
     from .run.phasecontext import PhaseContext
+    from .run.stopping import Interrupted, StopRequest
     from .states import (
         Action,
         ActionName,
@@ -123,6 +125,9 @@ _WHERE: dict[str, str] = {
         ".states",
     ),
     "PhaseContext": ".run.phasecontext",
+    "AsyncPhaseContext": ".run.asynccontext",
+    "StopRequest": ".run.stopping",
+    "Interrupted": ".run.stopping",
     "Cause": ".decide.causes",
     "CauseKind": ".decide.causes",
     "GroupRefused": ".decide.batch",
@@ -197,6 +202,7 @@ __all__ = [
     "EffectDamage",
     "EffectState",
     "EffectStateName",
+    "AsyncPhaseContext",
     "EffectView",
     "Engine",
     "ExitCode",
@@ -204,6 +210,7 @@ __all__ = [
     "GroupRefused",
     "HolderStalled",
     "IntegrityFailure",
+    "Interrupted",
     "LeaseLost",
     "LeaseView",
     "LostOutput",
@@ -227,6 +234,7 @@ __all__ = [
     "RunSummary",
     "RunView",
     "SameOperator",
+    "StopRequest",
     "StoreError",
     "UnknownSchema",
     "UsageError",

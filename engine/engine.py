@@ -3,6 +3,8 @@ run's status, verify and prune the store."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -27,6 +29,7 @@ from .oversight import claims
 from .oversight.identity import whoami
 from .run.lease import holder_alive
 from .run.runner import Runner
+from .run.stopping import StopRequest
 from .settings import Settings
 from .states import Action, RunStatus
 from .store import _rowcheck
@@ -80,6 +83,10 @@ class Engine:
         #: Checked between phases; when it returns True the run stops cleanly,
         #: resumable, with its lease released (a worker's graceful shutdown).
         self.should_stop: Callable[[], bool] | None = None
+        #: Asked at every step of every run: once requested, a run stops at its
+        #: next `ctx.step` or `ctx.effect` (an async phase: at its next await),
+        #: resumable, with where it stopped as its reason (run/stopping.py).
+        self.stop_request: StopRequest | None = None
         self.archive_dir = archive.archive_dir(self.store.path, settings.archive_dir)
         self._oversight = Oversight(self.store, clock, self._view, self.claim_seconds)
         self._triage = Triage(self.store, clock, self._view, self._oversight)
@@ -112,10 +119,113 @@ class Engine:
     ) -> Outcome:
         """Start or continue a run. Always the same start sequence: look for a
         checkpoint, verify it, compare the world, then run what is open.
-        `force` takes the run over from a stalled holder (see `HolderStalled`)."""
+
+        Async phases run in an event loop of the run's own. Called from a
+        thread whose event loop is running (an `async def` request handler),
+        the run goes on in a thread of its own, so that its phases may use
+        `asyncio.run`; from async code, prefer `await Engine.arun(...)`.
+
+        Args:
+            wf: the workflow.
+            run_id: the run's id; a new id starts a run, a known one resumes it.
+            inputs: the run's inputs (a new run); None resumes with the stored ones.
+            target: where the workflow is loaded from ("module:attr"), stored with the run.
+            force: take the run over from a stalled holder (see `HolderStalled`).
+
+        Returns:
+            How this execution ended: completed, blocked, failed or interrupted.
+
+        Raises:
+            UsageError: `wf` is not a Workflow, or the inputs differ from the run's.
+            RunHeld: another live process holds the run.
+            HolderStalled: the holder is frozen past its lease and `force` is not given.
+            StoreError: the store failed (the run stays resumable).
+        """
+        runner = self._runner(wf, run_id, inputs, target=target, force=force, stop=self.stop_request, loop=None)
+        if _loop_running():
+            out: list[Outcome] = []
+            failed: list[BaseException] = []
+
+            def go() -> None:
+                try:
+                    out.append(runner.execute())
+                except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+                    failed.append(exc)
+
+            t = threading.Thread(target=go, name=f"phasegate-run-{run_id}")
+            t.start()
+            t.join()
+            if failed:
+                raise failed[0]
+            return out[0]
+        return runner.execute()
+
+    async def arun(
+        self, wf: Workflow, run_id: str, inputs: Any = None, *, target: str | None = None, force: bool = False
+    ) -> Outcome:
+        """`run`, awaited from a running event loop.
+
+        The start sequence and sync phases run in a worker thread; each async
+        phase runs on this loop, so the application's clients work in it, and
+        the loop waits for nothing but one commit at a time. Cancelling the
+        awaiting task stops the run at its next step (as a signal would),
+        after its finished work is recorded; then the cancellation goes on.
+
+        Args:
+            wf: the workflow.
+            run_id: the run's id.
+            inputs: the run's inputs (a new run); None resumes with the stored ones.
+            target: where the workflow is loaded from, stored with the run.
+            force: take the run over from a stalled holder.
+
+        Returns:
+            How this execution ended.
+
+        Raises:
+            UsageError: as `run`.
+            RunHeld: as `run`.
+            HolderStalled: as `run`.
+            StoreError: as `run`.
+        """
+        loop = asyncio.get_running_loop()
+        stop = StopRequest()
+        forget = None
+        if self.stop_request is not None:
+            outer = self.stop_request
+            forget = outer.on_request(lambda: stop.request(outer.why or "stopped"))
+        runner = self._runner(wf, run_id, inputs, target=target, force=force, stop=stop, loop=loop)
+        done = loop.run_in_executor(None, runner.execute)
+        try:
+            try:
+                return await asyncio.shield(done)
+            except asyncio.CancelledError:
+                stop.request("stopped by cancellation of Engine.arun")
+                while not done.done():
+                    try:
+                        await asyncio.shield(done)
+                    except asyncio.CancelledError:
+                        continue
+                    except BaseException:  # noqa: BLE001 - the cancellation is what the caller asked about
+                        break
+                raise
+        finally:
+            if forget is not None:
+                forget()
+
+    def _runner(
+        self,
+        wf: Workflow,
+        run_id: str,
+        inputs: Any,
+        *,
+        target: str | None,
+        force: bool,
+        stop: StopRequest | None,
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> Runner:
         if not isinstance(wf, Workflow):
             raise UsageError(f"{wf!r} is not a phasegate Workflow")
-        runner = Runner(
+        return Runner(
             self.store,
             wf,
             run_id,
@@ -127,8 +237,9 @@ class Engine:
             should_stop=self.should_stop,
             force=force,
             effect_flush=self.effect_flush,
+            stop=stop,
+            loop=loop,
         )
-        return runner.execute()
 
     # -- decisions ------------------------------------------------------------
 
@@ -413,3 +524,12 @@ def _alive(row: Any, now: float) -> bool:
         return holder_alive(_rowcheck.check(row), now)
     except (StoreError, TypeError, ValueError):
         return True
+
+
+def _loop_running() -> bool:
+    """Whether this thread is inside a running event loop (an `async def` caller)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -44,6 +44,9 @@ class Outcome:
     """For a failed run: the phase, the exception type and its message."""
     phases_run: list[str] = field(default_factory=list)
     """The phases this call executed, in order (a resume skips done ones)."""
+    stopped: str = ""
+    """For an interrupted run: where it stopped ("stopped by SIGTERM in phase
+    agent, after step llm:7"); it is resumable from there."""
     degraded: str = ""
     """For a completed run whose phases did not all run whole: what is
     missing ("enrich skipped; report ran without fetch"); empty otherwise."""

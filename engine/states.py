@@ -50,7 +50,8 @@ class OutcomeStatus(StrEnum):
     FAILED = "failed"
     """A phase raised; `Outcome.error` says which and how."""
     INTERRUPTED = "interrupted"
-    """Only when asked to stop between phases (a worker's shutdown): resumable."""
+    """Only when asked to stop (a signal, a worker's shutdown): it stopped at
+    its next step, resumable; `Outcome.stopped` says where."""
 
 
 class PhaseState(StrEnum):

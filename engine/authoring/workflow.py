@@ -132,6 +132,8 @@ class Phase:
 
     retry: RetryPolicy = field(default=NO_RETRY, compare=False, repr=False)
     """How a failure of the phase is retried (`@wf.phase(retries=...)`)."""
+    is_async: bool = field(default=False, compare=False)
+    """An `async def` phase: it gets an `AsyncPhaseContext` and runs in an event loop."""
 
     def runs(self, code: str | None) -> bool:
         """Whether a recorded fingerprint names this phase's current code."""
@@ -243,6 +245,7 @@ class Workflow:
                     source=_source_text(covered),
                     former_hashes=(_code_hash(covered, module),),
                     retry=policy,
+                    is_async=inspect.iscoroutinefunction(fn),
                 )
             )
             return fn

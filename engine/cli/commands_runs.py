@@ -11,6 +11,7 @@ from ..errors import ExitCode, UsageError
 from ..safetext import safe_json
 from .args import open_engine, read_inputs
 from .render import print_causes, print_diffs, print_outcome, print_runs, print_view
+from .signals import stop_at_next_step
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -21,7 +22,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     inputs = read_inputs(args)
     target = normalise(args.target)
     wf = load(target)
-    with open_engine(args, create=True) as eng:
+    with open_engine(args, create=True) as eng, stop_at_next_step(eng):
         return print_outcome(eng.run(wf, args.run_id, inputs, target=target))
 
 
@@ -33,7 +34,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if not view.target:
             raise UsageError(f"run {args.run_id!r} has no stored target; run it from code with Engine.run")
         wf = load(view.target)
-        return print_outcome(eng.run(wf, args.run_id, target=view.target, force=args.force))
+        with stop_at_next_step(eng):
+            return print_outcome(eng.run(wf, args.run_id, target=view.target, force=args.force))
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ from ..engine import Engine
 from ..errors import ExitCode, PhasegateError, RunHeld, StoreError
 from ..outcome import Outcome
 from ..run.lease import HolderState, holder_name, holder_state
+from ..run.stopping import StopRequest
 from ..states import OutcomeStatus, RunStatus
 from ..views.workers import DEFAULT_EVERY, Beacon
 
@@ -54,6 +55,8 @@ class Worker:
         carried out while a long run is being resumed."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._halt = StopRequest()
+        """Given to every run it resumes: a signal stops each at its next step."""
         #: run id -> the run's `updated_at` after this worker last handled it.
         #: A run is not picked up again until something changes it (a new
         #: decision, a reset, another process), so a run that stays blocked is
@@ -64,7 +67,8 @@ class Worker:
         """Runs resumed since the worker started (for tests and the final log line)."""
 
     def stop(self, *_: Any) -> None:
-        """Ask the worker to stop after the current phase."""
+        """Ask the worker to stop: each run it is resuming stops at its next step."""
+        self._halt.request("stopped by a worker shutdown")
         self._stop.set()
 
     @property
@@ -90,8 +94,9 @@ class Worker:
             if signals > 1:
                 log.warning("%s again: stopping now; the current run is left interrupted and resumable", name)
                 raise KeyboardInterrupt
+            self._halt.request(f"stopped by {name}")
             self._stop.set()
-            log.warning("%s: finishing the current phase, then stopping (send it again to stop at once)", name)
+            log.warning("%s: stopping each run at its next step, then stopping (send it again to stop at once)", name)
 
         previous: dict[int, _Handler] = {}
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -147,7 +152,7 @@ class Worker:
             return "decision waiting: " + ", ".join(f"{d.action} by {d.operator} (#{d.id})" for d in pending)
         if row.lease_owner:
             return f"interrupted: its holder {holder_name(row)} is gone"
-        return "interrupted: stopped between phases"
+        return f"interrupted: {row.attention}" if row.attention else "interrupted: stopped"
 
     # -- doing it ---------------------------------------------------------------
 
@@ -177,7 +182,7 @@ class Worker:
         try:
             # Loaded afresh and in isolation: this run's own modules, as its files are now.
             wf = load(row.target, isolated=True)
-            eng.should_stop = self._stop.is_set
+            eng.stop_request = self._halt
             outcome = eng.run(wf, row.run_id, target=row.target)
         except RunHeld as exc:
             log.info("run %s: %s; leaving it", row.run_id, exc)
@@ -192,7 +197,7 @@ class Worker:
         except Exception:  # noqa: BLE001 - one bad run (or workflow import) must not stop the worker
             log.exception("run %s: the worker failed to resume it", row.run_id)
         finally:
-            eng.should_stop = None
+            eng.stop_request = None
         if outcome is not None:
             self._log_outcome(outcome)
         try:
@@ -255,7 +260,7 @@ class Worker:
         elif o.status is OutcomeStatus.BLOCKED:
             log.warning("run %s: blocked for an operator%s: %s", o.run_id, ran, "; ".join(str(r) for r in o.blocked))
         elif o.status is OutcomeStatus.INTERRUPTED:
-            log.info("run %s: left resumable between phases (worker stopping)%s", o.run_id, ran)
+            log.info("run %s: interrupted: %s; resumable (worker stopping)%s", o.run_id, o.stopped, ran)
         else:
             err = o.error or {}
             log.error(

@@ -35,6 +35,9 @@ def print_outcome(o: Outcome) -> int:
         for r in o.blocked:
             print(f"  {r.kind}: {safe(r.detail)}")
         return ExitCode.BLOCKED
+    if o.status == "interrupted":
+        print(f"{rid}: interrupted: {safe(o.stopped or 'stopped')}; resume it")
+        return ExitCode.INTERRUPTED
     err = o.error or {}
     print(f"{rid}: failed in phase {safe(err.get('phase'))}: {safe(err.get('type'))}: {safe(err.get('message'))}")
     return ExitCode.FAILED

@@ -14,7 +14,9 @@ sequence, `decide`, the views and the console all ask it.
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +73,26 @@ def _record(row: Any) -> EffectRecord:
     return EffectRecord(row._mapping)
 
 
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """An effect that needs no call: done before (or said done by its reconcile hook)."""
+
+    value: Any
+    """Its result, as a resume reads it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """An effect whose intent is durable: its function is to be called now, with `key`."""
+
+    key: str
+    """The idempotency key the function is called with."""
+    attempt: int
+    """Which call of the effect this is (a retry allowed by an operator is the second)."""
+    record: EffectRecord
+    """The intent as written."""
+
+
 class EffectLedger:
     """A run's effects: read once per start, written as each one happens.
     Every write re-seals the record (seals.py), and a new record is linked
@@ -90,6 +112,8 @@ class EffectLedger:
         """The key of the run's last effect record (the run row's `effects_last`)."""
         self.count = 0
         """How many records the run has written (the run row's `effects_count`)."""
+        self._lock = threading.RLock()
+        """Held while a record is written: each links after the run's last one."""
         self.generations: dict[str, str] = {}
         """Phase -> the key epoch of its `redo_on_rewind` effects ("epoch.rewinds"),
         for phases re-opened by a rewind or a reset; set by the runner."""
@@ -145,24 +169,110 @@ class EffectLedger:
     ) -> Any:
         """Do the effect once: return its saved result when it is done; when
         it is in doubt, ask its reconcile hook or stop; otherwise record the
-        intent, call `fn`, record the completion."""
+        intent, call `fn`, record the completion.
+
+        Args:
+            phase: the phase the effect belongs to.
+            name: the effect's name, unique in its phase.
+            fn: the action, called as `fn(key)` (see `_call` for the shapes it may take).
+            idempotent: the target deduplicates by key.
+            atomic: call `fn(key, session)` inside the transaction that records it.
+            reconcile: asked whether an in-doubt effect happened.
+            reconcile_timeout: seconds the reconcile hook may take.
+            redo_on_rewind: a rewind or reset gives the effect a new key.
+
+        Returns:
+            The effect's result as a resume would read it back.
+
+        Raises:
+            Stop: the effect is in doubt and nothing can say whether it happened.
+        """
+        if atomic:
+            return self._atomic(phase, name, fn, idempotent=idempotent)
+        began = self.begin(
+            phase,
+            name,
+            idempotent=idempotent,
+            reconcile=reconcile,
+            reconcile_timeout=reconcile_timeout,
+            redo_on_rewind=redo_on_rewind,
+        )
+        if not isinstance(began, Pending):
+            return began.value
+        result = _call(fn, began.key, fence=self._fence, attempt=began.attempt)
+        return self.finish(began, result)
+
+    def begin(
+        self,
+        phase: str,
+        name: str,
+        *,
+        idempotent: bool,
+        reconcile: Callable[[str], Any] | None = None,
+        reconcile_timeout: float = 30.0,
+        redo_on_rewind: bool = False,
+    ) -> Pending | Saved:
+        """The first half of an effect: what it returned already, or its intent committed.
+
+        Serialised with the run's other records (`_lock`): each new record is
+        linked after the run's last one, so concurrent effects (threads, or
+        `asyncio.gather` in an async phase) still form one verified history.
+        The function is then called outside the lock, by the caller.
+
+        Args:
+            phase: the phase the effect belongs to.
+            name: the effect's name, unique in its phase.
+            idempotent: the target deduplicates by key.
+            reconcile: asked whether an in-doubt effect happened.
+            reconcile_timeout: seconds the reconcile hook may take.
+            redo_on_rewind: a rewind or reset gives the effect a new key.
+
+        Returns:
+            `Saved` with the result a done (or reconciled) effect returned, or
+            `Pending` once the intent is durable and the fence checked again:
+            the caller calls the function with `Pending.key`, then `finish`.
+
+        Raises:
+            Stop: the effect is in doubt and nothing can say whether it happened.
+        """
         key = effect_key(self._fence.run_id, phase, name)
         if redo_on_rewind and self.generations.get(phase):
             key = f"{key}@{self.generations[phase]}"
-        row = self.effects.get(key)
-        if row is not None and row.state == "done":
-            return read_saved(row.result_json, row.result_hash, f"effect {name!r}")
-        if row is not None and not (idempotent or atomic or row.retry_ok):
-            if reconcile is None:
-                raise Stop(in_doubt_reason(key, name, phase))
-            got = self._reconcile(row, reconcile, reconcile_timeout)
-            if got.answer == "done":
-                return _json.loads(_json.dumps(got.result))
-            if got.answer == "unknown":
-                raise Stop(in_doubt_reason(key, name, phase, got))
-            row = self.effects[key]  # not done: allowed to call again, below
-        if atomic:
-            return self._perform_atomic(row, phase, name, key, fn, idempotent=idempotent)
+        with self._lock:
+            row = self.effects.get(key)
+            if row is not None and row.state == "done":
+                return Saved(read_saved(row.result_json, row.result_hash, f"effect {name!r}"))
+            if row is not None and not (idempotent or row.atomic or row.retry_ok):
+                if reconcile is None:
+                    raise Stop(in_doubt_reason(key, name, phase))
+                got = self._reconcile(row, reconcile, reconcile_timeout)
+                if got.answer == "done":
+                    return Saved(_json.loads(_json.dumps(got.result)))
+                if got.answer == "unknown":
+                    raise Stop(in_doubt_reason(key, name, phase, got))
+                row = self.effects[key]  # not done: allowed to call again, below
+            rec = self._record_intent(
+                row, phase, name, key, idempotent=idempotent, reconcile=reconcile, redo_on_rewind=redo_on_rewind
+            )
+        pause_point("after-intent", name)
+        # A process frozen since its intent committed must not call fn now:
+        # its lease may have lapsed, been revoked, or been taken over (a read,
+        # unless the intent's own fenced commit is that fresh: Fence.ensure).
+        self._fence.ensure()
+        return Pending(key, int(rec["attempt"]), rec)
+
+    def _record_intent(
+        self,
+        row: EffectRecord | None,
+        phase: str,
+        name: str,
+        key: str,
+        *,
+        idempotent: bool,
+        reconcile: Callable[[str], Any] | None,
+        redo_on_rewind: bool,
+    ) -> EffectRecord:
+        """(under `_lock`) Commit the intent, new or a re-intent of an allowed retry."""
         now = self._clock()
         if row is None:
             rec = self._intent(
@@ -208,22 +318,45 @@ class EffectLedger:
         if row is None:
             self.head = key
             self.count += 1
-        pause_point("after-intent", name)
-        # A process frozen since its intent committed must not call fn now:
-        # its lease may have lapsed, been revoked, or been taken over (a read,
-        # unless the intent's own fenced commit is that fresh: Fence.ensure).
-        self._fence.ensure()
-        result = _call(fn, key, fence=self._fence, attempt=int(rec["attempt"]))
+        return rec
+
+    def call(self, fn: Callable[..., Any], pending: Pending) -> Any:
+        """Call an effect's function for its intent, with what it asks for (`_call`).
+
+        Args:
+            fn: the effect's function.
+            pending: what `begin` returned.
+
+        Returns:
+            What `fn` returned (a coroutine, for an `async def` function: the caller awaits it).
+        """
+        return _call(fn, pending.key, fence=self._fence, attempt=pending.attempt)
+
+    def finish(self, pending: Pending, result: Any) -> Any:
+        """The second half of an effect: its completion, to commit with the run's next transaction.
+
+        Args:
+            pending: what `begin` returned.
+            result: what the effect's function returned (JSON-serialisable).
+
+        Returns:
+            The result as a resume would read it back.
+
+        Raises:
+            UsageError: the result cannot be stored as JSON (the effect stays an
+                intent: it did happen, and a resume will say so as in doubt).
+        """
         encoded = _json.encode(result)
         done = EffectRecord(
-            rec,
+            pending.record,
             state="done",
             done_at=self._clock(),
             result_json=encoded.text,
             result_hash=_json.sha256(encoded.data),
         )
         seals.sealed(done)
-        self.effects[key] = done
+        with self._lock:
+            self.effects[pending.key] = done
         # Committed with the run's next transaction, or by the timer (completions.py).
         self.completions.add(done)
         # The phase gets a copy as a resume would read it: the one parsed
@@ -231,6 +364,18 @@ class EffectLedger:
         if encoded.parsed is not _json.MISSING:
             return encoded.parsed
         return _json.loads_canonical(encoded.data, encoded.by_orjson)
+
+    def retract(self, pending: Pending) -> None:
+        """An intent whose function provably did nothing (it returned an
+        un-awaited coroutine): allowed to be called again, so that no
+        operator is ever asked about an action that was never attempted."""
+        with self._lock:
+            rec = EffectRecord(self.effects[pending.key], retry_ok=True)
+            seals.sealed(rec)
+            with self.completions.hot_tx() as tx:
+                tx.run("retract", {"key": pending.key, "retry_ok": True, "seal": rec.seal})
+                self._fence.check_hot(tx)
+            self.effects[pending.key] = rec
 
     def _intent(
         self,
@@ -262,11 +407,19 @@ class EffectLedger:
             intent_at=now,
         )
 
+    def _atomic(self, phase: str, name: str, fn: Callable[..., Any], *, idempotent: bool) -> Any:
+        """An atomic effect and its record commit in one transaction, so it
+        can never be in doubt: no separate intent is needed."""
+        key = effect_key(self._fence.run_id, phase, name)
+        with self._lock:
+            row = self.effects.get(key)
+            if row is not None and row.state == "done":
+                return read_saved(row.result_json, row.result_hash, f"effect {name!r}")
+            return self._perform_atomic(row, phase, name, key, fn, idempotent=idempotent)
+
     def _perform_atomic(
         self, row: Any, phase: str, name: str, key: str, fn: Callable[..., Any], *, idempotent: bool
     ) -> Any:
-        """An atomic effect and its record commit in one transaction, so it
-        can never be in doubt: no separate intent is needed."""
         # Imported here: only an atomic effect needs the ORM, and a command
         # line start should not pay for it.
         from sqlmodel import Session

@@ -23,7 +23,7 @@ from typing import Any
 from .. import _json
 from ..authoring.workflow import Workflow
 from ..history import archive, chain
-from .phasecontext import rehydrate
+from .stepcalls import rehydrate
 
 
 class PhaseOutputs:

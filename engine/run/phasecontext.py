@@ -1,21 +1,32 @@
-"""What a phase function sees: `ctx.inputs`, `ctx.missing`, `ctx.step` and
-`ctx.effect`.
+"""What a sync phase function sees: `ctx.inputs`, `ctx.missing`,
+`ctx.step`, `ctx.effect` and `ctx.map`.
 
 Ordinary steps are counted and nothing more: a phase interrupted midway is
 redone from its start, which is cheap for them. Durable steps and effects
 write their own records, because recomputing them is costly or doing them
 twice is wrong.
+
+Threads. `ctx.step` and `ctx.effect` may be called from several threads at
+once (a `ThreadPoolExecutor` inside the phase): each record is linked into
+the run's history under the ledger's lock, and a name called from a worker
+thread gets no implicit numbering (stepcalls.py). `ctx.map` is the common
+case done for you. Async phases get `AsyncPhaseContext` (asynccontext.py).
 """
 
 from __future__ import annotations
 
-import typing
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .. import _json
-from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe, wait
+from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
+from ..authoring.retry import wait as wait_retry
 from ..errors import UsageError
+from .ledger import Pending
+from .stepcalls import StepCalls, check_effect_options, is_async_callable, refuse_coroutine, rehydrate, returns
+from .stopping import StopRequest
 
 if TYPE_CHECKING:
     from ..authoring.reconcile import Reconciled
@@ -23,40 +34,21 @@ if TYPE_CHECKING:
     from .steplog import StepLog
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+__all__ = ["PhaseContext"]
 
 
-#: Resolved return types of functions whose annotations are all strings (the
-#: `from __future__ import annotations` case), by code, module and annotations:
-#: resolving them compiles each string, ~40 us per effect or durable step.
-_hints: dict[tuple[Any, ...], Any] = {}
-
-
-def _returns(fn: Callable[..., Any]) -> Any:
-    ann = getattr(fn, "__annotations__", None)
-    if type(ann) is dict and not ann and not hasattr(fn, "__wrapped__"):
-        return Any  # nothing declared (a lambda): what get_type_hints says, without its ~5 us
-    key: tuple[Any, ...] | None = None
-    if (
-        isinstance(ann, dict)
-        and ann
-        and all(isinstance(v, str) for v in ann.values())
-        and hasattr(fn, "__code__")
-        and not hasattr(fn, "__wrapped__")
-    ):
-        key = (fn.__code__, id(getattr(fn, "__globals__", None)), tuple(ann.items()))
-        if key in _hints:
-            return _hints[key]
-    try:
-        hint = typing.get_type_hints(fn).get("return", Any)
-    except Exception:  # noqa: BLE001 - lambdas, builtins, unresolved names
-        hint = Any
-    if key is not None and len(_hints) < 4096:
-        _hints[key] = hint
-    return hint
+def _async_refused(kind: str, name: str, fn: Any) -> UsageError:
+    what = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return UsageError(
+        f"{kind} {name!r}: {what} is async, and a sync phase cannot await it: declare the phase `async def` "
+        "(it then gets an AsyncPhaseContext whose step and effect are awaited)"
+    )
 
 
 class PhaseContext:
-    """The handle a phase uses to run steps and effects."""
+    """The handle a sync phase uses to run steps and effects."""
 
     def __init__(
         self,
@@ -68,11 +60,13 @@ class PhaseContext:
         steps: StepLog,
         effects: EffectLedger,
         attempts: list[Attempt] | None = None,
+        stop: StopRequest | None = None,
     ) -> None:
         self._steps = steps
         self._effects = effects
         self._attempts: list[Attempt] = attempts if attempts is not None else []
         """Where failed attempts of retried steps are recorded (the runner's list)."""
+        self._calls = StepCalls(phase, stop, threading.get_ident)
         self.phase = phase
         """The name of the phase being run."""
         self.run_id = run_id
@@ -81,14 +75,16 @@ class PhaseContext:
         """The run's original inputs, exactly as given to its first `run`."""
         self.missing: frozenset[str] = missing
         """Needed outputs that are lost and were accepted as gaps (degraded run)."""
-        self.steps_done = 0
-        """Steps (of any kind) completed in this execution of the phase."""
-        self._occurrence: dict[str, int] = {}
-        self._effects_seen: set[str] = set()
 
     @property
     def degraded(self) -> bool:
+        """Whether the phase runs without some of the outputs it needs (`missing`)."""
         return bool(self.missing)
+
+    @property
+    def steps_done(self) -> int:
+        """Steps (of any kind) completed in this execution of the phase."""
+        return self._calls.steps_done
 
     def step(
         self,
@@ -102,29 +98,61 @@ class PhaseContext:
         retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
         **kwargs: Any,
     ) -> T:
-        """Run one step. With `durable=True` its result is saved when it
-        completes and returned from the store on a replay of this phase.
+        """Run one step: `fn(*args, **kwargs)`.
 
-        `retries=N` calls `fn` again, up to N more times, when it raises one
-        of `retry_on`, waiting `backoff` seconds before the first retry and
-        twice as long before each next one (with jitter). Each failed attempt
-        is recorded with the run; the last one's error is the step's."""
+        Args:
+            name: the step's name; a durable step's result is saved under it
+                (a second call of the same name in the phase is `name#2`).
+            fn: a plain function (an `async def` one is refused: see `AsyncPhaseContext`).
+            *args: passed to `fn`.
+            durable: save the result when it completes and return it from the
+                store on a replay of this phase instead of calling `fn`.
+            retries: call `fn` again, up to this many more times, when it raises one of `retry_on`.
+            backoff: seconds before the first retry, doubled before each next one (with jitter).
+            retry_on: the exceptions that are retried.
+            **kwargs: passed to `fn`.
+
+        Returns:
+            What `fn` returned (for a durable step, as the store gives it back,
+            rebuilt as `fn`'s return annotation declares).
+
+        Raises:
+            UsageError: `fn` is async, returned a coroutine, or its result
+                cannot be stored; or the name is reused across threads.
+            Interrupted: a stop was requested (the run stops here, resumable).
+        """
+        calls = self._calls
+        calls.check_stop()
+        if is_async_callable(fn):
+            raise _async_refused("step", name, fn)
         policy = NO_RETRY if not retries else RetryPolicy.of(f"step {name!r}", retries, backoff, retry_on)
         if not durable:
-            self.steps_done += 1
-            return self._call(name, policy, fn, args, kwargs)
-        n = self._occurrence.get(name, 0)
-        self._occurrence[name] = n + 1
-        key = name if n == 0 else f"{name}#{n + 1}"
-        annotation = _returns(fn)
+            result = self._call(name, policy, fn, args, kwargs)
+            refuse_coroutine(f"step {name!r}", result)
+            calls.done(name)
+            return result
+        key = calls.durable_key(name)
+        return cast(T, self._durable(key, name, policy, fn, args, kwargs))
+
+    def _durable(
+        self,
+        key: str,
+        name: str,
+        policy: RetryPolicy,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        annotation = returns(fn)
         found, value = self._steps.read(self.phase, key)
         if not found:
             result = self._call(name, policy, fn, args, kwargs)
+            refuse_coroutine(f"step {name!r}", result)
             text = _json.dumps(result)
             self._steps.save(self.phase, key, text)
             value = _json.loads(text)
-        self.steps_done += 1
-        return cast(T, rehydrate(annotation, value))
+        self._calls.done(key)
+        return rehydrate(annotation, value)
 
     def _call(
         self, name: str, policy: RetryPolicy, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -139,8 +167,88 @@ class PhaseContext:
                     self._attempts.append(Attempt(self.phase, name, attempt, policy.attempts, describe(exc), again))
                 if not again:
                     raise
-            wait(policy.delay(attempt))
+            wait_retry(policy.delay(attempt))
             attempt += 1
+
+    def map(
+        self,
+        name: str,
+        fn: Callable[[Any], R],
+        items: Iterable[Any],
+        /,
+        *,
+        durable: bool = False,
+        limit: int = 8,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+    ) -> list[R]:
+        """Run `fn(item)` for each item on up to `limit` threads; the results in order.
+
+        Item `i` is the step `name:i` (a second `map` of the same name in the
+        phase is `name#2:i`), so with `durable=True` a replay returns every
+        finished item from the store and calls `fn` only for the others.
+        When an item raises, no further item is started; the ones in flight
+        finish (their results are saved), then the first error is raised.
+
+        Args:
+            name: the steps' common name.
+            fn: a plain function of one item.
+            items: what to call it on.
+            durable: save each item's result (see `step`).
+            limit: at most this many calls at once (at least 1).
+            retries: retries per item (see `step`).
+            backoff: see `step`.
+            retry_on: see `step`.
+
+        Returns:
+            `fn`'s results, in the order of `items`.
+
+        Raises:
+            UsageError: `fn` is async, `limit` is below 1, or a result cannot be stored.
+            Interrupted: a stop was requested.
+        """
+        calls = self._calls
+        calls.check_stop()
+        if is_async_callable(fn):
+            raise _async_refused("map", name, fn)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise UsageError(f"map {name!r}: limit must be a whole number of at least 1, not {limit!r}")
+        base = calls.durable_key(name)
+        todo = list(items)
+        policy = NO_RETRY if not retries else RetryPolicy.of(f"map {name!r}", retries, backoff, retry_on)
+
+        def one(i: int, item: Any) -> Any:
+            calls.check_stop()
+            if durable:
+                return self._durable(f"{base}:{i}", f"{name}:{i}", policy, fn, (item,), {})
+            result = self._call(f"{name}:{i}", policy, fn, (item,), {})
+            refuse_coroutine(f"map {name!r}", result)
+            calls.done(f"{name}:{i}")
+            return result
+
+        results: list[Any] = [None] * len(todo)
+        with ThreadPoolExecutor(min(limit, max(len(todo), 1)), thread_name_prefix=f"phasegate-map-{name}") as pool:
+            pending: dict[Future[Any], int] = {}
+            nxt = 0
+            failed: BaseException | None = None
+            while nxt < len(todo) or pending:
+                while failed is None and nxt < len(todo) and len(pending) < limit:
+                    pending[pool.submit(one, nxt, todo[nxt])] = nxt
+                    nxt += 1
+                finished, _ = wait(pending, return_when=FIRST_EXCEPTION)
+                for f in finished:
+                    i = pending.pop(f)
+                    exc = f.exception()
+                    if exc is None:
+                        results[i] = f.result()
+                    elif failed is None:
+                        failed = exc
+                if failed is not None and nxt < len(todo):
+                    nxt = len(todo)  # start nothing more; let the ones in flight finish
+            if failed is not None:
+                raise failed
+        return cast(list[R], results)
 
     def effect(
         self,
@@ -158,45 +266,76 @@ class PhaseContext:
 
         Its intent (name and idempotency key) is committed before `fn(key)` is
         called, and its completion after, with the run's next commit or within
-        `PHASEGATE_EFFECT_FLUSH_MS` (completions.py). `idempotent=True` says the target
-        deduplicates by key, so an interrupted call may simply be repeated.
-        `atomic=True` calls `fn(key, session)` with a database session inside
-        the transaction that records completion: both commit or neither.
+        `PHASEGATE_EFFECT_FLUSH_MS` (completions.py). Safe to call from several
+        threads at once (each name once per phase).
 
-        `reconcile(key)` asks the outside system whether the action with that
-        key happened, when a resume finds the effect in doubt; it answers with
-        `Reconciled.done(result)`, `Reconciled.not_done()` or
-        `Reconciled.unknown(why)` (reconcile.py), within `reconcile_timeout`
-        seconds. `redo_on_rewind=True` (idempotent effects only) gives the
-        effect a new key when a rewind or reset re-opens its phase, so the
-        target acts again; by default a completed effect is never repeated."""
-        if redo_on_rewind and not idempotent:
-            raise UsageError(f"effect {name!r}: redo_on_rewind needs idempotent=True (a new key must be safe to send)")
-        if not reconcile_timeout > 0:
-            raise UsageError(f"effect {name!r}: reconcile_timeout must be a positive number of seconds")
-        if name in self._effects_seen:
-            raise UsageError(f"effect {name!r} is called twice in phase {self.phase!r}; effect names must be unique")
-        self._effects_seen.add(name)
-        value = self._effects.perform(
+        Args:
+            name: the effect's name, unique in its phase; its key is `RUN/PHASE/NAME`.
+            fn: called as `fn(key)` (or `fn()`; with a `fence` parameter it gets a `FenceToken`).
+                An `async def` function is refused before anything is recorded.
+            idempotent: the target deduplicates by key, so an interrupted call may simply be repeated.
+            atomic: call `fn(key, session)` with a database session inside the
+                transaction that records completion: both commit or neither.
+            reconcile: `reconcile(key)` asks the outside system whether the action
+                happened, when a resume finds the effect in doubt; it answers with
+                `Reconciled.done(result)`, `Reconciled.not_done()` or `Reconciled.unknown(why)`.
+            reconcile_timeout: seconds the reconcile hook may take.
+            redo_on_rewind: (idempotent effects only) a new key when a rewind or
+                reset re-opens the phase, so the target acts again; by default a
+                completed effect is never repeated.
+
+        Returns:
+            What `fn` returned, or what it returned before (as stored).
+
+        Raises:
+            UsageError: `fn` is async or returned a coroutine (the intent is
+                then withdrawn: nothing was attempted), a name is used twice,
+                or an option is out of range.
+            Stop: the effect is in doubt and nothing can say whether it happened.
+            Interrupted: a stop was requested.
+        """
+        calls = self._calls
+        calls.check_stop()
+        check_effect_options(
+            name, idempotent=idempotent, redo_on_rewind=redo_on_rewind, reconcile_timeout=reconcile_timeout
+        )
+        if is_async_callable(fn):
+            raise _async_refused("effect", name, fn)
+        calls.effect_name(name)
+        if atomic:
+            value = self._effects.perform(self.phase, name, fn, idempotent=idempotent, atomic=True)
+        else:
+            value = self._unatomic(name, fn, idempotent, reconcile, reconcile_timeout, redo_on_rewind)
+        calls.done(name)
+        return cast(T, rehydrate(returns(fn), value))
+
+    def _unatomic(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        idempotent: bool,
+        reconcile: Callable[[str], Reconciled] | None,
+        reconcile_timeout: float,
+        redo_on_rewind: bool,
+    ) -> Any:
+        began = self._effects.begin(
             self.phase,
             name,
-            fn,
             idempotent=idempotent,
-            atomic=atomic,
             reconcile=reconcile,
             reconcile_timeout=reconcile_timeout,
             redo_on_rewind=redo_on_rewind,
         )
-        self.steps_done += 1
-        return cast(T, rehydrate(_returns(fn), value))
+        if not isinstance(began, Pending):
+            return began.value
+        result = self._effects.call(fn, began)
+        try:
+            refuse_coroutine(f"effect {name!r}", result)
+        except UsageError:
+            self._effects.retract(began)
+            raise
+        return self._effects.finish(began, result)
 
-
-def rehydrate(annotation: Any, value: Any) -> Any:
-    """Give back the value as its function declared it (pydantic models,
-    dataclasses); plain JSON data when the function declared nothing."""
-    if annotation is Any or annotation is None:
-        return value
-    try:
-        return _json.adapter(annotation).validate_python(value)
-    except Exception:  # noqa: BLE001 - an annotation pydantic cannot build: keep plain data
-        return value
+    def close(self) -> None:
+        """The phase returned: a thread it left running stops at its next step."""
+        self._calls.closed = True

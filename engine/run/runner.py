@@ -18,6 +18,7 @@ The runner holds only that sequence. What it composes:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import re
@@ -42,6 +43,8 @@ from ..states import BlockKind, OutcomeStatus, RunStatus
 from ..store.store import Store
 from . import environment
 from .applying import DecisionApplier
+from .asynccontext import AsyncPhaseContext
+from .asyncdriver import PhaseLoop
 from .completions import DEFAULT_DELAY, Completions
 from .frontier import frontier_columns, trusted_frontier
 from .journal import RunJournal
@@ -50,7 +53,9 @@ from .ledger import EffectLedger
 from .outputs import PhaseOutputs
 from .phasecontext import PhaseContext
 from .planner import Pending, StartFacts, StartPlan, plan_start
+from .stepcalls import refuse_coroutine
 from .steplog import StepLog
+from .stopping import STOPPED_PREFIX, Interrupted, StopRequest
 
 #: A number of 19 digits or more: past what orjson parses as an integer
 #: (it would come back as a float), so such inputs take the standard
@@ -75,6 +80,8 @@ class Runner:
         should_stop: Callable[[], bool] | None = None,
         force: bool = False,
         effect_flush: float = DEFAULT_DELAY,
+        stop: StopRequest | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.store = store
         self.wf = wf
@@ -82,6 +89,11 @@ class Runner:
         self.clock = clock
         self.lease_seconds = lease_seconds
         self.should_stop = should_stop
+        """Asked between phases (legacy): True stops the run there."""
+        self.stop = stop
+        """Asked at every step: stops the run at its next step (stopping.py)."""
+        self._loops = PhaseLoop(loop)
+        """Where async phases run (asyncdriver.py)."""
         self.inputs_given = inputs_given
         self.inputs_text = _json.dumps(inputs if inputs is not None else {})
         self._inputs_fast: tuple[str, bool] | None = None
@@ -144,6 +156,7 @@ class Runner:
         finally:
             self.completions.close()
             beat.stop()
+            self._loops.close()
 
     def _flush_quietly(self) -> None:
         try:
@@ -212,6 +225,8 @@ class Runner:
                 # An earlier failure's error is history once the run is taken up again.
                 "error_json": None,
             }
+            if (row.attention or "").startswith(STOPPED_PREFIX):
+                values["attention"] = ""  # where an earlier stop left it: history once resumed
             if self.target and not row.target:
                 values["target"] = self.target
             self.store.runs.update(conn, self.run_id, values)
@@ -334,9 +349,10 @@ class Runner:
 
     def _run_phases(self, journal: RunJournal, to_run: list[Phase], probes: dict[str, Any], inputs: Any) -> Outcome:
         for i, p in enumerate(to_run):
+            if self.stop is not None and self.stop.why is not None:
+                return self._stopped(f"{self.stop.why} before phase {p.name}")
             if self.should_stop is not None and self.should_stop():
-                self._finish(RunStatus.RUNNING, {"attention": "stopped between phases by a shutdown; resume it"})
-                return Outcome(self.run_id, OutcomeStatus.INTERRUPTED, phases_run=self.phases_run)
+                return self._stopped(f"stopped by a shutdown before phase {p.name}")
             if p.probes:
                 now_vals = environment.evaluate(self.wf, list(p.probes), inputs=inputs)
                 moved = [
@@ -359,7 +375,10 @@ class Runner:
             log.info(
                 "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
             )
-            called = self._attempt_phase(p, missing)
+            try:
+                called = self._attempt_phase(p, missing)
+            except Interrupted as stop:
+                return self._stopped(stop.reason)
             if isinstance(called, Outcome):
                 return called
             out, ctx = called
@@ -393,7 +412,7 @@ class Runner:
             del encoded
         return self._complete()
 
-    def _attempt_phase(self, p: Phase, missing: set[str]) -> tuple[Any, PhaseContext] | Outcome:
+    def _attempt_phase(self, p: Phase, missing: set[str]) -> tuple[Any, PhaseContext | AsyncPhaseContext] | Outcome:
         """Call the phase; while its retry policy allows, call it again from
         its start after a failure. What a failed attempt saved is read back
         first, so its durable steps return from the store and its completed
@@ -404,7 +423,8 @@ class Runner:
             # Each attempt gets its own copy of the inputs and the outputs it
             # needs: a phase that mutates them must not change what a later
             # attempt, phase or resume sees.
-            ctx = PhaseContext(
+            kind = AsyncPhaseContext if p.is_async else PhaseContext
+            ctx = kind(
                 self.run_id,
                 p.name,
                 self._inputs_copy(),
@@ -412,13 +432,17 @@ class Runner:
                 steps=self.steps,
                 effects=self.effects,
                 attempts=self.attempts,
+                stop=self.stop,
             )
             try:
-                return p.fn(ctx, **self._handed(p, missing)), ctx
-            except (Stop, LeaseLost, StoreError, KeyboardInterrupt):
+                return self._call_phase(p, ctx, missing), ctx
+            except (Stop, LeaseLost, StoreError, KeyboardInterrupt, Interrupted):
                 # The store failing is not the phase failing (exit 2,
-                # resumable); Ctrl-C is the operator's, not the phase's.
+                # resumable); Ctrl-C and a stop are the operator's, not the phase's.
                 raise
+            except UsageError as exc:
+                # The author's mistake (an async function in a sync phase): retrying cannot help.
+                return self._fail(p.name, exc)
             except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
                 again = p.retry.retryable(exc, attempt)
                 if again or attempt > 1:
@@ -432,6 +456,25 @@ class Runner:
             self.steps.load()
             self.effects.load()
             attempt += 1
+
+    def _call_phase(self, p: Phase, ctx: PhaseContext | AsyncPhaseContext, missing: set[str]) -> Any:
+        """Call the phase function: a sync one here, an async one in its loop (asyncdriver.py)."""
+        handed = self._handed(p, missing)
+        if isinstance(ctx, AsyncPhaseContext):
+            return self._loops.run(lambda: p.fn(ctx, **handed), ctx, self.stop)
+        try:
+            out = p.fn(ctx, **handed)
+        finally:
+            ctx.close()
+        refuse_coroutine(f"phase {p.name!r}", out)
+        return out
+
+    def _stopped(self, reason: str) -> Outcome:
+        """A stop was asked for: the run is left interrupted, resumable, its
+        lease released, with where it stopped as its reason."""
+        self._finish(RunStatus.RUNNING, {"attention": reason[:300]})
+        log.info("run %s: %s; resume it", self.run_id, reason)
+        return Outcome(self.run_id, OutcomeStatus.INTERRUPTED, phases_run=self.phases_run, stopped=reason)
 
     def _inputs_copy(self) -> Any:
         """A fresh parse of the run's inputs (canonical text, hash-checked

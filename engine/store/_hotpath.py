@@ -59,6 +59,9 @@ _HOT_SQL: dict[str, str] = {
         "UPDATE phasegate_effects SET attempt = :attempt, retry_ok = FALSE, intent_at = :intent_at,"
         " idempotent = :idempotent, reconcilable = :reconcilable, seal = :seal WHERE key = :key"
     ),
+    # An intent whose function provably never ran (ledger.py `retract`): it
+    # may simply be called again, and no operator is asked about it.
+    "retract": "UPDATE phasegate_effects SET retry_ok = :retry_ok, seal = :seal WHERE key = :key",
     "effect_done": (
         "UPDATE phasegate_effects SET state = 'done', done_at = :done_at, result_json = :result_json,"
         " result_hash = :result_hash, seal = :seal WHERE key = :key"

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..run.lease import HolderState, holder_state
 from ..run.ledger import needs_answer
+from ..run.stopping import STOPPED_PREFIX
 from ..shapes import EffectRow
 from ..states import EffectState, RunStatus
 
@@ -41,6 +42,8 @@ STALLED_TEXT = (
 def status_text(status: RunStatus, attention: str) -> str:
     """The one line that says why a run needs a person, by its effective status."""
     if status is RunStatus.INTERRUPTED:
+        if attention.startswith(STOPPED_PREFIX):
+            return f"interrupted: {attention}; resume it"
         return "interrupted: its process died; resume it"
     if status is RunStatus.STALLED:
         return STALLED_TEXT

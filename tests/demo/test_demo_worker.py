@@ -132,7 +132,7 @@ def test_worker_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     finally:
         log = stop(worker, signal.SIGTERM)
     assert worker.returncode == 0, log
-    assert "SIGTERM: finishing the current phase" in log
+    assert "SIGTERM: stopping each run at its next step" in log
     after = view(db, rid)
     # Left between phases, lease released, nothing half-done: resumable as is.
     assert after["status"] in ("interrupted", "completed"), after["status"]
@@ -151,7 +151,7 @@ def test_worker_second_sigint_stops_at_once(tmp_path: Path) -> None:
     try:
         wait_for(lambda: _taken_by(db, rid, worker.pid), what="the worker to take the run")
         worker.send_signal(signal.SIGINT)
-        log = read_until(worker, "SIGINT: finishing the current phase")
+        log = read_until(worker, "SIGINT: stopping each run at its next step")
     finally:
         log += stop(worker, signal.SIGINT)
     # Usually the second signal lands mid-phase ("stopped at once"); if the
@@ -183,7 +183,7 @@ def test_worker_with_jobs_carries_out_a_decision_while_a_long_run_resumes(tmp_pa
         # Two signals sent back to back can arrive as one: send the second once
         # the worker has said it got the first.
         worker.send_signal(signal.SIGINT)
-        log = read_until(worker, "SIGINT: finishing the current phase")
+        log = read_until(worker, "SIGINT: stopping each run at its next step")
     finally:
         log += stop(worker, signal.SIGINT)
     assert worker.returncode == 130, log

@@ -1,0 +1,389 @@
+"""What an async phase function sees: `AsyncPhaseContext`, whose `step`,
+`effect` and `map` are awaited.
+
+Every guarantee of a sync phase holds. A durable step's result is committed
+when it completes; an effect's intent is committed before its function is
+called and its completion with the run's next commit. Those commits run on
+the event loop's thread, one at a time: the loop waits for at most one
+commit (milliseconds), never for the start sequence, which runs in the
+runner's own thread (asyncdriver.py).
+
+The function given to `step`, `effect` or `map` may be `async def`
+(awaited on the loop) or plain (run in a worker thread, so that concurrent
+steps overlap). Concurrency comes from `asyncio.gather` or a `TaskGroup`
+over `ctx.step` and `ctx.effect` calls, or from `ctx.map`; a name called
+from a task other than the phase's own gets no implicit numbering
+(stepcalls.py).
+
+Stopping. When the run is asked to stop, the phase's task is cancelled at
+its next await; an effect whose function is in flight is let finish and
+recorded first (cut off, it would be in doubt), and the stop is then raised.
+A cancellation that is not a stop (the author's own `asyncio.timeout`)
+cancels an effect in flight like any other await: it may then be in doubt,
+as it truly is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from .. import _json
+from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
+from ..errors import UsageError
+from .ledger import Pending
+from .stepcalls import StepCalls, check_effect_options, is_async_callable, rehydrate, returns
+from .stopping import StopRequest
+
+if TYPE_CHECKING:
+    from ..authoring.reconcile import Reconciled
+    from .ledger import EffectLedger
+    from .steplog import StepLog
+
+#: Where plain functions of async steps run. Wide: they are mostly waiting on
+#: I/O (a blocking SDK), and the default executor's min(32, cpus + 4)
+#: threads would serialise a fan-out of 20 on a two-core machine.
+_POOL_SIZE = 64
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _threads() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_POOL_SIZE, thread_name_prefix="phasegate-step")
+        return _pool
+
+
+def _forget_pool() -> None:
+    # A forked child has none of its parent's threads: a pool made before the
+    # fork would take work and never do it.
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+async def _in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    result = await loop.run_in_executor(_threads(), call)
+    if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+        result = await result  # a plain function that returned an awaitable: awaited here
+    return result
+
+
+def _here() -> object:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:
+        return None
+
+
+class AsyncPhaseContext:
+    """The handle an `async def` phase uses to run steps and effects; they are awaited."""
+
+    def __init__(
+        self,
+        run_id: str,
+        phase: str,
+        inputs: Any,
+        missing: frozenset[str],
+        *,
+        steps: StepLog,
+        effects: EffectLedger,
+        attempts: list[Attempt] | None = None,
+        stop: StopRequest | None = None,
+    ) -> None:
+        self._steps = steps
+        self._effects = effects
+        self._attempts: list[Attempt] = attempts if attempts is not None else []
+        self._stop = stop
+        self._calls = StepCalls(phase, stop, _here)
+        self._inflight: set[asyncio.Task[Any]] = set()
+        """Effect calls under way: the phase does not end before they are recorded."""
+        self.phase = phase
+        """The name of the phase being run."""
+        self.run_id = run_id
+        """The run's id."""
+        self.inputs = inputs
+        """The run's original inputs, exactly as given to its first `run`."""
+        self.missing: frozenset[str] = missing
+        """Needed outputs that are lost and were accepted as gaps (degraded run)."""
+
+    @property
+    def degraded(self) -> bool:
+        """Whether the phase runs without some of the outputs it needs (`missing`)."""
+        return bool(self.missing)
+
+    @property
+    def steps_done(self) -> int:
+        """Steps (of any kind) completed in this execution of the phase."""
+        return self._calls.steps_done
+
+    @property
+    def last_step(self) -> str | None:
+        """The step or effect that finished last in this execution of the phase."""
+        return self._calls.last
+
+    def adopt(self) -> None:
+        """(the driver) Make the calling task the phase's own: implicit numbering is sound in it."""
+        self._calls.home = _here()
+
+    async def step(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        /,
+        *args: Any,
+        durable: bool = False,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+        **kwargs: Any,
+    ) -> Any:
+        """Run one step: `await fn(*args, **kwargs)` for an `async def` function,
+        a worker thread for a plain one. The arguments are `PhaseContext.step`'s.
+
+        Args:
+            name: the step's name; a durable step's result is saved under it.
+            fn: an `async def` function, or a plain one (run in a thread).
+            *args: passed to `fn`.
+            durable: save the result when it completes; a replay returns it from the store.
+            retries: call `fn` again, up to this many more times, when it raises one of `retry_on`.
+            backoff: seconds before the first retry, doubled before each next one (with jitter).
+            retry_on: the exceptions that are retried.
+            **kwargs: passed to `fn`.
+
+        Returns:
+            What `fn` returned (for a durable step, as the store gives it back).
+
+        Raises:
+            UsageError: the result cannot be stored, or the name is reused across tasks.
+            Interrupted: a stop was requested.
+        """
+        calls = self._calls
+        calls.check_stop()
+        policy = NO_RETRY if not retries else RetryPolicy.of(f"step {name!r}", retries, backoff, retry_on)
+        if not durable:
+            result = await self._call(name, policy, fn, args, kwargs)
+            calls.done(name)
+            return result
+        return await self._durable(calls.durable_key(name), name, policy, fn, args, kwargs)
+
+    async def _durable(
+        self,
+        key: str,
+        name: str,
+        policy: RetryPolicy,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        annotation = returns(fn)
+        found, value = self._steps.read(self.phase, key)
+        if not found:
+            result = await self._call(name, policy, fn, args, kwargs)
+            text = _json.dumps(result)
+            self._steps.save(self.phase, key, text)  # one commit, on the loop's thread
+            value = _json.loads(text)
+        self._calls.done(key)
+        return rehydrate(annotation, value)
+
+    async def _call(
+        self, name: str, policy: RetryPolicy, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        attempt = 1
+        coro_fn = is_async_callable(fn)
+        while True:
+            try:
+                if coro_fn:
+                    return await fn(*args, **kwargs)
+                return await _in_thread(fn, *args, **kwargs)
+            except Exception as exc:
+                again = policy.retryable(exc, attempt)
+                if again or attempt > 1:
+                    self._attempts.append(Attempt(self.phase, name, attempt, policy.attempts, describe(exc), again))
+                if not again:
+                    raise
+            await asyncio.sleep(policy.delay(attempt))
+            attempt += 1
+
+    async def map(
+        self,
+        name: str,
+        fn: Callable[[Any], Any],
+        items: Iterable[Any],
+        /,
+        *,
+        durable: bool = False,
+        limit: int = 8,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+    ) -> list[Any]:
+        """`fn(item)` for each item, at most `limit` at once; the results in order.
+
+        Item `i` is the step `name:i` (a second `map` of the same name in the
+        phase is `name#2:i`). When an item raises, the others are cancelled
+        (the durable ones already finished stay saved) and the error is raised.
+
+        Args:
+            name: the steps' common name.
+            fn: an `async def` function of one item, or a plain one (threads).
+            items: what to call it on.
+            durable: save each item's result.
+            limit: at most this many calls at once (at least 1).
+            retries: retries per item (see `step`).
+            backoff: see `step`.
+            retry_on: see `step`.
+
+        Returns:
+            `fn`'s results, in the order of `items`.
+
+        Raises:
+            UsageError: `limit` is below 1, or a result cannot be stored.
+            Interrupted: a stop was requested.
+        """
+        calls = self._calls
+        calls.check_stop()
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise UsageError(f"map {name!r}: limit must be a whole number of at least 1, not {limit!r}")
+        base = calls.durable_key(name)
+        policy = NO_RETRY if not retries else RetryPolicy.of(f"map {name!r}", retries, backoff, retry_on)
+        gate = asyncio.Semaphore(limit)
+
+        async def one(i: int, item: Any) -> Any:
+            async with gate:
+                calls.check_stop()
+                if durable:
+                    return await self._durable(f"{base}:{i}", f"{name}:{i}", policy, fn, (item,), {})
+                result = await self._call(f"{name}:{i}", policy, fn, (item,), {})
+                calls.done(f"{name}:{i}")
+                return result
+
+        todo = list(items)
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(one(i, item)) for i, item in enumerate(todo)]
+        return [t.result() for t in tasks]
+
+    async def effect(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        /,
+        *,
+        idempotent: bool = False,
+        atomic: bool = False,
+        reconcile: Callable[[str], Reconciled] | None = None,
+        reconcile_timeout: float = 30.0,
+        redo_on_rewind: bool = False,
+    ) -> Any:
+        """Do something outside the run that must not happen twice; awaited.
+        The arguments are `PhaseContext.effect`'s.
+
+        Args:
+            name: the effect's name, unique in its phase.
+            fn: `async def` (awaited) or plain (run in a thread), called as `fn(key)`.
+                An atomic effect's function gets a sync session and must be plain.
+            idempotent: the target deduplicates by key.
+            atomic: `fn(key, session)` inside the transaction that records it.
+            reconcile: asked whether an in-doubt effect happened (a plain function).
+            reconcile_timeout: seconds the reconcile hook may take.
+            redo_on_rewind: (idempotent effects only) a new key when a rewind re-opens the phase.
+
+        Returns:
+            What `fn` returned, or what it returned before (as stored).
+
+        Raises:
+            UsageError: an option is out of range, a name is used twice, or an
+                atomic effect's function is async.
+            Stop: the effect is in doubt and nothing can say whether it happened.
+            Interrupted: a stop was requested.
+        """
+        calls = self._calls
+        calls.check_stop()
+        check_effect_options(
+            name, idempotent=idempotent, redo_on_rewind=redo_on_rewind, reconcile_timeout=reconcile_timeout
+        )
+        if atomic and is_async_callable(fn):
+            raise UsageError(
+                f"effect {name!r}: an atomic effect's function runs inside the store's transaction with a "
+                "sync session; it cannot be async"
+            )
+        calls.effect_name(name)
+        if atomic:
+            value = await _in_thread(self._effects.perform, self.phase, name, fn, idempotent=idempotent, atomic=True)
+        else:
+            value = await self._unatomic(name, fn, idempotent, reconcile, reconcile_timeout, redo_on_rewind)
+        calls.done(name)
+        return rehydrate(returns(fn), value)
+
+    async def _unatomic(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        idempotent: bool,
+        reconcile: Callable[[str], Reconciled] | None,
+        reconcile_timeout: float,
+        redo_on_rewind: bool,
+    ) -> Any:
+        begin = functools.partial(
+            self._effects.begin,
+            self.phase,
+            name,
+            idempotent=idempotent,
+            reconcile=reconcile,
+            reconcile_timeout=reconcile_timeout,
+            redo_on_rewind=redo_on_rewind,
+        )
+        # A reconcile hook is a plain function that may take its whole
+        # timeout: asked from a thread. Otherwise one commit, on the loop.
+        began = await _in_thread(begin) if reconcile is not None else begin()
+        if not isinstance(began, Pending):
+            return began.value
+        call = asyncio.ensure_future(self._perform(fn, began))
+        self._inflight.add(call)
+        call.add_done_callback(self._inflight.discard)
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            if self._stop is None or self._stop.why is None:
+                call.cancel()  # not a stop: cancelled like any await (it may be in doubt, as it is)
+                raise
+            # A stop: the call in flight finishes and is recorded, then the stop goes on.
+            while not call.done():
+                try:
+                    await asyncio.shield(call)
+                except asyncio.CancelledError:
+                    continue
+                except BaseException:  # noqa: BLE001 - the effect's own failure: the stop still wins
+                    break
+            raise
+
+    async def _perform(self, fn: Callable[..., Any], began: Pending) -> Any:
+        """The effect's call and its completion, in a task of its own, so
+        that a stop's cancellation of the phase does not cut it off."""
+        if is_async_callable(fn):
+            result = await self._effects.call(fn, began)
+        else:
+            result = await _in_thread(self._effects.call, fn, began)
+        return self._effects.finish(began, result)
+
+    async def settle(self) -> None:
+        """(the driver) Wait for effect calls still in flight, so each is recorded before the phase ends."""
+        while self._inflight:
+            await asyncio.wait(set(self._inflight))
+
+    def close(self) -> None:
+        """The phase returned: a task it left running stops at its next step."""
+        self._calls.closed = True

@@ -1,0 +1,130 @@
+"""Where a run's async phases run: the caller's event loop, or one of the run's own.
+
+`Engine.run` is a plain call: an async phase runs in an event loop the run
+makes for itself (one for all its async phases, closed at the run's end),
+in the thread that runs the run. `Engine.arun` is awaited from a running
+loop: the start sequence and every sync phase run in a worker thread, and
+each async phase is handed to the caller's loop, so the application's
+clients, made on its loop, work in the phase; the loop waits for nothing
+but a phase's own commits.
+
+The driver also carries out the stop (stopping.py) for an async phase: the
+phase's task is cancelled at once, the effects in flight are let finish and
+recorded (`AsyncPhaseContext.settle`), and the cancellation becomes
+`Interrupted`, saying where the run stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .._stop import Stop
+from ..errors import LeaseLost, StoreError
+from .asynccontext import AsyncPhaseContext
+from .stopping import Interrupted, StopRequest, where
+
+#: Which of several failures in one phase (a `TaskGroup`'s group) the run
+#: reports: an effect in doubt before a lost lease, before the store
+#: failing, before a stop, before the phase's own errors.
+_SERIOUS: tuple[type[BaseException], ...] = (Stop, LeaseLost, StoreError, Interrupted)
+
+
+def most_serious(group: BaseExceptionGroup[Any]) -> BaseException:
+    """The one failure of a group that says what happened to the run (see `_SERIOUS`)."""
+    leaves: list[BaseException] = []
+
+    def walk(g: BaseExceptionGroup[Any]) -> None:
+        for e in g.exceptions:
+            if isinstance(e, BaseExceptionGroup):
+                walk(e)
+            else:
+                leaves.append(e)
+
+    walk(group)
+    for kind in _SERIOUS:
+        for e in leaves:
+            if isinstance(e, kind):
+                return e
+    return leaves[0] if leaves else group
+
+
+class PhaseLoop:
+    """The event loop a run's async phases run in (see the module's note)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """
+        Args:
+            loop: the caller's running loop (`Engine.arun`), or None for a loop of the run's own.
+        """
+        self._given = loop
+        self._own: asyncio.Runner | None = None
+
+    def run(self, call: Callable[[], Awaitable[Any]], ctx: AsyncPhaseContext, stop: StopRequest | None) -> Any:
+        """Run one async phase to its end, from the runner's thread.
+
+        Args:
+            call: makes the phase's coroutine (`phase(ctx, **needs)`).
+            ctx: the phase's context.
+            stop: the run's stop request.
+
+        Returns:
+            What the phase returned.
+
+        Raises:
+            Interrupted: the run was asked to stop.
+            BaseException: whatever the phase raised (a group's most serious one).
+        """
+        main = self._main(call, ctx, stop)
+        if self._given is not None:
+            return asyncio.run_coroutine_threadsafe(main, self._given).result()
+        if self._own is None:
+            self._own = asyncio.Runner()
+        return self._own.run(main)
+
+    async def _main(self, call: Callable[[], Awaitable[Any]], ctx: AsyncPhaseContext, stop: StopRequest | None) -> Any:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        ctx.adopt()
+        forget = None
+        if stop is not None and task is not None:
+
+            def cancel() -> None:
+                loop.call_soon_threadsafe(task.cancel)
+
+            forget = stop.on_request(cancel)
+        try:
+            return await call()
+        except asyncio.CancelledError:
+            if stop is not None and stop.why is not None:
+                raise Interrupted(where(stop.why, ctx.phase, ctx.last_step)) from None
+            raise
+        except BaseExceptionGroup as group:
+            raise most_serious(group) from None
+        finally:
+            if forget is not None:
+                forget()
+            ctx.close()
+            # Every effect call still in flight is recorded before the phase ends.
+            await asyncio.shield(ctx.settle())
+            if self._given is None:
+                await _cancel_leftovers()
+
+    def close(self) -> None:
+        """Close the run's own loop, if it made one."""
+        if self._own is not None:
+            self._own.close()
+            self._own = None
+
+
+async def _cancel_leftovers() -> None:
+    """Tasks the phase started and left running (a `gather` whose sibling
+    failed): on the run's own loop nothing else runs, so they are cancelled
+    now rather than left to run into the next phase."""
+    me = asyncio.current_task()
+    left = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+    for t in left:
+        t.cancel()
+    if left:
+        await asyncio.gather(*left, return_exceptions=True)
