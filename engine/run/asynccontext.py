@@ -323,9 +323,9 @@ class AsyncPhaseContext:
         calls.effect_name(name)
         if atomic:
             value = await _in_thread(self._effects.perform, self.phase, name, fn, idempotent=idempotent, atomic=True)
+            calls.done(name)
         else:
             value = await self._unatomic(name, fn, idempotent, reconcile, reconcile_timeout, redo_on_rewind)
-        calls.done(name)
         return rehydrate(returns(fn), value)
 
     async def _unatomic(
@@ -350,8 +350,9 @@ class AsyncPhaseContext:
         # timeout: asked from a thread. Otherwise one commit, on the loop.
         began = await _in_thread(begin) if reconcile is not None else begin()
         if not isinstance(began, Pending):
+            self._calls.done(name)
             return began.value
-        call = asyncio.ensure_future(self._perform(fn, began))
+        call = asyncio.ensure_future(self._perform(name, fn, began))
         self._inflight.add(call)
         call.add_done_callback(self._inflight.discard)
         try:
@@ -370,14 +371,16 @@ class AsyncPhaseContext:
                     break
             raise
 
-    async def _perform(self, fn: Callable[..., Any], began: Pending) -> Any:
+    async def _perform(self, name: str, fn: Callable[..., Any], began: Pending) -> Any:
         """The effect's call and its completion, in a task of its own, so
         that a stop's cancellation of the phase does not cut it off."""
         if is_async_callable(fn):
             result = await self._effects.call(fn, began)
         else:
             result = await _in_thread(self._effects.call, fn, began)
-        return self._effects.finish(began, result)
+        value = self._effects.finish(began, result)
+        self._calls.done(name)
+        return value
 
     async def settle(self) -> None:
         """(the driver) Wait for effect calls still in flight, so each is recorded before the phase ends."""

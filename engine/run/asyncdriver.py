@@ -87,29 +87,39 @@ class PhaseLoop:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         ctx.adopt()
-        forget = None
-        if stop is not None and task is not None:
+        ended = False
 
-            def cancel() -> None:
-                loop.call_soon_threadsafe(task.cancel)
+        def cancel_now() -> None:
+            # On the loop's thread: a phase that already ended (a step's own
+            # stop check raised first) is not cancelled in its clean-up.
+            if not ended and task is not None:
+                task.cancel()
 
-            forget = stop.on_request(cancel)
+        def cancel() -> None:
+            loop.call_soon_threadsafe(cancel_now)
+
+        forget = stop.on_request(cancel) if stop is not None else None
+        stopped = False
         try:
             return await call()
         except asyncio.CancelledError:
-            if stop is not None and stop.why is not None:
-                raise Interrupted(where(stop.why, ctx.phase, ctx.last_step)) from None
-            raise
+            if stop is None or stop.why is None:
+                raise
+            stopped = True
         except BaseExceptionGroup as group:
             raise most_serious(group) from None
         finally:
+            ended = True
             if forget is not None:
                 forget()
             ctx.close()
             # Every effect call still in flight is recorded before the phase ends.
-            await asyncio.shield(ctx.settle())
+            await ctx.settle()
             if self._given is None:
                 await _cancel_leftovers()
+        # Where it stopped is said once the effects in flight are recorded.
+        assert stopped and stop is not None and stop.why is not None
+        raise Interrupted(where(stop.why, ctx.phase, ctx.last_step))
 
     def close(self) -> None:
         """Close the run's own loop, if it made one."""
