@@ -57,6 +57,9 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
         "PostgreSQL checkpoint",
         "PostgreSQL runs drained",
         "decide --cause",
+        "async ctx.step overhead",
+        "20 concurrent durable steps",
+        "fan-out of 20 effects",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
     # --quick runs no peers; they are reported as skipped, never faked.
