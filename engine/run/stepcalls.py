@@ -26,6 +26,8 @@ import inspect
 import threading
 import typing
 from collections.abc import Callable
+from inspect import CO_COROUTINE
+from types import FunctionType
 from typing import Any
 
 from .. import _json
@@ -37,6 +39,10 @@ def is_async_callable(fn: Any) -> bool:
     """Whether calling `fn` gives a coroutine to await: an `async def`
     function or method, a `functools.partial` of one, or an object whose
     `__call__` is `async def`."""
+    if type(fn) is FunctionType and not hasattr(fn, "_is_coroutine_marker"):
+        # The common case (a function or a lambda), read off its code's flags:
+        # ~0.05 us instead of inspect's ~0.5, at every step.
+        return bool(fn.__code__.co_flags & CO_COROUTINE)
     while isinstance(fn, functools.partial):
         fn = fn.func
     if inspect.iscoroutinefunction(fn):
@@ -46,6 +52,10 @@ def is_async_callable(fn: Any) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
+#: Results that are plainly not awaitable: checked by type first, at every step.
+_PLAIN: frozenset[type] = frozenset({dict, list, str, int, float, bool, tuple, type(None), bytes})
+
+
 def refuse_coroutine(what: str, result: Any) -> None:
     """A sync phase's function that returned a coroutine: it never ran.
     Closed (no "never awaited" warning) and refused in one line.
@@ -53,6 +63,8 @@ def refuse_coroutine(what: str, result: Any) -> None:
     Raises:
         UsageError: `result` is awaitable.
     """
+    if type(result) in _PLAIN:
+        return
     if inspect.isawaitable(result):
         close = getattr(result, "close", None)
         if callable(close):
@@ -108,8 +120,9 @@ class StepCalls:
         Raises:
             Interrupted: a stop was requested, or the phase already ended.
         """
-        if self._stop is not None and self._stop.why is not None:
-            raise Interrupted(where(self._stop.why, self.phase, self.last))
+        stop = self._stop
+        if stop is not None and stop.why is not None:
+            raise Interrupted(where(stop.why, self.phase, self.last))
         if self.closed:
             raise Interrupted(f"phase {self.phase} has ended; a step called after it is not run")
 

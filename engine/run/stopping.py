@@ -47,20 +47,17 @@ class StopRequest:
     that phase's task from the loop's own thread)."""
 
     def __init__(self) -> None:
-        self._why: str | None = None
+        self.why: str | None = None
+        """What asked for the stop ("stopped by SIGTERM"), or None while nothing did.
+        (An attribute, not a property: every step reads it.)"""
         self._hooks: dict[int, Callable[[], None]] = {}
         self._next = 0
         # Not a Lock: a signal handler may run `request` on the main thread
         # while that thread holds the lock inside `on_request`.
         self._lock = threading.RLock()
 
-    @property
-    def why(self) -> str | None:
-        """What asked for the stop ("stopped by SIGTERM"), or None while nothing did."""
-        return self._why
-
     def __bool__(self) -> bool:
-        return self._why is not None
+        return self.why is not None
 
     def request(self, why: str) -> None:
         """Ask every run given this request to stop at its next step.
@@ -70,8 +67,8 @@ class StopRequest:
                 A second request keeps the first one's words.
         """
         with self._lock:
-            if self._why is None:
-                self._why = why
+            if self.why is None:
+                self.why = why
             hooks = list(self._hooks.values())
         for hook in hooks:
             try:
@@ -92,7 +89,7 @@ class StopRequest:
             token = self._next
             self._next += 1
             self._hooks[token] = hook
-            already = self._why is not None
+            already = self.why is not None
         if already:
             hook()
 

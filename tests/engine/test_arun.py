@@ -97,3 +97,43 @@ def test_an_async_phase_runs_from_plain_engine_run_again_and_again(h: Harness) -
     with Engine(h.target) as eng:
         for i in range(3):
             assert eng.run(wf, f"ar4-{i}", {"turns": 2, "pace": 0}).status == "completed"
+
+
+def test_a_durable_step_name_reused_across_tasks_or_threads_is_refused(h: Harness) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    tasks = Workflow("test-names-tasks")
+
+    @tasks.phase()
+    async def fan(ctx: AsyncPhaseContext) -> list[int]:
+        return list(await asyncio.gather(*(ctx.step("same", _noop, i, durable=True) for i in range(3))))
+
+    threads = Workflow("test-names-threads")
+
+    @threads.phase(name="fan")
+    def fan_threads(ctx: PhaseContext) -> list[int]:
+        with ThreadPoolExecutor(3) as pool:
+            return list(pool.map(lambda i: ctx.step("same", lambda: i, durable=True), range(3)))
+
+    ordered = Workflow("test-names-ordered")
+
+    @ordered.phase(name="fan")
+    async def fan_ordered(ctx: AsyncPhaseContext) -> list[int]:
+        # From the phase's own task the order is the code's: numbered as always.
+        return [await ctx.step("same", _noop, i, durable=True) for i in range(3)]
+
+    with Engine(h.target) as eng:
+        for w, rid in ((tasks, "n1"), (threads, "n2")):
+            out = eng.run(w, rid)
+            assert out.status == "failed", out
+            assert out.error is not None and out.error["type"] == "UsageError"
+            assert "not all from the phase's own thread or task" in out.error["message"]
+        good = eng.run(ordered, "n3")
+        assert good.status == "completed" and good.result == [0, 1, 2]
+    rows = h.sql("SELECT step_key FROM phasegate_steps WHERE run_id = 'n3' ORDER BY step_key")
+    assert [r[0] for r in rows] == ["same", "same#2", "same#3"]
+
+
+async def _noop(i: int) -> int:
+    await asyncio.sleep(0)
+    return i

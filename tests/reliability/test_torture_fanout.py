@@ -34,12 +34,12 @@ def test_fifty_kills_of_concurrent_steps_and_effects_on_sqlite(tmp_path: Path, s
     lines: list[str] = []
     reports = fanout.torture(50, seed, tmp_path, log=lines.append)
     _assert_all_ok(reports, 50, seed, lines)
-    # Some kills left effects in doubt without a hook: an operator answered them.
-    assert any(r.answered for r in reports if not r.reconcile) or True
+    # Some kills left effects in doubt without a hook: each was reported, and answered.
+    assert any(r.answered for r in reports if not r.reconcile), "\n".join(lines)
 
 
 def test_kills_of_concurrent_steps_and_effects_on_postgres(tmp_path: Path, seed: int) -> None:
     lines: list[str] = []
     with pg_schema() as url:
-        reports = fanout.torture(16, seed, tmp_path, db=url, log=lines.append)
-    _assert_all_ok(reports, 16, seed, lines)
+        reports = fanout.torture(50, seed, tmp_path, db=url, log=lines.append)
+    _assert_all_ok(reports, 50, seed, lines)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tests.support import seeds
 
-from . import corrupt, crash
+from . import corrupt, crash, fanout
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +35,15 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         help=f"master seed (default: ${seeds.ENV}, else {seeds.DEFAULT}; printed either way)",
+    )
+    p.add_argument(
+        "--fanout",
+        type=int,
+        default=0,
+        help="SIGKILLs to land in fan-out runs (gather, ctx.map and threads; tests/torture/fanout.py) (default 0)",
+    )
+    p.add_argument(
+        "--fanout-db", default=None, help="the fan-out runs' store (default: a SQLite file); a URL for PostgreSQL"
     )
     p.add_argument("--run-seed", type=int, default=None, help="replay one tortured run by its printed run-seed")
     p.add_argument("--only", default=None, help="one corruption kind, e.g. delete-effect")
@@ -75,6 +84,20 @@ def main(argv: list[str] | None = None) -> int:
             f"{sum(paused.values())} pauses {dict(paused) or ''}, "
             f"{sum(r.attempts for r in reps)} attempts, decisions {dict(dec) or '-'}; "
             f"{len(reps) - len(bad)} completed with every invariant, {len(bad)} failed",
+            flush=True,
+        )
+    if args.fanout > 0 and args.run_seed is None:
+        (work / "fanout").mkdir(parents=True, exist_ok=True)
+        freps = fanout.torture(
+            args.fanout, seed, work / "fanout", db=args.fanout_db, log=lambda s: print(s, flush=True)
+        )
+        fbad = [r for r in freps if not r.ok]
+        failed += len(fbad)
+        by_mode = Counter(r.mode for r in freps)
+        print(
+            f"fan-out torture: {len(freps)} runs {dict(by_mode)}, {sum(r.kills for r in freps)} kills, "
+            f"{sum(r.attempts for r in freps)} attempts, {sum(r.answered for r in freps)} in-doubt effects "
+            f"answered; {len(freps) - len(fbad)} completed with every invariant, {len(fbad)} failed",
             flush=True,
         )
     if args.corruptions > 0 and args.run_seed is None:
