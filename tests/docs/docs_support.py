@@ -38,8 +38,9 @@ class Block:
 
 
 def pages() -> list[Path]:
-    """Every Markdown page of the site, and the README."""
-    return sorted(DOCS.rglob("*.md")) + [ROOT / "README.md"]
+    """Every Markdown page of the site, and the README (not the notes other
+    branches leave in docs/notes-*.md, which mkdocs.yml excludes too)."""
+    return sorted(p for p in DOCS.rglob("*.md") if not p.name.startswith("notes-")) + [ROOT / "README.md"]
 
 
 def blocks(page: Path) -> list[Block]:
