@@ -69,3 +69,12 @@ def test_the_page_is_read() -> None:
     """A change of the page's headings would leave nothing to compare."""
     documented = _documented()
     assert len(documented) >= 15 and "--run-id" in documented["run"] and "--verbose" in documented[""]
+
+
+def test_the_exit_codes_table_is_exit_code() -> None:
+    """The page's exit codes are `ExitCode`'s numbers, each once."""
+    from phasegate import ExitCode
+
+    section = PAGE.read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    listed = [int(m) for m in re.findall(r"^\| (\d+) \|", section, re.M)]
+    assert listed == sorted(int(c) for c in ExitCode)
