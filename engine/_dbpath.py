@@ -8,4 +8,10 @@ DEFAULT_DB = "phasegate.db"
 
 
 def default_db() -> str:
+    """The store opened when none is named.
+
+    Returns:
+        `$PHASEGATE_DB` when it is set and not empty, else `phasegate.db` (in
+        the current folder).
+    """
     return os.environ.get("PHASEGATE_DB") or DEFAULT_DB

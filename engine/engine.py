@@ -46,8 +46,35 @@ from .views.workers import WorkerView, list_workers
 class Engine:
     """A phasegate store and the operations on it.
 
-    `db` is a file path (SQLite, the default) or an SQLAlchemy URL. `clock`
-    is injectable so tests and snapshots can freeze time."""
+    Use it as a context manager (`with Engine("jobs.db") as eng:`), or call
+    `close`. Each setting not given is read from its environment variable
+    (docs/reference/configuration.md), and every one is checked before any
+    store is opened.
+
+    Args:
+        db: An SQLite file path, or an SQLAlchemy URL (`postgresql://...`);
+            None: `$PHASEGATE_DB`, else `./phasegate.db`.
+        clock: The time, in UNIX seconds: injectable so tests and snapshots
+            can freeze it.
+        lease_seconds: How long a run's lease lasts unrenewed
+            (`PHASEGATE_LEASE_SECONDS`, 30).
+        retention_days: Days a completed run is kept whole before it becomes a
+            prune candidate (`PHASEGATE_RETENTION_DAYS`, 30).
+        archive_dir: Where pruning exports what it archives
+            (`PHASEGATE_ARCHIVE_DIR`; beside an SQLite store by default).
+        claim_seconds: How long an operator's claim lasts
+            (`PHASEGATE_CLAIM_SECONDS`, 7200).
+        create: Create the store if it does not exist.
+        readonly: Open the store read-only (an SQLite file at the file level):
+            nothing is written, not even an upgrade.
+        effect_flush: Seconds an effect's completion may wait to commit with
+            the run's next transaction (`PHASEGATE_EFFECT_FLUSH_MS` / 1000).
+
+    Raises:
+        UsageError: A setting that is not a number or is out of its range.
+        StoreError: The store cannot be opened, is not a phasegate store, or
+            (read-only) is of an older schema version.
+    """
 
     def __init__(
         self,
@@ -71,23 +98,29 @@ class Engine:
             archive_dir=archive_dir,
         )
         self.lease_seconds = settings.lease_seconds
-        #: Seconds an effect's completion may wait to commit with the run's next
-        #: transaction (0: committed before `ctx.effect` returns).
+        """How long a run's lease lasts unrenewed, in seconds."""
         self.effect_flush = settings.effect_flush
+        """Seconds an effect's completion may wait to commit with the run's next
+        transaction (0: committed before `ctx.effect` returns)."""
         self.retention_days = settings.retention_days
+        """Days a completed run is kept whole before it becomes a prune candidate."""
         self.claim_seconds = settings.claim_seconds
+        """How long an operator's claim on a run lasts, in seconds."""
         self.store = Store(
             db if db is not None else default_db(), create=create, readonly=readonly, lease_seconds=self.lease_seconds
         )
+        """The store: its database and a repository per table (internal)."""
         self.clock = clock
-        #: Checked between phases; when it returns True the run stops cleanly,
-        #: resumable, with its lease released (a worker's graceful shutdown).
+        """The time, in UNIX seconds."""
         self.should_stop: Callable[[], bool] | None = None
-        #: Asked at every step of every run: once requested, a run stops at its
-        #: next `ctx.step` or `ctx.effect` (an async phase: at its next await),
-        #: resumable, with where it stopped as its reason (run/stopping.py).
+        """Checked between phases; when it returns True the run stops cleanly,
+        resumable, with its lease released (legacy: `stop_request` stops at the next step)."""
         self.stop_request: StopRequest | None = None
+        """Asked at every step of every run: once requested, a run stops at its
+        next `ctx.step` or `ctx.effect` (an async phase: at its next await),
+        resumable, with where it stopped as its reason (run/stopping.py)."""
         self.archive_dir = archive.archive_dir(self.store.path, settings.archive_dir)
+        """The folder pruning exports to, made absolute."""
         self._oversight = Oversight(self.store, clock, self._view, self.claim_seconds)
         self._triage = Triage(self.store, clock, self._view, self._oversight)
         self._verifier = Verifier(self.store, clock)
@@ -104,6 +137,7 @@ class Engine:
         return self._triage
 
     def close(self) -> None:
+        """Close the store's connections (leaving the `with` block does it)."""
         self.store.close()
 
     def __enter__(self) -> Engine:
@@ -126,20 +160,30 @@ class Engine:
         `asyncio.run`; from async code, prefer `await Engine.arun(...)`.
 
         Args:
-            wf: the workflow.
-            run_id: the run's id; a new id starts a run, a known one resumes it.
-            inputs: the run's inputs (a new run); None resumes with the stored ones.
-            target: where the workflow is loaded from ("module:attr"), stored with the run.
-            force: take the run over from a stalled holder (see `HolderStalled`).
+            wf: The workflow.
+            run_id: The run's id: a new one starts a run, a known one continues it.
+            inputs: The run's inputs (JSON values). For a run that exists, None
+                (or the same inputs) continues it with its stored ones.
+            target: Where `phasegate resume` and the worker load the workflow
+                again (`path/to/file.py:NAME` or `package.module:NAME`),
+                stored with the run; the command line passes it for you.
+            force: Take the run over from a stalled holder (`HolderStalled`):
+                it may wake inside an effect's call and finish it.
 
         Returns:
-            How this execution ended: completed, blocked, failed or interrupted.
+            How this call ended: completed (with the result), blocked (with the
+            reasons, for an operator), failed (with the error), or interrupted
+            (stopped on request at a step, `Outcome.stopped` says where). A
+            block or a failure is an outcome, not an exception.
 
         Raises:
-            UsageError: `wf` is not a Workflow, or the inputs differ from the run's.
-            RunHeld: another live process holds the run.
-            HolderStalled: the holder is frozen past its lease and `force` is not given.
-            StoreError: the store failed (the run stays resumable).
+            UsageError: `wf` is not a `Workflow`, the run id or the inputs are
+                not acceptable, or other inputs are given for a run that exists.
+            RunHeld: Another live process holds the run.
+            HolderStalled: Its holder is stalled and `force` is not given.
+            LeaseLost: This process lost the run's lease while running it; it
+                stopped, recording nothing more.
+            StoreError: The store cannot be used.
         """
         runner = self._runner(wf, run_id, inputs, target=target, force=force, stop=self.stop_request, loop=None)
         if _loop_running():
@@ -261,14 +305,41 @@ class Engine:
         the run as it is inside the recording transaction (`fit` (decide/fit.py)),
         kept forever, and applied at the next `run` of that id; a reset is
         applied at once (applying.py), since it archives the state.
-        `expect_env` (approve): the `env_hash` of the preview the operator
-        saw; the approval is refused if the run's changes differ now.
         Recording it revokes the run's lease (a stalled holder's, the only one
         a decision can meet): whatever that process does when it wakes is
-        fenced off. An effect decision against a stalled holder needs `force`.
-        A run someone else claimed needs `override_claim` (`ClaimedByOther`).
-        An action the store's policy lists is only *proposed* (state
-        "proposed"): nothing changes until another operator seconds it (`second`)."""
+        fenced off. An action the store's policy lists is only *proposed*
+        (state "proposed"): nothing changes until another operator seconds it
+        (`phasegate decide RUN second`).
+
+        Args:
+            run_id: The run.
+            action: approve, degrade, rewind, reset, confirm_effect or retry_effect.
+            reason: Why, in the operator's words (required, stored forever).
+            operator: Who decides; None: `$PHASEGATE_OPERATOR`, else the login name.
+            phase: For rewind: the phase to re-run from.
+            effect: For confirm_effect and retry_effect: the effect's full key,
+                `phase/name` or name, naming exactly one effect.
+            result: For confirm_effect (required): what the outside system
+                returned; None is JSON null, `NO_RESULT` means none was given.
+            force: Answer a stalled holder's in-doubt effect.
+            expect_env: For approve: the `env_hash` of the preview the operator
+                saw; refused if the run's changed values differ now.
+            override_claim: Decide on a run someone else claimed.
+
+        Returns:
+            The decision as recorded ("pending", "applied" for a reset, or
+            "proposed").
+
+        Raises:
+            RunNotFound: No run `run_id`.
+            UsageError: An unknown action, an empty reason, an option the action
+                does not take, or an `effect` that names no effect or several.
+            DecisionError: The decision does not fit why the run stopped, or
+                the run moved since (`expect_env`); `AlreadyDecided` on top of
+                a pending one.
+            HolderStalled: An effect decision against a stalled holder without `force`.
+            ClaimedByOther: Someone else claimed the run and `override_claim` is not given.
+        """
         validate_run_id(run_id)
         act = _fit.parse_action(action)
         _fit.check_reason(reason)
@@ -298,6 +369,17 @@ class Engine:
     # -- reading --------------------------------------------------------------
 
     def status(self, run_id: str) -> RunView:
+        """One run in full, as `phasegate status RUN` shows it.
+
+        Args:
+            run_id: The run.
+
+        Returns:
+            Its view, read from the store alone (`RunView.to_json` is `status --json`).
+
+        Raises:
+            RunNotFound: No run `run_id`.
+        """
         with self.store.read() as conn:
             run = self.store.runs.get(conn, run_id)
             if run is None:
@@ -361,8 +443,22 @@ class Engine:
         Paged by keyset: `after` is a row's `sort_key` (read in the same
         order), and the page holds the rows after it (at or after it with
         `inclusive`; before it with `backward`, the last page when `after` is
-        None). Every page costs the same, wherever it is in the list;
-        `offset` skips rows read and is there for small lists only."""
+        None). Every page costs the same, wherever it is in the list.
+
+        Args:
+            limit: At most this many lines; None: all.
+            offset: Lines to skip after those read (for small lists only).
+            statuses: Only runs whose stored status is one of these.
+            text: Only runs whose id, workflow or reason contains it.
+            order: "attention", or a column: run_id, workflow, status,
+                frontier, last_checkpoint_at; a "-" prefix descends.
+            after: A line's `sort_key` from a page read in the same order.
+            inclusive: With `after`: the page starts at that line.
+            backward: The page before `after` (the last page when it is None).
+
+        Returns:
+            The page's lines, in order; a damaged row is a line that says so.
+        """
         now = self.clock()
         with self.store.read() as conn:
             dead: list[str] = []
@@ -397,14 +493,26 @@ class Engine:
         return out
 
     def count_runs(self, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
-        """How many runs `runs` would list with these filters (the console pages with it)."""
+        """How many runs `runs` would list with these filters (the console pages with it).
+
+        Args:
+            statuses: As `runs` takes them.
+            text: As `runs` takes it.
+
+        Returns:
+            The count.
+        """
         with self.store.read() as conn:
             return self.store.runs.count_matching(conn, statuses=statuses, text=text)
 
     def counts(self) -> dict[str, int]:
         """Runs by status as an operator sees it (a dead holder's run counts
         as interrupted). Reads one grouped count plus the running rows whose
-        holder may be gone (a lapsed lease, or one held from this host)."""
+        holder may be gone (a lapsed lease, or one held from this host).
+
+        Returns:
+            Status name -> how many runs are in it (statuses with none left out).
+        """
         now = self.clock()
         with self.store.read() as conn:
             counts = self.store.runs.count_by_status(conn)
@@ -421,7 +529,17 @@ class Engine:
 
     def allowed_actions(self, run: RunView | str) -> list[Action]:
         """The decisions that fit this run now (the console offers only these).
-        Give the view already read to ask several questions of one read."""
+
+        Args:
+            run: The run's id, or its view already read (to ask several
+                questions of one read).
+
+        Returns:
+            The actions `decide` would not refuse as unfit, in `Action` order.
+
+        Raises:
+            RunNotFound: No run with that id.
+        """
         return _fit.allowed_actions(run if isinstance(run, RunView) else self.status(run))
 
     def preview(
@@ -437,8 +555,30 @@ class Engine:
         expect_env: str | None = None,
     ) -> _previews.Preview:
         """What a decision would do, without recording it; refused exactly
-        as `decide` would refuse it, in the same order (a `reason`, when
-        given, is checked as `decide` checks it)."""
+        as `decide` would refuse it, in the same order (`phasegate decide
+        --dry-run`).
+
+        Args:
+            run: The run's id, or its view already read.
+            action: As `decide` takes it.
+            phase: As `decide` takes it.
+            effect: As `decide` takes it.
+            result: As `decide` takes it.
+            reason: When given, checked as `decide` checks it.
+            force: As `decide` takes it.
+            expect_env: As `decide` takes it.
+
+        Returns:
+            What the decision would do: the phases that run again, the effects
+            that could be called again, what is set aside and what is kept; for
+            an approval, the values it accepts and their `env_hash`.
+
+        Raises:
+            RunNotFound: No run with that id.
+            UsageError: As `decide` raises it.
+            DecisionError: As `decide` raises it.
+            HolderStalled: As `decide` raises it.
+        """
         if isinstance(run, str):
             validate_run_id(run)
         _fit.parse_action(action)
@@ -450,6 +590,11 @@ class Engine:
         )
 
     def run_ids(self) -> Iterator[str]:
+        """Every run's id, in order, read a page at a time.
+
+        Yields:
+            Each run id.
+        """
         after = ""
         while True:
             with self.store.read() as conn:
@@ -461,12 +606,20 @@ class Engine:
 
     def data_version(self) -> ChangeProbe:
         """A probe whose `changed()` says whether another connection committed
-        since it was last asked (SQLite's data_version; PostgreSQL's LISTEN)."""
+        since it was last asked (SQLite's data_version; PostgreSQL's LISTEN).
+
+        Returns:
+            A new probe, for one thread (`phasegate.ops.watch_store` makes one).
+        """
         return self.store.changes.probe()
 
     def workers(self) -> list[WorkerView]:
         """The workers that recorded a heartbeat, most recently seen first,
-        each with whether it is alive now (`workers.is_alive`)."""
+        each with whether it is alive now (`workers.is_alive`).
+
+        Returns:
+            The workers (`phasegate workers`).
+        """
         return list_workers(self.store, self.clock)
 
     @property
@@ -486,6 +639,11 @@ class Engine:
         is recorded on it with `record`, so operators see it before anything
         runs. How the store is read is `upkeep.verify.Verifier`'s.
 
+        Args:
+            run_id: One run; None: every run.
+            record: Record a failure found in a stopped run on that run.
+            deep: Also parse every stored output.
+
         Returns:
             A `VerifyReport` for each run, in run-id order; for a store whose
             schema this engine does not know, one `UnknownSchema` alone.
@@ -496,8 +654,17 @@ class Engine:
         return self._verifier.verify(run_id, record=record, deep=deep)
 
     def prune_candidates(self, run_id: str | None = None) -> list[_prune.PruneCandidate]:
-        """What is safe to prune now in one run, or in every run (`RunNotFound`
-        for a run that is not there)."""
+        """What is safe to prune now in one run, or in every run.
+
+        Args:
+            run_id: One run; None: every run.
+
+        Returns:
+            The candidates, each with why it is safe.
+
+        Raises:
+            RunNotFound: No run `run_id`.
+        """
         return self._pruner.candidates([run_id] if run_id else list(self.run_ids()))
 
     def prune(
@@ -511,7 +678,23 @@ class Engine:
         """List (or with `apply`, remove) what is safe to prune. Each run's
         candidates are re-derived inside the write transaction that removes
         them, so nothing is removed on a judgement made before a change
-        (`upkeep.pruning.Pruner`)."""
+        (`upkeep.pruning.Pruner`).
+
+        Args:
+            apply: Remove them (archiving first what has future value); False: only list.
+            run_id: One run; None: every run.
+            operator: Who prunes, for the audit; None: `$PHASEGATE_OPERATOR`, else the login name.
+            reason: Why, for the audit.
+
+        Returns:
+            The candidates listed, or those removed.
+
+        Raises:
+            RunNotFound: No run `run_id`.
+            PhasegateError: An archive could not be written or read back (the
+                folder is not private to this user, a disk error): nothing of
+                that run was pruned.
+        """
         listed = self.prune_candidates(run_id)
         if not apply:
             return listed

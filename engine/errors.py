@@ -35,11 +35,20 @@ class PhasegateError(Exception):
     """Base of every error phasegate reports to a person."""
 
     title: ClassVar[str] = "phasegate error"
+    """A few words naming the kind of error (the console's notification title)."""
     exit_code: ClassVar[ExitCode] = ExitCode.USAGE
+    """What the command line exits with when this error ends it."""
 
     def __init__(self, message: str, title: str | None = None) -> None:
+        """An error with its one-line message.
+
+        Args:
+            message: What went wrong and, where it helps, what to do: one line.
+            title: A title for this error instead of its class's.
+        """
         super().__init__(message)
         self.message = message
+        """The one line the command line prints."""
         if title is not None:
             self.title = title  # type: ignore[misc]
 
@@ -72,10 +81,14 @@ class DecisionError(PhasegateError):
 
 
 class AlreadyDecided(DecisionError):
+    """A decision on top of one that is recorded and not yet carried out."""
+
     title = "already decided"
 
 
 class RunNotFound(UsageError):
+    """No run with that id in the store."""
+
     title = "no such run"
 
 
@@ -93,9 +106,18 @@ class RunHeld(PhasegateError):
     exit_code = ExitCode.HELD
 
     def __init__(self, run_id: str, holder: str, expires_in: float) -> None:
+        """The run and who holds it.
+
+        Args:
+            run_id: The run that is held.
+            holder: Its lease's owner (`host:pid`).
+            expires_in: Seconds until the lease expires unrenewed.
+        """
         super().__init__(f"run {run_id!r} is held by {holder} (lease expires in {max(expires_in, 0):.0f}s)")
         self.run_id = run_id
+        """The run that is held."""
         self.holder = holder
+        """Its lease's owner (`host:pid`)."""
 
 
 class HolderStalled(PhasegateError):
@@ -107,12 +129,22 @@ class HolderStalled(PhasegateError):
     exit_code = ExitCode.HELD
 
     def __init__(self, run_id: str, holder: str, what: str, risk: str) -> None:
+        """The run, its stalled holder, and what forcing would risk.
+
+        Args:
+            run_id: The run whose holder is stalled.
+            holder: The holder (`host:pid`).
+            what: What the refused command would do with `--force` ("take it over").
+            risk: What could go wrong if it did ("an effect could happen twice").
+        """
         super().__init__(
             f"run {run_id!r} is held by {holder}, alive on this host but past its lease (stalled); "
             f"wait for it, or {what} with --force, which risks this: {risk}"
         )
         self.run_id = run_id
+        """The run whose holder is stalled."""
         self.holder = holder
+        """The holder (`host:pid`)."""
 
 
 class LeaseLost(PhasegateError):

@@ -14,17 +14,36 @@ class BlockReason:
     structured data (probe diffs, effect keys, checkpoint) for tools."""
 
     kind: BlockKind
+    """Which kind of stop: integrity, env_mismatch, in_doubt_effect or below_floor."""
     detail: str
+    """One line for a person ("probe tax_rates changed: 3f2a... -> 9c1e...")."""
     data: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The stored reason's other keys (its shape by kind is in `shapes.py`)."""
 
     def __getitem__(self, key: str) -> Any:  # reasons read like dicts too
         return self.as_dict()[key]
 
     def as_dict(self) -> dict[str, Any]:
+        """The reason as it is stored.
+
+        Returns:
+            `data` with `kind` and `detail` beside it.
+        """
         return {**self.data, "kind": str(self.kind), "detail": self.detail}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BlockReason:
+        """A reason from its stored form (`as_dict`'s).
+
+        Args:
+            d: The stored reason: `kind`, `detail` and the kind's data.
+
+        Returns:
+            The reason.
+
+        Raises:
+            ValueError: `kind` is not a `BlockKind`.
+        """
         data = {k: v for k, v in d.items() if k not in ("kind", "detail")}
         return cls(BlockKind(d["kind"]), str(d.get("detail", "")), data)
 
@@ -37,9 +56,13 @@ class Outcome:
     """The result of one `Engine.run`."""
 
     run_id: str
+    """The run."""
     status: OutcomeStatus
+    """How the call ended: completed, blocked, failed, or interrupted between phases."""
     result: Any = None
+    """For a completed run: the last phase's output."""
     blocked: list[BlockReason] = field(default_factory=list)
+    """For a blocked run: every reason it stopped for an operator."""
     error: dict[str, Any] | None = None
     """For a failed run: the phase, the exception type and its message."""
     phases_run: list[str] = field(default_factory=list)

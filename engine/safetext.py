@@ -41,7 +41,16 @@ def _escape(ch: str) -> str:
 
 def safe(value: object) -> str:
     """`value` as one line of text a terminal only displays: every character
-    `unsafe` names (newlines and tabs too) becomes a visible escape."""
+    `unsafe` names (newlines and tabs too) becomes a visible escape.
+
+    Args:
+        value: Stored text, or anything `str()` makes text of; None is "".
+
+    Returns:
+        The text with control characters (C0, DEL, C1, so every escape
+        sequence), bidi controls and other invisible characters written as
+        `\\x1b`, `<U+202E>` and the like.
+    """
     text = "" if value is None else str(value)
     if text.isprintable() and text.isascii():
         return text  # the common case, and no copy
@@ -60,7 +69,14 @@ def safe_json(text: str) -> str:
     """JSON text (from `json.dumps(..., ensure_ascii=False)`) with the
     characters a terminal acts on written as `\\uXXXX` escapes. The JSON means
     the same (those characters can only be inside its strings); C0 controls
-    are already escaped by `json.dumps`."""
+    are already escaped by `json.dumps`.
+
+    Args:
+        text: JSON text.
+
+    Returns:
+        The same JSON, safe to print on a terminal.
+    """
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -38,6 +38,7 @@ class RunStatus(StrEnum):
 
 
 RunStatusName = Literal["running", "completed", "failed", "interrupted", "blocked", "reset", "stalled"]
+"""`RunStatus`'s values as plain strings: the type of a stored or `--json` run status."""
 
 
 class OutcomeStatus(StrEnum):
@@ -71,6 +72,7 @@ class PhaseState(StrEnum):
 
 
 PhaseStateName = Literal["done", "partial", "open", "failed", "degraded"]
+"""`PhaseState`'s values as plain strings: the type of a stored or `--json` phase state."""
 
 
 class EffectState(StrEnum):
@@ -90,6 +92,7 @@ class EffectState(StrEnum):
 
 
 EffectStateName = Literal["intent", "done", "in_doubt"]
+"""`EffectState`'s values as plain strings: the type of a stored or `--json` effect state."""
 
 
 class BlockKind(StrEnum):
@@ -112,6 +115,7 @@ class BlockKind(StrEnum):
 
 
 BlockKindName = Literal["integrity", "env_mismatch", "in_doubt_effect", "below_floor"]
+"""`BlockKind`'s values as plain strings: the `kind` of a stored block reason."""
 
 
 class Action(StrEnum):
@@ -140,6 +144,7 @@ class Action(StrEnum):
 
 
 ActionName = Literal["approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect"]
+"""`Action`'s values as plain strings: a decision's stored `action`."""
 
 #: Which decisions answer which reason for a block. `rewind` and `reset` answer
 #: any block; they are the operator's heavier tools.

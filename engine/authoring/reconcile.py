@@ -29,24 +29,60 @@ class Reconciled:
     """A reconcile hook's answer. Build it with `done`, `not_done` or `unknown`."""
 
     answer: Answer
+    """done, not_done or unknown."""
     result: Any = None
+    """For done: what the outside system returned, recorded as the effect's result."""
     why: str = ""
+    """How the hook knows, in one line (kept in the decision log)."""
     evidence: dict[str, Any] = field(default_factory=dict)
     """Anything the hook wants kept in the decision log beside its answer."""
 
     @classmethod
     def done(cls, result: Any, *, why: str = "", evidence: dict[str, Any] | None = None) -> Reconciled:
+        """The effect happened: record it done with `result`, never call it again.
+
+        Args:
+            result: What the outside system returned (the result later phases read).
+            why: How the hook knows.
+            evidence: Anything to keep in the decision log beside the answer.
+
+        Returns:
+            The answer.
+        """
         return cls("done", result, why or "the outside system has it", dict(evidence or {}))
 
     @classmethod
     def not_done(cls, *, why: str = "", evidence: dict[str, Any] | None = None) -> Reconciled:
+        """The effect did not happen: call it again, with the same key.
+
+        Args:
+            why: How the hook knows.
+            evidence: Anything to keep in the decision log beside the answer.
+
+        Returns:
+            The answer.
+        """
         return cls("not_done", None, why or "the outside system has no such request", dict(evidence or {}))
 
     @classmethod
     def unknown(cls, why: str = "", *, evidence: dict[str, Any] | None = None) -> Reconciled:
+        """The outside system cannot say: leave the effect in doubt, for a person.
+
+        Args:
+            why: What the hook saw.
+            evidence: Anything to keep beside the answer.
+
+        Returns:
+            The answer.
+        """
         return cls("unknown", None, why or "the outside system cannot say", dict(evidence or {}))
 
     def as_dict(self) -> dict[str, Any]:
+        """The answer as it is stored with the effect (`reconcile` in `status --json`).
+
+        Returns:
+            `answer` and `why`; `result` for done; `evidence` when there is some.
+        """
         out: dict[str, Any] = {"answer": self.answer, "why": self.why}
         if self.answer == "done":
             out["result"] = self.result

@@ -80,13 +80,20 @@ class CodeDiff:
     ran_old_code: tuple[str, ...]
     """The done phases whose checkpoints were made with the saved code."""
     saved: str
+    """The fingerprint of the code its checkpoints ran."""
     current: str
+    """The fingerprint of the code the run's latest start brought."""
     lines: tuple[str, ...]
     """The unified diff, escaped, each line numbered (old, new); empty when a side was not stored."""
     missing: tuple[str, ...] = ()
     """Fingerprints whose source is not in the store (written before sources were kept)."""
 
     def as_dict(self) -> dict[str, Any]:
+        """The change as `status --json`'s `code_diffs` prints it.
+
+        Returns:
+            `phase`, `ran_old_code`, `saved`, `current`, `diff` (the lines) and `missing`.
+        """
         return {
             "phase": self.phase,
             "ran_old_code": list(self.ran_old_code),
@@ -159,5 +166,12 @@ def numbered_diff(old: str, new: str, old_label: str, new_label: str) -> list[st
 def printable(line: str) -> str:
     """A stored line of code shown on a terminal: tabs expanded, then made
     safe (`safetext.safe`: control characters, escape sequences and bidi
-    overrides become visible escapes)."""
+    overrides become visible escapes).
+
+    Args:
+        line: One line of stored source.
+
+    Returns:
+        The line, safe to print.
+    """
     return safe(line.expandtabs(4))

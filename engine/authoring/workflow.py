@@ -153,25 +153,49 @@ class Workflow:
         max_age: float | timedelta | None = None,
         runbooks: Mapping[str, str] | None = None,
     ) -> None:
-        """`runbooks` maps why a run stops to what an operator should do about
-        it: a link or a short text. A key is a block kind (`env_mismatch`,
-        `in_doubt_effect`, `below_floor`, `integrity`, or `failed`), a kind
-        for one phase (`failed:charge`), or a phase name (any stop there).
-        They are stored with each run, so `status`, the console and alerts
-        show them without this code."""
+        """
+        Args:
+            name: The workflow's name, stored with every run of it.
+            max_age: How old (seconds, or a `timedelta`) a run's last checkpoint
+                may be before a resume stops as `env_mismatch` on the `age` probe.
+            runbooks: Why a run stops -> what an operator should do about it (a
+                link or a short text). A key is a block kind (`env_mismatch`,
+                `in_doubt_effect`, `below_floor`, `integrity`, or `failed`), a
+                kind for one phase (`failed:charge`), or a phase name (any stop
+                there). They are stored with each run, so `status`, the console
+                and alerts show them without this code.
+
+        Raises:
+            WorkflowError: The name is empty, or a runbook's key or text is not acceptable.
+        """
         if not name or not isinstance(name, str):
             raise WorkflowError("a workflow needs a non-empty name")
         self.name = name
+        """The workflow's name."""
         self.runbooks: dict[str, str] = _runbooks.check(name, runbooks or {})
+        """The runbooks as given, checked."""
         self.max_age: float | None = max_age.total_seconds() if isinstance(max_age, timedelta) else max_age
+        """Seconds a checkpoint may age before a resume stops (None: no limit)."""
         self.phases: list[Phase] = []
+        """The phases, in declaration order (the order they run in)."""
         self.probes: dict[str, Probe] = {}
+        """The environment probes, by name."""
         self._cache: dict[str, Any] = {}
 
     def probe(self, name: str) -> Callable[[F], F]:
         """Register an environment probe: a function returning a JSON value that
         describes an outside condition the workflow depends on. It may take one
-        parameter, the run's inputs (to find the files that run works on)."""
+        parameter, the run's inputs (to find the files that run works on).
+
+        Args:
+            name: The probe's name, as phases list it in `probes=`.
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            WorkflowError: The name is reserved (`age`) or already declared.
+        """
         if name == AGE_PROBE:
             raise WorkflowError(f"probe name {AGE_PROBE!r} is reserved for max_age")
 
@@ -206,7 +230,29 @@ class Workflow:
         it raises one of `retry_on`, after `backoff` seconds (doubled each
         time, with jitter). A re-run keeps what the failed attempt saved: its
         durable steps come back from the store and its completed effects are
-        not called again."""
+        not called again.
+
+        A phase declared `async def` gets an `AsyncPhaseContext` and runs in an
+        event loop (the run's own, or the caller's under `Engine.arun`).
+
+        Args:
+            name: The phase's name (default: the function's name); no '/'.
+            needs: Earlier phases whose outputs it is called with, as keyword arguments.
+            floor: The needs it cannot start without (default: all of them).
+            probes: The probes it reads (a probe no phase names is read by every phase).
+            rederivable: Whether a lost output of it may be recomputed by running it again.
+            retries: How many more times the phase is run from its start after a failure.
+            backoff: Seconds before the first retry, doubled before each next one (with jitter).
+            retry_on: The exceptions that are retried.
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            WorkflowError: (from the decorator) the name is taken or holds '/', a
+                need is not an earlier phase, the floor is not within the needs,
+                or a probe is unknown.
+        """
 
         def deco(fn: F) -> F:
             pname = name or fn.__name__
@@ -255,6 +301,17 @@ class Workflow:
     # -- derived descriptions ------------------------------------------------
 
     def get(self, name: str) -> Phase:
+        """A phase by name.
+
+        Args:
+            name: The phase's name.
+
+        Returns:
+            The phase.
+
+        Raises:
+            KeyError: The workflow has no such phase.
+        """
         for p in self.phases:
             if p.name == name:
                 return p
@@ -262,12 +319,21 @@ class Workflow:
 
     def shape(self) -> list[dict[str, Any]]:
         """Phases and their needs, in order: what a resume must find unchanged
-        before its frontier."""
+        before its frontier.
+
+        Returns:
+            One `{"name", "needs"}` mapping per phase.
+        """
         if "shape" not in self._cache:
             self._cache["shape"] = [p.shape() for p in self.phases]
         return list(self._cache["shape"])
 
     def code_version(self) -> str:
+        """A short fingerprint of every phase's code and needs.
+
+        Returns:
+            Sixteen hex digits that change when any phase's code or needs do.
+        """
         if "code" not in self._cache:
             h = hashlib.sha256()
             for p in self.phases:
@@ -278,7 +344,11 @@ class Workflow:
     def describe(self) -> list[dict[str, Any]]:
         """The shape the store keeps for operators (who may not have the code).
         A phase's `runbooks` (kind -> text, resolved for that phase) is there
-        only when the workflow declares some; older stores have none."""
+        only when the workflow declares some; older stores have none.
+
+        Returns:
+            One mapping per phase: name, needs, floor, probes, code and (maybe) runbooks.
+        """
         _runbooks.check_phases(self.name, self.runbooks, [p.name for p in self.phases])
         out: list[dict[str, Any]] = []
         for p in self.phases:
@@ -296,8 +366,16 @@ class Workflow:
         return out
 
     def check_output(self, phase: str, value: Any) -> str | None:
-        """Why `value` does not fit what `phase` declares it returns (None when
-        it fits, or when the phase is unknown or declares nothing)."""
+        """Why `value` does not fit what `phase` declares it returns.
+
+        Args:
+            phase: The phase's name.
+            value: A candidate output (an operator's, for a degrade).
+
+        Returns:
+            The first line of the validation error, or None when it fits (or
+            when the phase is unknown or declares nothing).
+        """
         try:
             ph = self.get(phase)
         except KeyError:

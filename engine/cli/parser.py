@@ -61,7 +61,7 @@ def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None, help="database path or URL (default: $PHASEGATE_DB, else ./phasegate.db)")
 
 
-#: What each exit code means, as `phasegate --help` ends; the README's table
+#: What each exit code means, as `phasegate --help` ends; docs/reference/cli.md
 #: and `ExitCode`'s docstrings say the same.
 _EXIT_MEANINGS: dict[int, str] = {
     ExitCode.OK: "completed, or the command did what it was asked",

@@ -88,12 +88,20 @@ class GroupRefused(DecisionError):
     title = "decision refused"
 
     def __init__(self, unfit: Sequence[Unfit], total: int, *, none_fit: bool = False) -> None:
+        """The runs that do not fit, out of how many.
+
+        Args:
+            unfit: Each run the decision does not fit, and why.
+            total: How many runs the group has.
+            none_fit: The decision fits none of them (`--skip-unfit` has nothing to record).
+        """
         if none_fit:
             message = f"the decision fits none of the {total} run(s); nothing was recorded"
         else:
             message = f"{len(unfit)} of {total} run(s) do not fit; nothing was recorded (--skip-unfit records the rest)"
         super().__init__(message)
         self.unfit = tuple(unfit)
+        """Each run the decision does not fit, and why (one line each on stderr)."""
 
 
 ViewOf = Callable[[Any, Any, OwnRows | None], RunView]

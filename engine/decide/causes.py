@@ -38,17 +38,26 @@ from .fit import allowed_actions
 
 
 class CauseKind(StrEnum):
+    """What the runs of a cause have in common (`Cause.kind`)."""
+
     PROBE_CHANGE = "probe_change"
+    """The same probe changed the same way (probe, saved value, current value)."""
     CODE_CHANGE = "code_change"
+    """The same phase's code changed (phase and fingerprints)."""
     EXCEPTION = "exception"
+    """The same exception: its type, and its message with numbers, ids and hex masked."""
     INTEGRITY = "integrity"
+    """The same kind of damage found by verification."""
     IN_DOUBT_EFFECT = "in_doubt_effect"
+    """The same effect in doubt (phase and name)."""
     BELOW_FLOOR = "below_floor"
-    #: Its process died (or froze) with nothing in doubt: a worker resumes it.
+    """The same lost need below a phase's floor."""
     INTERRUPTED = "interrupted"
+    """Its process died (or froze) with nothing in doubt: a worker resumes it."""
     STALLED = "stalled"
-    #: Blocked for a reason this engine does not know (a newer writer, damage).
+    """Its holder is alive on this host, past its lease."""
     OTHER = "other"
+    """Blocked for a reason this engine does not know (a newer writer, damage)."""
 
 
 CauseKindName = Literal[
@@ -99,15 +108,25 @@ class Cause:
     cause: str
     """The stable id: `c-` and ten hex digits of the signature's hash."""
     kind: CauseKind
+    """What its runs have in common: a probe change, a code change, an exception, ..."""
     summary: str
+    """One line for a person, with the shared values."""
     runs: tuple[str, ...]
+    """The ids of its runs."""
     allowed_actions: tuple[Action, ...] = ()
     """The decisions that fit every one of its runs now (`fit` (decide/fit.py))."""
     workflows: tuple[str, ...] = field(default=())
+    """The workflows its runs belong to."""
     signature: tuple[Any, ...] = field(default=(), compare=False)
+    """What its runs share, as compared (the id is its hash); not in the JSON."""
 
     def to_json(self) -> dict[str, Any]:
-        """`status --by-cause --json`: these five keys are the contract; more may follow, none is renamed."""
+        """The cause as `status --by-cause --json` prints it.
+
+        Returns:
+            `cause`, `kind`, `summary`, `runs` and `allowed_actions` (the
+            contract: more may follow, none is renamed), `count`, `workflows`.
+        """
         return {
             "cause": self.cause,
             "kind": self.kind.value,

@@ -37,12 +37,19 @@ class Decision:
     """A decision as recorded (what `Engine.decide` returns)."""
 
     id: int
+    """The decision's number in the store."""
     run_id: str
+    """The run it decides."""
     action: Action
+    """What it does."""
     operator: str
+    """Who decided, as they named themselves."""
     reason: str
+    """Why, in their words."""
     phase: str | None
+    """For a rewind: the phase to re-run from."""
     effect: str | None
+    """For confirm_effect and retry_effect: the effect's full key."""
     state: str
     """"pending" until the run's next start carries it out; "applied" for a reset."""
     batch_id: str | None = None
@@ -80,7 +87,16 @@ _CORRECTABLE = (RunStatus.BLOCKED, RunStatus.FAILED, RunStatus.COMPLETED, RunSta
 
 
 def correctable_effects(view: RunView) -> list[str]:
-    """Keys of effects a person confirmed whose result may be corrected now."""
+    """Keys of effects a person confirmed whose result may be corrected now.
+
+    Args:
+        view: The run as it is now.
+
+    Returns:
+        The full keys of its effects confirmed by hand (`confirm_effect`), when
+        the run is in a state that lets a confirmation be corrected (blocked,
+        failed, interrupted or completed); else none.
+    """
     if view.status not in _CORRECTABLE:
         return []
     return [e.key for e in view.effects if e.state is EffectState.DONE and e.confirmed_by is not None]

@@ -22,7 +22,9 @@ class Preview:
     """What a decision will do, stated before the operator confirms it."""
 
     action: Action
+    """The decision previewed."""
     summary: str
+    """What it will do, in one sentence."""
     rerun: list[str] = field(default_factory=list)
     """Phases that will run (again) at the next run."""
     effects_again: list[str] = field(default_factory=list)

@@ -26,11 +26,17 @@ class IntegrityFailure:
     """Why a checkpoint cannot be trusted."""
 
     seq: int
+    """The checkpoint's place in the run's chain."""
     phase: str | None
-    what: str  # hash | parse | format | identity | chain | inputs | output | type | head | schema
+    """Its phase, when known."""
+    what: str
+    """Which check failed: hash, parse, format, identity, chain, inputs, output, type, head or schema."""
     expected: str | None
+    """The value the chain vouches for (a hash), when there is one."""
     actual: str | None
+    """The value found instead."""
     message: str
+    """What failed, in one line."""
 
     @property
     def meaning(self) -> str:
@@ -49,12 +55,22 @@ class IntegrityFailure:
         }.get(self.what, "The checkpoint failed verification.")
 
     def detail(self) -> str:
+        """The failure in one line, for a block reason and `verify`.
+
+        Returns:
+            "checkpoint N (phase): message (expected X, actual Y)".
+        """
         where = f"checkpoint {self.seq}" + (f" ({self.phase})" if self.phase else "")
         if self.expected is not None or self.actual is not None:
             return f"{where}: {self.message} (expected {self.expected}, actual {self.actual})"
         return f"{where}: {self.message}"
 
     def as_dict(self) -> IntegrityReason:
+        """The failure as it is stored with the run (`integrity` in `status --json`).
+
+        Returns:
+            Its fields, with `meaning` beside them.
+        """
         return {
             "seq": self.seq,
             "phase": self.phase,

@@ -20,18 +20,31 @@ Safety = Literal["no_future_value", "archive"]
 
 @dataclass(frozen=True)
 class PruneCandidate:
+    """Stored data that is safe to remove, and why (`phasegate prune`)."""
+
     run_id: str
+    """The run the data belongs to."""
     what: str
+    """What would be removed, for a person ("output of price (checkpoint 0.1)")."""
     bytes: int
+    """How much stored data it frees."""
     why_safe: str
+    """Why removing it loses nothing a run or an operator needs."""
     safety: Safety
+    """How that is known: no future value, or exported to an archive read back and hash-matched."""
     kind: Literal["superseded_output", "step_records", "unneeded_output", "finished_run"]
+    """superseded_output, step_records, unneeded_output or finished_run."""
     refs: tuple[int, ...] = field(default=(), compare=False)
     """Row ids (checkpoints, or steps for step_records) the candidate covers."""
     step_refs: tuple[int, ...] = field(default=(), compare=False)
     """For a finished run: the step records removed with it."""
 
     def as_dict(self) -> dict[str, Any]:
+        """The candidate as `prune --json` and `status --json` print it.
+
+        Returns:
+            Its fields, `refs` as a list, without `step_refs`.
+        """
         d = asdict(self)
         d["refs"] = list(self.refs)
         del d["step_refs"]

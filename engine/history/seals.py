@@ -121,10 +121,18 @@ class EffectDamage:
     """One effect record that the verified history does not vouch for."""
 
     key: str
+    """The effect's full key (`?` when the record is gone with nothing left that names it)."""
     problem: Problem
+    """missing, edited, not_in_history or unsealed."""
     detail: str
+    """What is wrong, in one line."""
 
     def as_dict(self) -> dict[str, str]:
+        """The damage as `verify --json` and the run's block reason name it.
+
+        Returns:
+            `effect` (the key), `problem` and `detail`.
+        """
         return {"effect": self.key, "problem": self.problem, "detail": self.detail}
 
 

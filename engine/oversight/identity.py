@@ -17,10 +17,10 @@ import getpass
 import os
 from dataclasses import dataclass
 
-#: Set by `phasegate serve` for each session's console when a proxy
-#: authenticated its user (`--operator-header`); trusted only for the account
-#: the policy names (see the module's docstring).
 WEB_USER_ENV = "PHASEGATE_WEB_USER"
+"""Set by `phasegate serve` for each session's console when a proxy
+authenticated its user (`--operator-header`); trusted only for the account
+the policy names (see the module's docstring)."""
 
 _WEB = "/web:"
 """Joins an account and a web user in the stored `account` text ("www/web:ada");
@@ -32,15 +32,18 @@ class Who:
     """Who records something: the name shown, and the account behind it."""
 
     operator: str
+    """The name shown and recorded: `--operator`, `$PHASEGATE_OPERATOR` or the login name."""
     account: str
     """The OS account, with "/web:USER" appended for an authenticated web session."""
 
     @property
     def os_account(self) -> str:
+        """The OS account alone, without a web session's user."""
         return self.account.split(_WEB, 1)[0]
 
     @property
     def web_user(self) -> str | None:
+        """The authenticated user of a served web session, or None."""
         _acc, sep, user = self.account.partition(_WEB)
         return user if sep else None
 
@@ -65,7 +68,14 @@ def login_name() -> str:
 
 def whoami(operator: str | None = None) -> Who:
     """The acting operator: `operator`, else `$PHASEGATE_OPERATOR`, else the
-    login name; and this process's account (plus a served session's user)."""
+    login name; and this process's account (plus a served session's user).
+
+    Args:
+        operator: The name given (`--operator`), or None.
+
+    Returns:
+        Who the audit will record.
+    """
     name = operator or os.environ.get("PHASEGATE_OPERATOR") or login_name()
     account = os_account()
     web = os.environ.get(WEB_USER_ENV)

@@ -29,18 +29,37 @@ class Policy:
     require_second: tuple[Action, ...] = ()
     """Actions a decision of which is only proposed until another operator seconds it."""
     proposal_seconds: float = DEFAULT_PROPOSAL_SECONDS
+    """How long a proposal waits for its second before it lapses (default a day)."""
     web_account: str | None = None
     """The OS account of `phasegate serve`, whose sessions' authenticated users
     count as different operators (engine/oversight/identity.py)."""
     operator: str | None = None
+    """Who made this change of the policy (None: never changed)."""
     account: str | None = None
+    """Their OS account."""
     at: float | None = None
+    """When (UNIX seconds)."""
     reason: str | None = None
+    """Why, in their words."""
 
     def needs_second(self, action: Action | ActionName) -> bool:
+        """Whether a decision of `action` is only proposed until someone else seconds it.
+
+        Args:
+            action: The action, as an `Action` or its name.
+
+        Returns:
+            True when the policy lists it.
+        """
         return str(action) in {str(a) for a in self.require_second}
 
     def to_json(self) -> dict[str, Any]:
+        """The policy as `phasegate policy --json` prints it (without `history`).
+
+        Returns:
+            `require_second`, `proposal_seconds`, `web_account`, `changed_by`,
+            `account`, `changed_at` and `reason`.
+        """
         return {
             "require_second": [str(a) for a in self.require_second],
             "proposal_seconds": self.proposal_seconds,
@@ -53,6 +72,14 @@ class Policy:
 
     @classmethod
     def from_row(cls, row: Any) -> Policy:
+        """The policy from a row of `phasegate_policy`.
+
+        Args:
+            row: The row; an action name this engine does not know is left out.
+
+        Returns:
+            The policy.
+        """
         names = _json.loads(row.require_second_json or "[]")
         acts = tuple(Action(n) for n in names if n in {a.value for a in Action})
         return cls(

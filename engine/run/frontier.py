@@ -17,9 +17,13 @@ class Frontier:
     """Where a resume picks up: the first phase not done."""
 
     phase: str | None
+    """The first phase not done; None when every phase is."""
     index: int
+    """How many phases are done (the frontier's position, from 0)."""
     of: int
+    """How many phases the workflow has."""
     steps_done: int
+    """Steps recorded in the frontier phase (durable steps and finished effects)."""
 
 
 def frontier_of(shape: list[Any], state: chain.Folded, steps: list[Any], effects: Sequence[EffectRow]) -> Frontier:

@@ -62,6 +62,18 @@ class PhaseContext:
         attempts: list[Attempt] | None = None,
         stop: StopRequest | None = None,
     ) -> None:
+        """Made by the runner for each execution of a phase; a phase only uses it.
+
+        Args:
+            run_id: The run's id.
+            phase: The phase's name.
+            inputs: A fresh copy of the run's inputs.
+            missing: Needed outputs that are lost and accepted as gaps.
+            steps: The run's durable-step log.
+            effects: The run's effect ledger.
+            attempts: Where failed attempts of retried steps are recorded.
+            stop: The request that stops the run at its next step.
+        """
         self._steps = steps
         self._effects = effects
         self._attempts: list[Attempt] = attempts if attempts is not None else []

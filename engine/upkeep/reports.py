@@ -28,7 +28,11 @@ class LostOutput:
     """One line for the operator: `output of PHASE is lost: WHY`."""
 
     def to_json(self) -> dict[str, Any]:
-        """The lost output as `verify --json` prints it."""
+        """The lost output as `verify --json` prints it.
+
+        Returns:
+            `phase`, `seq` and `message`.
+        """
         return {"phase": self.phase, "seq": self.seq, "message": self.message}
 
 
@@ -55,7 +59,12 @@ class VerifyReport:
         return self.failure is None and not self.effects
 
     def to_json(self) -> dict[str, Any]:
-        """The report as `verify --json` prints it."""
+        """The report as `verify --json` prints it.
+
+        Returns:
+            `run_id`, `ok`, `checkpoints`, `bytes`, `failure` and `lost`;
+            `effects` when its effect records are damaged.
+        """
         out: dict[str, Any] = {
             "run_id": self.run_id,
             "ok": self.ok,
@@ -82,5 +91,9 @@ class UnknownSchema:
     """Never: nothing of the store can be trusted."""
 
     def to_json(self) -> dict[str, Any]:
-        """The report as `verify --json` prints it."""
+        """The report as `verify --json` prints it.
+
+        Returns:
+            One object: no run id, not ok, a `schema` failure with its message.
+        """
         return {"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.message}}

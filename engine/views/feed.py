@@ -27,7 +27,14 @@ class Probe(Protocol):
 
 
 def store_files(db: Path) -> frozenset[str]:
-    """The file names whose changes may mean a commit."""
+    """The file names whose changes may mean a commit.
+
+    Args:
+        db: An SQLite store's file.
+
+    Returns:
+        Its own name and its WAL's and rollback journal's, in its folder.
+    """
     return frozenset({db.name, db.name + "-wal", db.name + "-journal"})
 
 
@@ -47,7 +54,19 @@ def watch_store(
     in this thread only (one connection, one thread). With no database file
     (a PostgreSQL store) there are no file events; the probe is polled.
     `on_start` runs once the baseline is taken: a first full look made then
-    cannot miss a commit that lands before the feed starts."""
+    cannot miss a commit that lands before the feed starts.
+
+    Args:
+        db: The SQLite store's file whose folder is watched, or None (a
+            PostgreSQL store: LISTEN/NOTIFY where the probe can wait, else polling).
+        make_probe: Makes the change probe (`Engine.data_version`), in this thread.
+        on_change: Called with what noticed the commit: "files", "notify" or "poll".
+        stop: Set it to end the watch.
+        poll: Seconds between looks when no event arrives.
+        debounce_ms: File events closer together than this are one change.
+        use_events: False: poll only, no file events.
+        on_start: Called once, when the baseline is taken.
+    """
     probe = make_probe()
     try:
         probe.changed()  # the first answer only sets the baseline

@@ -26,16 +26,27 @@ class RunSummary:
     """One line of the runs list, from the runs table alone."""
 
     run_id: str
+    """The run's id."""
     workflow: str
+    """The workflow's name."""
     status: RunStatus
+    """Its status as an operator sees it (`interrupted` and `stalled` from the lease, not only the stored status)."""
     frontier_phase: str | None
+    """The first phase not yet done; None for a run with no phases left."""
     frontier_index: int
+    """That phase's place, from 0."""
     phase_count: int
+    """How many phases the workflow has."""
     steps_done: int
+    """Steps the frontier phase has recorded."""
     last_checkpoint_at: float | None
+    """When the run last checkpointed (UNIX seconds), or None before its first."""
     updated_at: float
+    """When the run's row last changed (UNIX seconds)."""
     attention: str
+    """The one line the list shows for it: why it stopped, or what it is doing."""
     blocked_kinds: tuple[str, ...]
+    """The kinds of the reasons it is blocked for (`integrity`, `env_mismatch`, ...)."""
     pending_decision: bool = False
     """An operator's decision waits to be carried out (at the run's next start)."""
     sort_key: tuple[Any, ...] = ()
@@ -43,10 +54,12 @@ class RunSummary:
 
     @property
     def needs_attention(self) -> bool:
+        """Blocked, failed, interrupted or stalled: a person is needed."""
         return self.status in NEEDS_ATTENTION
 
     @property
     def reason(self) -> str:
+        """Why it is where it is, as the list's reason column says it."""
         return status_text(self.status, self.attention)
 
     @property
@@ -62,7 +75,16 @@ class RunSummary:
     @classmethod
     def damaged(cls, row: Any, why: str, sort_key: tuple[Any, ...] = ()) -> RunSummary:
         """A line for a run whose own row is damaged: shown, not hidden, and
-        not allowed to break the list around it."""
+        not allowed to break the list around it.
+
+        Args:
+            row: The damaged row, as the database returned it.
+            why: What is wrong with it, for the line's reason.
+            sort_key: Its place in the order it was listed in.
+
+        Returns:
+            A blocked line (kind `integrity`) naming the damage.
+        """
         rid = getattr(row, "_mapping", {}).get("run_id")
         return cls(
             run_id=str(rid)[:200],
@@ -81,6 +103,17 @@ class RunSummary:
 
     @classmethod
     def from_row(cls, row: Any, now: float, sort_key: tuple[Any, ...] = ()) -> RunSummary:
+        """A line from a row of the runs table.
+
+        Args:
+            row: A checked row of the runs table (its JSON columns parse).
+            now: The time the status is judged at (UNIX seconds): a lease that
+                lapsed by then makes a running run interrupted or stalled.
+            sort_key: Its place in the order it was listed in.
+
+        Returns:
+            The line.
+        """
         # A checked row's reasons are objects, each with a text kind (`_rowcheck`).
         blocked: list[BlockedReason] = _json.loads(row.blocked_json or "[]")
         return cls(
@@ -105,11 +138,18 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class PhaseView:
+    """One phase of a run (`RunView.phases`)."""
+
     name: str
+    """The phase's name."""
     state: PhaseState
+    """done, partial, open, failed or degraded."""
     needs: tuple[str, ...]
+    """The earlier phases whose outputs it receives."""
     floor: tuple[str, ...]
+    """The needs it cannot start without."""
     probes: tuple[str, ...]
+    """The probes it reads (declared, or every probe when none are)."""
     missing: tuple[str, ...]
     """Needed outputs the phase ran (or will run) without."""
     steps_done: int | None
@@ -123,37 +163,61 @@ class PhaseView:
 
 @dataclass(frozen=True)
 class EffectView:
+    """One effect of a run: an action on the outside world and its record (`RunView.effects`)."""
+
     name: str
+    """The name the phase gave it (`ctx.effect(name, ...)`)."""
     key: str
+    """Its stable key, the same on every resume: what an idempotent target deduplicates by."""
     phase: str
+    """The phase that calls it."""
     state: EffectState
+    """intent (called, or about to be), done, or in_doubt."""
     attempt: int
+    """How many times it was called with this key."""
     idempotent: bool
+    """The target deduplicates by key, so a resume may call it again."""
     atomic: bool
+    """Recorded done in the transaction of the target's own writes: never in doubt."""
     retry_approved: bool
+    """An operator's `retry_effect` lets the next start call it again."""
     intent_at: str | None
+    """When its intent was committed (ISO 8601), or None."""
     done_at: str | None
+    """When its completion was committed, or None."""
     confirmed_by: int | None
+    """The decision that confirmed it by hand (`confirm_effect`), or None."""
     reconcile: ReconcileAnswer | None = None
     """The last answer of its reconcile hook (answer, why, at), if it was asked."""
     redo_on_rewind: bool = False
+    """A rewind or reset that re-opens its phase gives it a new key, so the target acts again."""
 
 
 @dataclass(frozen=True)
 class DecisionView:
+    """One decision recorded on a run, or a row of its audit (`RunView.decisions`)."""
+
     id: int
+    """The decision's number in the store (what `decide second --decision N` names)."""
     action: ActionName | str
     """One of the actions; "prune" for the audit row of a prune, "second" for
     the row that seconded a proposal."""
     operator: str
+    """Who decided, as they named themselves (`--operator`, `$PHASEGATE_OPERATOR`, the login name)."""
     reason: str
+    """Why, in their words."""
     at: str | None
+    """When it was recorded (ISO 8601)."""
     state: str
     """pending, applied or void."""
     phase: str | None
+    """For a rewind: the phase to re-run from."""
     effect: str | None
+    """For confirm_effect and retry_effect: the effect's key."""
     answers: str | None
+    """The stop it answered, as a one-line summary."""
     applied_at: str | None
+    """When the run carried it out, or None while it waits."""
     account: str | None = None
     """The OS account that recorded it (version 4; absent from older decisions)."""
     expires_at: str | None = None
@@ -172,21 +236,34 @@ class DecisionView:
 
 @dataclass(frozen=True)
 class OutputView:
+    """One stored phase output (`RunView.outputs`)."""
+
     phase: str
+    """The phase whose output it is."""
     seq: int
+    """The checkpoint's place in the run's chain."""
     bytes: int
+    """Its stored size."""
     hash: str | None
+    """The SHA-256 of its canonical JSON, whole (the screen shows 12 hex characters)."""
     state: str
     """present, pruned, archived, or lost (present but not verifying)."""
     verified: bool
+    """Its bytes matched its hash when the view was built."""
 
 
 @dataclass(frozen=True)
 class LeaseView:
+    """Who holds a run's lease now (`RunView.lease`)."""
+
     holder: str
+    """The process holding the run (`host:pid`)."""
     expires_at: str | None
+    """When the lease lapses unless renewed (ISO 8601)."""
     alive: bool
+    """The holder still holds it: unexpired, and on this host its process is alive."""
     heartbeat_at: str | None
+    """The holder's last renewal."""
     state: HolderState = HolderState.LIVE
     """live, stalled (alive on this host, past its lease) or gone."""
 
@@ -196,13 +273,22 @@ class ClaimView:
     """The claim on a run now (`status --json`'s `claim`)."""
 
     operator: str
+    """Who claimed the run, as they named themselves."""
     account: str
+    """The OS account they claimed it from."""
     claimed_at: str | None
+    """When (ISO 8601)."""
     expires_at: str | None
+    """When the claim lapses unless renewed (`PHASEGATE_CLAIM_SECONDS` after it was made)."""
     claimed_ts: float
     """`claimed_at` as UNIX seconds, for "3 min ago" (not in the JSON)."""
 
     def to_json(self) -> dict[str, Any]:
+        """The claim as `status --json` prints it.
+
+        Returns:
+            `operator`, `account`, `claimed_at` and `expires_at`.
+        """
         return {
             "operator": self.operator,
             "account": self.account,
@@ -213,8 +299,16 @@ class ClaimView:
     def said(self, now: float, *, name_width: int | None = None) -> str:
         """ "claimed by ada, 3 min ago", escaped: how the runs list (the
         console's reason column, `phasegate status`) and the detail say who is
-        looking at the run. `name_width` cuts a long name, after escaping, so
-        the cut never splits an escape."""
+        looking at the run.
+
+        Args:
+            now: The time to say "3 min ago" from (UNIX seconds).
+            name_width: Cut a longer name to this many characters, after
+                escaping, so the cut never splits an escape; None: whole.
+
+        Returns:
+            The phrase, safe to print.
+        """
         s = max(0, int(now - self.claimed_ts))
         if s < 60:
             ago = "just now"
@@ -229,6 +323,14 @@ class ClaimView:
 
     @classmethod
     def from_row(cls, row: Any) -> ClaimView:
+        """A claim from its row of the claims table.
+
+        Args:
+            row: A row of `phasegate_claims`.
+
+        Returns:
+            The claim.
+        """
         return cls(
             operator=str(row.operator),
             account=str(row.account),
@@ -246,12 +348,22 @@ class ClaimEvent:
     """One line of a run's claim audit."""
 
     kind: EventKind
+    """claim, release, takeover or expiry."""
     operator: str
+    """Who, as they named themselves."""
     account: str
+    """Their OS account."""
     at: str | None
+    """When (ISO 8601)."""
     ts: float
+    """`at` as UNIX seconds, for ordering (not in the JSON)."""
 
     def to_json(self) -> dict[str, Any]:
+        """The event as `status --json`'s `claims` prints it.
+
+        Returns:
+            `kind`, `operator`, `account` and `at`.
+        """
         return {"kind": self.kind, "operator": self.operator, "account": self.account, "at": self.at}
 
 
@@ -264,28 +376,51 @@ class RunView:
     engine recorded."""
 
     run_id: str
+    """The run's id."""
     workflow: str
+    """The workflow's name."""
     status: RunStatus
+    """Its status as an operator sees it (`interrupted` and `stalled` from the lease)."""
     target: str | None
+    """Where its workflow is loaded from (`file.py:NAME` or `package.module:NAME`), or None."""
     inputs: Any
+    """Its original inputs, as given."""
     created_at: float
+    """When the run was created (UNIX seconds; ISO 8601 in the JSON)."""
     updated_at: float
+    """When its row last changed."""
     last_checkpoint_at: float | None
+    """When it last checkpointed, or None before its first."""
     frontier: Frontier
+    """The first phase not yet done: where a resume picks up."""
     phases: tuple[PhaseView, ...]
+    """Each phase, in declaration order."""
     blocked: tuple[BlockedReason, ...]
+    """Why it is blocked, one reason each, as stored."""
     env: tuple[EnvCheck, ...]
+    """Each environment check: the probe, its saved and current values, whether it changed."""
     effects: tuple[EffectView, ...]
+    """Each effect, in the order it was first called."""
     decisions: tuple[DecisionView, ...]
+    """Every decision, oldest first (the run's audit)."""
     prune_candidates: tuple[PruneCandidate, ...]
+    """What `phasegate prune` would remove, and why it is safe."""
     outputs: tuple[OutputView, ...]
+    """Each stored phase output."""
     integrity: tuple[IntegrityReason, ...]
+    """What verification found wrong (empty when sound)."""
     lease: LeaseView | None
+    """Its holder now, or None."""
     error: RunError | None
+    """For a failed run: the phase, the exception, its message and last frames, and each failed attempt."""
     notes: tuple[str, ...]
+    """Lines worth knowing that are not a stop (a probe that changed before any phase read it, a retry)."""
     attention: str
+    """The one line the runs list shows for it."""
     epoch: int = 0
+    """How many times it was reset."""
     pending_decisions: tuple[DecisionView, ...] = ()
+    """The decisions recorded and not yet carried out."""
     runbooks: tuple[dict[str, Any], ...] = ()
     """What the workflow says to do about each reason this run stopped (see `runbooks.for_stop`)."""
     degraded: bool = False
@@ -304,9 +439,16 @@ class RunView:
 
     @property
     def needs_attention(self) -> bool:
+        """Blocked, failed, interrupted or stalled: a person is needed."""
         return self.status in NEEDS_ATTENTION
 
     def to_json(self) -> dict[str, Any]:
+        """The run as `phasegate status RUN --json` prints it.
+
+        Returns:
+            Every field, times as ISO 8601; the fields added after 0.1 only
+            when they have something to say (docs/reference/json.md).
+        """
         d = asdict(self)
         d["status"] = str(self.status)
         d["prune_candidates"] = [c.as_dict() for c in self.prune_candidates]

@@ -53,10 +53,15 @@ class WorkerView:
     """One worker as the store last heard from it."""
 
     worker_id: str
+    """The worker's id in the store (host, pid and start)."""
     host: str
+    """The machine it runs on."""
     pid: int
+    """Its process id there."""
     started_at: float
+    """When it started (UNIX seconds)."""
     last_seen: float
+    """Its last heartbeat (UNIX seconds, on the lease clock)."""
     every: float
     """Its heartbeat interval, in seconds."""
     jobs: int
@@ -68,6 +73,7 @@ class WorkerView:
     state: str
     """running or stopped (a clean exit)."""
     alive: bool
+    """Not stopped, heard from within `window` seconds, and on this host its process is alive."""
     seen_ago: float
     """Seconds since its last heartbeat, on the lease clock."""
 
@@ -77,6 +83,12 @@ class WorkerView:
         return ALIVE_BEATS * self.every
 
     def to_json(self) -> dict[str, Any]:
+        """The worker as `phasegate workers --json` prints it.
+
+        Returns:
+            Its fields, times as ISO 8601, `seen_seconds_ago`,
+            `heartbeat_seconds` and `alive_window_seconds`.
+        """
         return {
             "worker_id": self.worker_id,
             "host": self.host,

@@ -18,7 +18,7 @@ from phasegate import ClaimedByOther, ExitCode, PhasegateError, RunNotFound, Usa
 from phasegate.cli import build_parser
 from tests.support.cli import ROOT, child_env
 
-#: The numbers scripts rely on (README's table): a member renumbered breaks them.
+#: The numbers scripts rely on (docs/reference/cli.md's table): a member renumbered breaks them.
 CONTRACT = {"OK": 0, "FAILED": 1, "USAGE": 2, "BLOCKED": 3, "HELD": 4, "INTERRUPTED": 130}
 
 #: The errors whose code is not the base's USAGE.

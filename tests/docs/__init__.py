@@ -1,0 +1,1 @@
+"""The documentation site (docs/, mkdocs.yml) kept true by the suite."""

@@ -1,0 +1,133 @@
+"""The code the documentation shows is code that works.
+
+- A block marked `<!-- run -->` is executed as a reader would paste it, in an
+  empty folder with the installed `phasegate` first on PATH: a `python` block
+  as a script, a `bash` block by bash. Its exit code must be 0 and, when the
+  next block is marked `<!-- prints -->`, its output must be that block.
+- Every other `python` block must at least compile.
+- Every `phasegate ...` command in any other shell block (`bash`, `sh`) is
+  parsed by the real parser: a documented flag that does not exist, a missing
+  required argument or a misspelt command fails here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from phasegate.cli.parser import build_parser
+from phasegate.errors import UsageError
+from tests.docs.docs_support import Block, all_blocks
+from tests.support.cli import child_env
+
+SHELLS = ("bash", "sh")
+BLOCKS = all_blocks()
+RUN = [b for b in BLOCKS if b.marker == "run"]
+
+
+def _env() -> dict[str, str]:
+    # A reader's shell: the installed commands first, no store named for them.
+    env = child_env(drop=("PHASEGATE_DB",))
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def _printed(block: Block) -> str | None:
+    later = BLOCKS[BLOCKS.index(block) + 1 :]
+    if later and later[0].page == block.page and later[0].marker == "prints":
+        return later[0].body
+    return None
+
+
+def test_the_marked_blocks_are_found() -> None:
+    """A page losing its markers would silently run nothing here."""
+    assert {str(b.page) for b in RUN} >= {"docs/getting-started.md", "docs/writing/runbooks.md"}
+    assert any(b.lang == "bash" for b in RUN) and any(b.lang == "python" for b in RUN)
+
+
+@pytest.mark.parametrize("block", RUN, ids=str)
+def test_a_run_block_runs(block: Block, tmp_path: Path) -> None:
+    if block.lang == "python":
+        (tmp_path / "example.py").write_text(block.body)
+        cmd = [sys.executable, "example.py"]
+    else:
+        assert block.lang in SHELLS, f"{block}: a run block must be python or a shell"
+        cmd = [block.lang, "-c", block.body]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{block}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr, f"{block}:\n{proc.stderr}"
+    printed = _printed(block)
+    if printed is not None:
+        assert proc.stdout.strip() == printed.strip(), f"{block} printed something else"
+
+
+def test_the_live_run_of_a_sample_ends_completed(tmp_path: Path) -> None:
+    """Getting started's live run: killed mid-run, resumed, completed."""
+    (block,) = [b for b in RUN if str(b.page) == "docs/getting-started.md" and b.lang == "bash"]
+    env = _env()
+    proc = subprocess.run(
+        ["bash", "-c", block.body], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "billing-acme: completed" in proc.stdout
+    status = subprocess.run(
+        ["phasegate", "status", "billing-acme", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    view = json.loads(status.stdout)
+    assert view["status"] == "completed"
+    assert [p["state"] for p in view["phases"]] == ["done"] * 5
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang == "python" and b.marker != "run"], ids=str)
+def test_a_python_fragment_compiles(block: Block) -> None:
+    compile(block.body, str(block), "exec")
+
+
+def _commands(body: str) -> list[list[str]]:
+    """Each `phasegate ...` command of a shell block, as its argument list."""
+    found = []
+    for line in body.replace("\\\n", " ").splitlines():
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue  # a line of a multi-line string: not a command
+        segment: list[str] = []
+        for word in [*words, ";"]:
+            if word in ("&&", "||", "|", ";", "&") or word.endswith(";"):
+                if word.endswith(";") and word != ";":
+                    segment.append(word[:-1])
+                if "phasegate" in segment:
+                    found.append(segment[segment.index("phasegate") + 1 :])
+                segment = []
+            else:
+                segment.append(word.rstrip("&"))
+    return found
+
+
+SHOWN = [(b, args) for b in BLOCKS if b.lang in SHELLS and b.marker != "run" for args in _commands(b.body)]
+
+
+def test_the_shown_commands_are_found() -> None:
+    assert len(SHOWN) >= 8, SHOWN
+
+
+@pytest.mark.parametrize(("block", "args"), SHOWN, ids=lambda v: str(v) if isinstance(v, Block) else " ".join(v))
+def test_a_shown_command_parses(block: Block, args: list[str]) -> None:
+    parser = build_parser()
+    try:
+        parser.parse_args(args)
+    except UsageError as e:
+        pytest.fail(f"{block}: phasegate {' '.join(args)}: {e}")
+    # argparse takes a prefix of a flag for the flag: the page must spell it whole.
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    command = next(a for a in args if a in sub.choices)
+    known = {o for p in (parser, sub.choices[command]) for a in p._actions for o in a.option_strings}
+    unknown = [a.split("=")[0] for a in args if a.startswith("-") and a.split("=")[0] not in known]
+    assert not unknown, f"{block}: phasegate {command} has no {unknown}"
