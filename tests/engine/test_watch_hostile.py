@@ -61,8 +61,11 @@ class Receiver:
                     self.wfile.write(b"HTTP/1.1 200 OK\r\n")
                     self.wfile.flush()
                     while not receiver.closing.wait(1.0):
-                        self.wfile.write(b"X")  # a header that never ends
-                        self.wfile.flush()
+                        try:
+                            self.wfile.write(b"X")  # a header that never ends
+                            self.wfile.flush()
+                        except OSError:
+                            return  # the watch gave up on it
                 elif path == "/hang":
                     receiver.closing.wait()
                 else:
