@@ -37,11 +37,23 @@ class Attempt:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> Attempt:
+        """Begin the attempt in its thread.
+
+        Returns:
+            This attempt, running.
+        """
         self._thread.start()
         return self
 
     def wait(self, seconds: float) -> bool:
-        """Whether the attempt finished within `seconds`."""
+        """Wait for the attempt to finish.
+
+        Args:
+            seconds: At most this long.
+
+        Returns:
+            Whether it finished (then `error` says how).
+        """
         return self._done.wait(seconds)
 
     def end(self) -> None:
@@ -55,9 +67,15 @@ class Attempt:
                 ender()
 
     def on_end(self, ender: Callable[[], None]) -> None:
-        """Register how to stop a resource the attempt just opened. Raises
-        OSError if the attempt was ended already (the resource is stopped
-        first), so that the thread does not go on with it."""
+        """Register how to stop a resource the attempt just opened.
+
+        Args:
+            ender: Stops it (shuts a socket, kills a process group).
+
+        Raises:
+            OSError: The attempt was ended already: the resource is stopped
+                at once, and the thread must not go on with it.
+        """
         with self._lock:
             if not self._ended:
                 self._enders.append(ender)
@@ -75,6 +93,11 @@ class Attempt:
             self._done.set()
 
     def send(self) -> str | None:
+        """The attempt itself, in its thread.
+
+        Returns:
+            None once the hook took the event, else why not (one line, no URL).
+        """
         raise NotImplementedError
 
 
@@ -139,7 +162,16 @@ class PostAttempt(Attempt):
         return None if 200 <= status < 300 else f"HTTP {status}"
 
     def connection(self, base: type[http.client.HTTPConnection], *args: Any, **kwargs: Any) -> Any:
-        """An `http.client` connection whose every socket this attempt can shut."""
+        """An `http.client` connection whose every socket this attempt can shut.
+
+        Args:
+            base: `HTTPConnection` or `HTTPSConnection`.
+            *args: What urllib gives the connection class.
+            **kwargs: Likewise.
+
+        Returns:
+            The connection, its socket factory wrapped.
+        """
         conn = base(*args, **kwargs)
         create = conn._create_connection  # type: ignore[attr-defined]
 

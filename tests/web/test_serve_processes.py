@@ -8,6 +8,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,7 +83,7 @@ def test_a_console_whose_server_is_gone_opens_nothing(store: Path) -> None:
     server died first, or the variable was set by hand) refuses in one line."""
     p = cli.run(
         ["console", "--db", str(store)],
-        env={"PHASEGATE_SERVE_PARENT": "1"},
+        env={"PHASEGATE_SERVE_PARENT": "0"},  # no process's parent here
         mode="exec",
         timeout=60,
     )
@@ -154,3 +156,36 @@ def test_blur_focus_and_ping_do_not_keep_an_idle_session_open(store: Path, serve
         wait_for(lambda: "session 1 closed" in served.log(), what="the session's end in the log")
         assert "idle" in served.log()
         wait_for(lambda: served.children() == [], what="the console process to end")
+
+
+def test_where_no_parent_death_signal_is_had_the_console_watches_its_parent(tmp_path: Path) -> None:
+    """The fallback of the parent-death signal (other systems, or a kernel
+    that refuses it): a tethered process whose parent dies ends by itself."""
+    grandchild = (
+        "import os, sys, time\n"
+        "from phasegate.console import served\n"
+        "served._parent_death_signal = lambda sig: None  # as where prctl is not to be had\n"
+        "assert served.tether({served.PARENT_ENV: str(os.getppid())})\n"
+        "print(os.getpid(), flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    # The middle process starts the tethered one, says its pid, and is killed.
+    middle = (
+        "import subprocess, sys\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {grandchild!r}], stdout=subprocess.PIPE, text=True)\n"
+        "print(p.stdout.readline().strip(), flush=True)\n"
+        "import time; time.sleep(120)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", middle], stdout=subprocess.PIPE, text=True, env=cli.child_env(), cwd=cli.ROOT
+    )
+    assert proc.stdout is not None
+    pid = int(proc.stdout.readline())
+    assert alive(pid)
+    proc.kill()
+    proc.wait()
+    try:
+        wait_for(lambda: not alive(pid), timeout=30, what="the orphan to end itself")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
