@@ -33,6 +33,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_console(args: argparse.Namespace) -> int:
     from . import run_console
+    from .served import tether
+
+    # Before the store is opened: a served console whose server is gone opens nothing.
+    tether()
 
     return run_console(
         args.db or default_db(),

@@ -3,13 +3,16 @@ API, run from worker threads. Nothing here imports Textual."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from phasegate import (
     ClaimView,
@@ -22,7 +25,7 @@ from phasegate import (
     RunView,
     UsageError,
 )
-from phasegate.ops import correctable_effects
+from phasegate.ops import correctable_effects, new_private_file
 
 from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice
@@ -63,7 +66,7 @@ def start_at(engine: Engine, run_id: str | None, show: str | None, text: str | N
     not there is one line on stderr, not an empty detail."""
     if run_id is not None:
         engine.status(run_id)  # raises RunNotFound
-    return StartAt(run_id, show_index(show) if show else 0, (text or "").strip())
+    return StartAt(run_id, show_index(show) if show is not None else 0, (text or "").strip())
 
 
 @dataclass(frozen=True)
@@ -442,9 +445,8 @@ def resume_now(engine: Engine, run_id: str) -> Resumed:
     if db is None:
         raise UsageError(f"resume from the console needs an SQLite store; run: phasegate resume {run_id}")
     logs = db.parent / f"{db.name}.logs"
-    logs.mkdir(exist_ok=True)
-    log = logs / f"resume-{run_id}.log"
-    with open(log, "ab") as out:
+    log, out = _new_log(logs, run_id)
+    with out:
         proc = subprocess.Popen(
             # Our own command, an argv list (no shell); "--" so a run id that
             # starts with "-" is a run id, never an option.
@@ -457,3 +459,28 @@ def resume_now(engine: Engine, run_id: str) -> Resumed:
     # Reaped when it ends, so a long console session leaves no zombie behind.
     threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
     return Resumed(run_id, proc.pid, log)
+
+
+def _new_log(logs: Path, run_id: str) -> tuple[Path, BinaryIO]:
+    """A new log file for one resume of `run_id`, in the store's logs folder.
+
+    Made as archives are (`new_private_file`): the folder is this account's
+    own, the file new and never opened through a link, so that another
+    account cannot turn the log's write into one onto a file of its choosing.
+
+    Raises:
+        UsageError: The folder is refused (one line saying why).
+    """
+    # The run id is any printable text ("/" and ".." too): a slug and a hash
+    # of it name the file, the time and a count tell its resumes apart.
+    slug = re.sub(r"[^A-Za-z0-9._-]", "_", run_id)[:60]
+    stem = f"resume-{slug}-{hashlib.sha256(run_id.encode()).hexdigest()[:8]}-{time.strftime('%Y%m%dT%H%M%S')}"
+    for n in range(100):
+        name = f"{stem}.log" if n == 0 else f"{stem}.{n}.log"
+        try:
+            return logs / name, new_private_file(logs, name)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"no resume log written: {exc.strerror or exc}", title="resume") from None
+    raise UsageError(f"no resume log written: {logs} holds 100 logs named {stem}*", title="resume")

@@ -20,6 +20,9 @@ tool asks the same function the engine's own command line asks:
 - `whoami`, `Who`, `WEB_USER_ENV`: who is acting, as the audit will record it,
   and the variable `phasegate serve` sets for an authenticated web session.
   `Engine` resolves the operator itself from the `operator=` text it is given.
+- `new_private_file`: a file a tool writes beside the store (a log), made
+  as the archives are: in a folder of this account's own, new, never through
+  a link.
 - `correctable_effects`: which confirmed effects of a run may be corrected
   now, for a tool that offers that choice; `Engine.preview` and
   `Engine.decide` apply the same rule and refuse what does not fit.
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
     from .authoring.sources import printable
     from .decide.fit import correctable_effects
     from .oversight.identity import WEB_USER_ENV, Who, whoami
+    from .safefiles import new_private_file
     from .safetext import safe, safe_json
     from .views.feed import store_files, watch_store
 
@@ -51,6 +55,7 @@ _WHERE: dict[str, str] = {
     "WEB_USER_ENV": ".oversight.identity",
     "Who": ".oversight.identity",
     "whoami": ".oversight.identity",
+    "new_private_file": ".safefiles",
     "safe": ".safetext",
     "safe_json": ".safetext",
     "store_files": ".views.feed",
@@ -62,6 +67,7 @@ __all__ = [
     "Who",
     "correctable_effects",
     "default_db",
+    "new_private_file",
     "printable",
     "safe",
     "safe_json",

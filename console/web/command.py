@@ -89,7 +89,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         login=_login(),
     )
     _log_to_stderr()
-    server = ConsoleServer(config, console_argv(db, read_only=config.read_only))
+    server = ConsoleServer(config, console_argv(read_only=config.read_only))
     try:
         import asyncio
 

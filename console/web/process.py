@@ -17,6 +17,8 @@ from textual_serve.download_manager import DownloadManager
 
 from phasegate.ops import WEB_USER_ENV
 
+from ..served import PARENT_ENV
+
 #: How long a console gets to quit on its own before its process group is killed.
 QUIT_GRACE = 3.0
 
@@ -24,13 +26,15 @@ QUIT_GRACE = 3.0
 class ConsoleProcess(AppService):
     """Runs `argv` (never through a shell: the database path is not shell
     text) in a process group of its own, with `operator` as the name its
-    decisions record."""
+    decisions record, on the store `db` (passed in its environment: a URL's
+    password must not be on a command line that every account can read)."""
 
     def __init__(
         self,
         argv: Sequence[str],
         *,
         operator: str,
+        db: str | None = None,
         web_user: str | None = None,
         write_bytes: Callable[[bytes], Awaitable[None]],
         write_str: Callable[[str], Awaitable[None]],
@@ -45,6 +49,8 @@ class ConsoleProcess(AppService):
         )
         self.argv = tuple(argv)
         self.operator = operator
+        self.db = db
+        """The store's path or URL, or None to leave the environment's `PHASEGATE_DB`."""
         self.web_user = web_user
         """The user an authenticating proxy named (`--operator-header`), or None."""
 
@@ -55,6 +61,11 @@ class ConsoleProcess(AppService):
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
         env = super()._build_environment(width, height)
         env["PHASEGATE_OPERATOR"] = self.operator
+        if self.db is not None:
+            env["PHASEGATE_DB"] = self.db
+        # The console dies with this server (console/served.py): never an
+        # orphan, write-capable, with nobody to stop it.
+        env[PARENT_ENV] = str(os.getpid())
         # Only a proxy-authenticated user is passed on: it tells two people
         # apart for a second only where the store's policy names this
         # server's account (engine/oversight/identity.py). Never inherited otherwise.
@@ -100,9 +111,10 @@ class ConsoleProcess(AppService):
             self._task = None
 
 
-def console_argv(db: str, *, read_only: bool) -> list[str]:
-    """The served command: the terminal console itself, so there is no second UI."""
-    argv = [sys.executable, "-m", "phasegate", "console", "--db", db]
+def console_argv(*, read_only: bool) -> list[str]:
+    """The served command: the terminal console itself, so there is no second
+    UI. No `--db`: the store reaches it in the environment (`ConsoleProcess`)."""
+    argv = [sys.executable, "-m", "phasegate", "console"]
     if read_only:
         argv.append("--read-only")
     return argv

@@ -141,6 +141,7 @@ class ConsoleServer:
             process = ConsoleProcess(
                 self.argv,
                 operator=operator,
+                db=self.config.db,
                 web_user=operator if self.config.operator_header else None,
                 write_bytes=websocket.send_bytes,
                 write_str=websocket.send_str,
@@ -202,10 +203,14 @@ class ConsoleServer:
                 kind, data = envelope[0], (envelope[1] if len(envelope) > 1 else None)
             except (ValueError, TypeError, IndexError, KeyError):
                 continue  # not the page's protocol: ignored
-            session.last_active = time.monotonic()
             if kind == "stdin" and isinstance(data, str):
+                # Only what a person does counts as activity: a page left open
+                # sends blur, focus and ping on its own, and would keep an
+                # unattended session (write-capable, maybe) open for ever.
+                session.last_active = time.monotonic()
                 await process.send_bytes(data.encode("utf-8"))
             elif kind == "resize" and isinstance(data, dict):
+                session.last_active = time.monotonic()
                 await process.set_terminal_size(
                     _int(data.get("width"), 80, 20, 500), _int(data.get("height"), 24, 5, 300)
                 )

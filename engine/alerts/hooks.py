@@ -1,22 +1,25 @@
 """Delivering one alert: a command given the event on its standard input,
 and/or an HTTP POST, each tried again with exponential backoff. A hook that
 keeps failing is reported to the caller, never raised: the watch goes on.
+
+Each attempt has one deadline (`Hooks.timeout`) over the whole exchange,
+and the watch's stop (SIGTERM) ends an attempt where it is: neither a slow
+receiver nor a hung command holds a stop's alert, or the watch, for longer.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
-import subprocess
 import threading
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
+from . import _attempt
 
 log = logging.getLogger("phasegate.watch")
 
@@ -57,13 +60,15 @@ class Hooks:
     command: str | None = None
     """Run through the shell, the event as JSON on standard input."""
     webhook: str | None = None
-    """POSTed the event as JSON; credentials in the URL become Basic auth."""
+    """POSTed the event as JSON; credentials in the URL become Basic auth.
+    Only a 2xx answer counts; a redirect is not followed (a failure)."""
     retries: int = 4
     """Attempts after the first, per hook."""
     backoff: float = 1.0
     """Seconds before the first retry; doubled each time, at most `MAX_BACKOFF`."""
     timeout: float = 10.0
-    """Seconds a single attempt (the command, or the request) may take."""
+    """Seconds a single attempt may take in all: the command to its exit, or
+    the request from connecting to the last header of the answer."""
 
     def __post_init__(self) -> None:
         if not self.command and not self.webhook:
@@ -76,81 +81,125 @@ class Hooks:
 
 @dataclass(frozen=True)
 class Delivery:
+    """How the delivery of one alert ended."""
+
     ok: bool
+    """Every configured hook took it (a command exited 0, a webhook answered 2xx)."""
     attempts: int
+    """Attempts made, over all hooks."""
     error: str | None = None
+    """Why not, per hook, when not ok."""
     interrupted: bool = False
-    """The watch was asked to stop between attempts: nothing is known to have arrived."""
+    """The watch was asked to stop during an attempt or between two: nothing is known to have arrived."""
 
 
-def deliver(hooks: Hooks, event: dict[str, Any], stop: threading.Event) -> Delivery:
-    """Every configured hook, each with its retries. Ok only if all arrived."""
+#: Seconds between two renewals of an alert's claim while its delivery goes on.
+KEEPALIVE_EVERY = 5.0
+#: How often a wait looks at the watch's stop and its deadline.
+_TICK = 0.1
+
+
+class _Stopped(Exception):
+    """The watch's stop was set while waiting."""
+
+
+def deliver(
+    hooks: Hooks,
+    event: dict[str, Any],
+    stop: threading.Event,
+    keepalive: Callable[[], None] | None = None,
+) -> Delivery:
+    """Send `event` through every configured hook, each with its retries.
+
+    Args:
+        hooks: Where to send it, and how hard to try.
+        event: The alert's event, sent as JSON.
+        stop: Set by SIGTERM: the attempt in progress is ended and nothing more is tried.
+        keepalive: Called every `KEEPALIVE_EVERY` seconds while the delivery
+            goes on (the watch renews its claim on the alert with it).
+
+    Returns:
+        Ok only if every hook took the event; `interrupted` when `stop` ended it.
+    """
     body = json.dumps(event, ensure_ascii=False, sort_keys=True).encode("utf-8")
     attempts, errors = 0, []
-    for name, send in (("exec", _exec if hooks.command else None), ("webhook", _post if hooks.webhook else None)):
-        if send is None:
+    clock = _Clock(stop, keepalive)
+    for name in ("exec", "webhook"):
+        if (hooks.command if name == "exec" else hooks.webhook) is None:
             continue
+        shown = mask_url(hooks.webhook or "") if name == "webhook" else "command"
         for attempt in range(hooks.retries + 1):
             attempts += 1
-            err = send(hooks, body)
-            if err is None:
-                break
-            shown = mask_url(hooks.webhook or "") if name == "webhook" else "command"
-            if attempt == hooks.retries:
-                errors.append(f"{name}: {err}")
-                log.error(
-                    "alert for %s not delivered by %s %s after %d attempts: %s",
-                    event.get("run_id"),
-                    name,
-                    shown,
-                    attempt + 1,
-                    err,
-                )
-                break
-            wait = min(hooks.backoff * 2**attempt, MAX_BACKOFF)
-            log.warning("%s %s failed (attempt %d): %s; retrying in %gs", name, shown, attempt + 1, err, wait)
-            if stop.wait(wait):
-                return Delivery(False, attempts, "stopped while retrying", interrupted=True)
+            try:
+                err = clock.attempt(_start(hooks, name, body), hooks.timeout)
+                if err is None:
+                    break
+                if attempt == hooks.retries:
+                    errors.append(f"{name}: {err}")
+                    log.error(
+                        "alert for %s not delivered by %s %s after %d attempts: %s",
+                        event.get("run_id"),
+                        name,
+                        shown,
+                        attempt + 1,
+                        err,
+                    )
+                    break
+                wait = min(hooks.backoff * 2**attempt, MAX_BACKOFF)
+                log.warning("%s %s failed (attempt %d): %s; retrying in %gs", name, shown, attempt + 1, err, wait)
+                clock.pause(wait)
+            except _Stopped:
+                return Delivery(False, attempts, "stopped while sending", interrupted=True)
     return Delivery(not errors, attempts, "; ".join(errors) or None)
 
 
-def _exec(hooks: Hooks, body: bytes) -> str | None:
-    assert hooks.command is not None
-    try:
-        p = subprocess.run(hooks.command, shell=True, input=body, capture_output=True, timeout=hooks.timeout)
-    except subprocess.TimeoutExpired:
-        return f"did not finish within {hooks.timeout:g}s"
-    except OSError as exc:
-        return f"could not start: {exc.strerror or exc}"
-    if p.returncode != 0:
-        tail = p.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        return f"exit {p.returncode}" + (f": {tail[0][:200]}" if tail[0] else "")
-    return None
-
-
-def _post(hooks: Hooks, body: bytes) -> str | None:
+def _start(hooks: Hooks, name: str, body: bytes) -> _attempt.Attempt:
+    if name == "exec":
+        assert hooks.command is not None
+        return _attempt.CommandAttempt(hooks.command, body).start()
     assert hooks.webhook is not None
-    parts = urllib.parse.urlsplit(hooks.webhook)
-    headers = {"Content-Type": "application/json", "User-Agent": "phasegate-watch"}
-    if parts.username or parts.password:
-        user = urllib.parse.unquote(parts.username or "")
-        pw = urllib.parse.unquote(parts.password or "")
-        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{pw}".encode()).decode()
-        host = parts.hostname or ""
-        netloc = f"[{host}]" if ":" in host else host
-        if parts.port:
-            netloc += f":{parts.port}"
-        url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
-    else:
-        url = hooks.webhook
-    req = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=hooks.timeout) as resp:  # noqa: S310 - the operator's own URL
-            status = int(resp.status)
-    except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        # Never the URL itself in the message: it may carry a token.
-        reason = getattr(exc, "reason", exc)
-        return f"{type(exc).__name__}: {str(reason)[:200]}"
-    return None if 200 <= status < 300 else f"HTTP {status}"
+    return _attempt.PostAttempt(hooks.webhook, body, hooks.timeout).start()
+
+
+class _Clock:
+    """The waits of one delivery: each watches the stop and calls the keepalive on time."""
+
+    def __init__(self, stop: threading.Event, keepalive: Callable[[], None] | None) -> None:
+        self.stop = stop
+        self.keepalive = keepalive
+        self.next_keepalive = time.monotonic() + KEEPALIVE_EVERY
+
+    def attempt(self, running: _attempt.Attempt, timeout: float) -> str | None:
+        """Wait for `running` until `timeout` seconds passed; then end it.
+
+        Raises:
+            _Stopped: the stop was set (the attempt is ended first).
+        """
+        deadline = time.monotonic() + timeout
+        while not running.wait(_TICK):
+            if self.stop.is_set():
+                running.end()
+                raise _Stopped
+            if time.monotonic() >= deadline:
+                running.end()
+                return f"no complete answer within {timeout:g}s"
+            self._tick()
+        return running.error
+
+    def pause(self, seconds: float) -> None:
+        """Wait `seconds` between two attempts.
+
+        Raises:
+            _Stopped: the stop was set.
+        """
+        end = time.monotonic() + seconds
+        while not self.stop.wait(max(0.0, min(_TICK, end - time.monotonic()))):
+            if time.monotonic() >= end:
+                return
+            self._tick()
+        raise _Stopped
+
+    def _tick(self) -> None:
+        if self.keepalive is not None and time.monotonic() >= self.next_keepalive:
+            self.next_keepalive = time.monotonic() + KEEPALIVE_EVERY
+            self.keepalive()

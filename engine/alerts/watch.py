@@ -38,7 +38,8 @@ skip_log = logging.getLogger("phasegate.watch.skip")
 #: The statuses that are a stop worth telling someone about.
 STOPS = ("blocked", "failed")
 #: A claim older than this whose watch never settled it (killed mid-send) is
-#: taken over: longer than the slowest delivery with its retries.
+#: taken over. A watch renews its claim while it sends (`hooks.KEEPALIVE_EVERY`),
+#: so only a claim whose watch died ages this far.
 CLAIM_SECONDS = 300.0
 _CHUNK = 500
 
@@ -186,7 +187,7 @@ class Watch:
         except IntegrityError:
             skip_log.info("%s (%s): claimed by another watch", row.run_id, row.status)
             return 0
-        result = hooks.deliver(self.hooks, ev, self.stop)
+        result = hooks.deliver(self.hooks, ev, self.stop, keepalive=lambda: self._renew(key, row))
         with self.store.write() as conn:
             if result.interrupted:
                 # Nothing is known to have arrived: let the next watch send it.
@@ -209,6 +210,19 @@ class Watch:
             log.info("announced %s (%s): %s", row.run_id, row.status, ev["summary"])
             return 1
         return 0
+
+    def _renew(self, key: str, row: Any) -> None:
+        """The claim on an alert being sent, renewed: a claim left as old as
+        `claim_seconds` reads as the claim of a watch that died mid-send, and
+        another watch would send the alert again while this one still is."""
+        try:
+            with self.store.write() as conn:
+                held = self.store.alerts.renew(conn, key, self.owner, self.engine.clock())
+        except StoreError as exc:
+            log.warning("cannot renew the claim on %s's alert now: %s", row.run_id, exc.message)
+            return
+        if not held:
+            log.warning("%s (%s): another watch took over this alert's claim", row.run_id, row.status)
 
 
 def run_watch(

@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from .. import _json
+from ..safefiles import CREATE_NEW, own_folder
 
 
 class Missing:
@@ -34,31 +34,6 @@ def archive_dir(db_path: Path | None, configured: str | None) -> Path:
     return base.with_name(base.name + ".archive").absolute()
 
 
-def own_folder(folder: Path) -> None:
-    """Make `folder` private (0700), or check that the one already there is
-    this user's own and writable by nobody else: in a folder someone else can
-    write, a planted link would turn an archive write into an overwrite of
-    any file this user can write, reported hash-matched."""
-    try:
-        os.mkdir(folder, 0o700)
-        return
-    except FileExistsError:
-        pass
-    st = os.lstat(folder)
-    if stat.S_ISLNK(st.st_mode):
-        raise OSError(f"{folder} is a symbolic link, not a folder of phasegate's own")
-    if not stat.S_ISDIR(st.st_mode):
-        raise OSError(f"{folder} is not a folder")
-    if st.st_uid != os.geteuid():
-        raise OSError(f"{folder} belongs to user id {st.st_uid}, not to this user ({os.geteuid()})")
-    if st.st_mode & 0o022:
-        raise OSError(f"{folder} can be written by others (mode {stat.S_IMODE(st.st_mode):o})")
-
-
-#: Never through a link, never onto a file that is already there.
-_CREATE = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
 def write_archive(folder: Path, name: str, payload: dict[str, Any]) -> tuple[Path, str]:
     """Write, fsync, then read back and compare: the archive counts only once
     its bytes are known to be on disk as written. `folder` (a run's folder in
@@ -76,7 +51,7 @@ def write_archive(folder: Path, name: str, payload: dict[str, Any]) -> tuple[Pat
     # not followed: unlink acts on a link itself.
     with contextlib.suppress(FileNotFoundError):
         os.unlink(tmp)
-    fd = os.open(tmp, _CREATE, 0o600)
+    fd = os.open(tmp, CREATE_NEW, 0o600)
     try:
         os.write(fd, text)
         os.fsync(fd)

@@ -50,6 +50,20 @@ class Alerts:
         ).rowcount
         return bool(n)
 
+    def renew(self, conn: Connection, key: str, owner: str, now: float) -> bool:
+        """Keep `owner`'s claim fresh while its send goes on, so that no other
+        watch takes it over as the claim of a watch that died.
+
+        Returns:
+            Whether `owner` still holds the claim.
+        """
+        n = conn.execute(
+            update(alerts)
+            .where(alerts.c.stop_key == key, alerts.c.state == "claimed", alerts.c.claimed_by == owner)
+            .values(claimed_at=now)
+        ).rowcount
+        return bool(n)
+
     def release(self, conn: Connection, key: str, owner: str) -> None:
         """Give up `owner`'s claim (nothing is known to have arrived): the next watch sends it."""
         conn.execute(delete(alerts).where(alerts.c.stop_key == key, alerts.c.claimed_by == owner))

@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "ids",
             "timefmt",
             "shapes",
+            "safefiles",
         ),
     ),
     ("history", ("history",)),
