@@ -20,6 +20,9 @@ tool asks the same function the engine's own command line asks:
 - `whoami`, `Who`, `WEB_USER_ENV`: who is acting, as the audit will record it,
   and the variable `phasegate serve` sets for an authenticated web session.
   `Engine` resolves the operator itself from the `operator=` text it is given.
+- `WAIT_SECONDS`: the range of a wait for a person (a proposal, a claim, an
+  idle session: 1 s to a year), with `.argtype()` for a flag, so a tool's
+  own flags refuse what the engine's refuse, in the same words.
 - `correctable_effects`: which confirmed effects of a run may be corrected
   now, for a tool that offers that choice; `Engine.preview` and
   `Engine.decide` apply the same rule and refuse what does not fit.
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._dbpath import default_db
     from .authoring.sources import printable
+    from .bounds import WAIT_SECONDS
     from .decide.fit import correctable_effects
     from .oversight.identity import WEB_USER_ENV, Who, whoami
     from .safetext import safe, safe_json
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
 #: Name -> the private module that defines it.
 _WHERE: dict[str, str] = {
     "default_db": "._dbpath",
+    "WAIT_SECONDS": ".bounds",
     "printable": ".authoring.sources",
     "correctable_effects": ".decide.fit",
     "WEB_USER_ENV": ".oversight.identity",
@@ -58,6 +63,7 @@ _WHERE: dict[str, str] = {
 }
 
 __all__ = [
+    "WAIT_SECONDS",
     "WEB_USER_ENV",
     "Who",
     "correctable_effects",
