@@ -24,7 +24,7 @@ from .._host import new_owner
 from ..authoring import runbooks as _runbooks
 from ..authoring.sources import printable
 from ..engine import Engine
-from ..errors import StoreError
+from ..errors import ExitCode, StoreError
 from ..safetext import safe
 from ..store import _rowcheck
 from ..timefmt import iso
@@ -104,6 +104,9 @@ class Watch:
         #: another watch): not asked about again.
         self._settled: set[str] = set()
         self.sent = 0
+        self.unreadable = False
+        """Whether the last look could not read (or write) the store: what
+        `watch --once` exits with, so a cron job can tell."""
 
     def serve(self) -> int:
         """Until `stop` is set (SIGTERM): a first look at the whole store, then
@@ -126,10 +129,13 @@ class Watch:
         A store that cannot be read now is logged and looked at again at the
         next change: the watch itself does not stop."""
         try:
-            return self._scan()
+            sent = self._scan()
         except StoreError as exc:
             log.error("cannot read the store now: %s", exc.message)
+            self.unreadable = True
             return 0
+        self.unreadable = False
+        return sent
 
     def _scan(self) -> int:
         with self.store.read() as conn:
@@ -223,7 +229,9 @@ def run_watch(
     w = Watch(engine, hooks_, stop, poll=poll, use_events=use_events)
     if once:
         w.scan()
-        return 0
+        # A look that could not read the store announced nothing: exit 2
+        # (an unusable database), not 0, or a cron job takes it for "no stop".
+        return ExitCode.USAGE if w.unreadable else ExitCode.OK
     return w.serve()
 
 

@@ -60,6 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("phasegate").setLevel(logging.ERROR)
     try:
         args = build_parser().parse_args(argv)
+    except PhasegateError as exc:
+        # What argparse refused is the line itself: no code of ours ran, so
+        # there is no traceback to show, --debug or not.
+        print(f"phasegate: {exc.title}: {safe(exc.message)}", file=sys.stderr)
+        return exc.exit_code
+    try:
         if getattr(args, "db", None) is None and args.global_db is not None:
             args.db = args.global_db
         _check_text_args(args)

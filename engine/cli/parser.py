@@ -259,4 +259,19 @@ def build_parser() -> argparse.ArgumentParser:
         except ImportError:
             continue  # that part of phasegate is not installed
         adder(sub)
+    for command in sub.choices.values():
+        _global_flags(command)
     return p
+
+
+def _global_flags(command: argparse.ArgumentParser) -> None:
+    # -v and --debug go anywhere on the line (`phasegate status -v` as well
+    # as `phasegate -v status`), as the README says. SUPPRESS: a command that
+    # was not given the flag leaves the value the top level set alone.
+    flags = command._option_string_actions
+    if "--debug" not in flags:
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    if "-v" not in flags and "--verbose" not in flags:
+        command.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log what the engine does"
+        )
