@@ -55,7 +55,13 @@ def stop_key(row: Any) -> str:
 
 
 def event(row: Any, where: str) -> dict[str, Any]:
-    """What a hook receives about one stop; the fields are the contract."""
+    """What a hook receives about one stop; the fields are the contract.
+
+    Every text in it was read from the store, which someone else wrote (a
+    workflow's names, a phase's error, an edited row) and is read at the far
+    end by a person (a mail, a pager, a chat): each goes through the one
+    safe-text rule (`safetext.safe`), so no control character, bidi override
+    or invisible one reaches them as itself."""
     blocked = _json.loads(row.blocked_json or "[]")
     error = _json.loads(row.error_json) if row.error_json else None
     shape = _json.loads(row.shape_json)
@@ -63,19 +69,22 @@ def event(row: Any, where: str) -> dict[str, Any]:
     texts = list(dict.fromkeys(b["runbook"] for b in books))
     summary = f"{row.run_id} ({row.workflow}) {row.status}: {row.attention or 'no reason recorded'}"
     return {
-        "run_id": row.run_id,
-        "workflow": row.workflow,
-        "status": row.status,
-        "kinds": [str(b.get("kind")) for b in blocked],
-        "summary": printable(summary.replace("\n", " "))[:400],
-        "frontier": {"phase": row.frontier_phase, "index": int(row.frontier_index), "of": int(row.phase_count)},
+        "run_id": safe(row.run_id),
+        "workflow": safe(row.workflow),
+        "status": safe(row.status),
+        "kinds": [safe(str(b.get("kind"))) for b in blocked],
+        "summary": safe(printable(summary.replace("\n", " "))[:400]),
+        "frontier": {
+            "phase": None if row.frontier_phase is None else safe(row.frontier_phase),
+            "index": int(row.frontier_index),
+            "of": int(row.phase_count),
+        },
         "since": iso(row.updated_at),
         # Causes (issue #13) are not recorded yet; the field is kept so
         # receivers need not change when they are.
         "cause": None,
-        # Stored text read by a person at the far end (a mail, a pager): made safe.
         "runbook": safe("; ".join(texts)) if texts else None,
-        "console": f"phasegate console --db {shlex.quote(where)} --run {shlex.quote(row.run_id)}",
+        "console": safe(f"phasegate console --db {shlex.quote(where)} --run {shlex.quote(row.run_id)}"),
     }
 
 

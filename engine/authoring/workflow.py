@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from .. import _json
 from ..errors import WorkflowError
+from ..ids import validate_name
 from . import runbooks as _runbooks
 from .retry import NO_RETRY, RetryPolicy
 
@@ -157,9 +158,7 @@ class Workflow:
         for one phase (`failed:charge`), or a phase name (any stop there).
         They are stored with each run, so `status`, the console and alerts
         show them without this code."""
-        if not name or not isinstance(name, str):
-            raise WorkflowError("a workflow needs a non-empty name")
-        self.name = name
+        self.name = validate_name("workflow", name, WorkflowError)
         self.runbooks: dict[str, str] = _runbooks.check(name, runbooks or {})
         self.max_age: float | None = max_age.total_seconds() if isinstance(max_age, timedelta) else max_age
         self.phases: list[Phase] = []
@@ -170,6 +169,7 @@ class Workflow:
         """Register an environment probe: a function returning a JSON value that
         describes an outside condition the workflow depends on. It may take one
         parameter, the run's inputs (to find the files that run works on)."""
+        validate_name("probe", name, WorkflowError)
         if name == AGE_PROBE:
             raise WorkflowError(f"probe name {AGE_PROBE!r} is reserved for max_age")
 
@@ -207,7 +207,7 @@ class Workflow:
         not called again."""
 
         def deco(fn: F) -> F:
-            pname = name or fn.__name__
+            pname = validate_name("phase", name or fn.__name__, WorkflowError)
             need_t = tuple(needs)
             floor_t = need_t if floor is None else tuple(floor)
             known = {p.name for p in self.phases}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe, wait
 from ..errors import UsageError
+from ..ids import validate_name
 
 if TYPE_CHECKING:
     from ..authoring.reconcile import Reconciled
@@ -109,6 +110,7 @@ class PhaseContext:
         of `retry_on`, waiting `backoff` seconds before the first retry and
         twice as long before each next one (with jitter). Each failed attempt
         is recorded with the run; the last one's error is the step's."""
+        validate_name("step", name)
         policy = NO_RETRY if not retries else RetryPolicy.of(f"step {name!r}", retries, backoff, retry_on)
         if not durable:
             self.steps_done += 1
@@ -170,6 +172,7 @@ class PhaseContext:
         seconds. `redo_on_rewind=True` (idempotent effects only) gives the
         effect a new key when a rewind or reset re-opens its phase, so the
         target acts again; by default a completed effect is never repeated."""
+        validate_name("effect", name)
         if redo_on_rewind and not idempotent:
             raise UsageError(f"effect {name!r}: redo_on_rewind needs idempotent=True (a new key must be safe to send)")
         if not reconcile_timeout > 0:
