@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine import Engine as SAEngine
 
-from ..errors import StoreError
+from ..errors import ConnectionLost, StoreError
 
 # psycopg is imported when a PostgreSQL store is opened, not with this module:
 # a command on a SQLite store does not pay for it (about a fifth of a start).
@@ -274,7 +274,7 @@ def explain(exc: BaseException, where: str) -> StoreError:
             "the connection is lost",
         )
     ):
-        return StoreError(f"lost the connection to PostgreSQL at {where}: {msg}; nothing more was written")
+        return ConnectionLost(f"lost the connection to PostgreSQL at {where}: {msg}; nothing more was written")
     if "connection refused" in low or "could not connect" in low or "connection failed" in low:
         return StoreError(f"cannot connect to PostgreSQL at {where}: {msg}")
     if "does not exist" in low and "database" in low:
