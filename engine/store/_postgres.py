@@ -133,9 +133,20 @@ def scrub(message: str, target: str) -> str:
     return message
 
 
-def make_engine(target: str, *, readonly: bool) -> SAEngine:
+def make_engine(target: str, *, readonly: bool, lock_ms: int) -> SAEngine:
     _psycopg()
     engine = create_engine(sa_url(target), pool_size=4, max_overflow=8, pool_pre_ping=True)
+
+    @event.listens_for(engine, "connect")
+    def _lock_timeout(dbapi_conn: Any, _record: Any) -> None:
+        # A row lock held by a frozen holder (SIGSTOP inside its commit, a
+        # paused VM) would keep every other writer waiting without bound: a
+        # decision, a takeover, a heartbeat. Give up as SQLite's busy timeout
+        # does (`_sqlite.busy_timeout_ms`: a third of the lease), with one line.
+        with dbapi_conn.cursor() as cur:
+            cur.execute(f"SET lock_timeout = {int(lock_ms)}")
+        dbapi_conn.commit()
+
     if readonly:
 
         @event.listens_for(engine, "connect")
@@ -275,6 +286,11 @@ def explain(exc: BaseException, where: str) -> StoreError:
         )
     ):
         return ConnectionLost(f"lost the connection to PostgreSQL at {where}: {msg}; nothing more was written")
+    if "lock timeout" in low:
+        return StoreError(
+            f"the store is locked ({where}): another process holds a row this needs (a frozen or stalled"
+            " holder: `phasegate status RUN` names it); nothing was written, try again"
+        )
     if "connection refused" in low or "could not connect" in low or "connection failed" in low:
         return StoreError(f"cannot connect to PostgreSQL at {where}: {msg}")
     if "does not exist" in low and "database" in low:
