@@ -163,10 +163,11 @@ LEASE_SECONDS = Range(0.05, DAY)
 """A run's lease (`PHASEGATE_LEASE_SECONDS`): renewed every third of it, so
 under 50 ms the heartbeat is all a process does; over a day a dead holder
 keeps its run that long."""
-FLUSH_MS = Range(0.0, 60_000.0, "milliseconds")
+FLUSH_MS = Range(0.0, 3_600_000.0, "milliseconds")
 """How long an effect's completion may wait for the run's next commit
-(`PHASEGATE_EFFECT_FLUSH_MS`): 0 commits it at once; past a minute it is
-an in-doubt window nobody asked for."""
+(`PHASEGATE_EFFECT_FLUSH_MS`): 0 commits it at once; the tests hold it for
+minutes to see a completion ride with the next commit; past an hour it is an
+in-doubt window nobody means."""
 RETENTION_DAYS = Range(0.0, 36_500.0, "days")
 """Days a completed run is kept whole before pruning may take it."""
 RETRIES = Count(0, 100)
