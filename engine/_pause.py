@@ -8,6 +8,7 @@ play a VM migration, a long GC or a laptop lid at an exact moment.
                         where the checkpoint is one statement that commits itself
                         (PostgreSQL, no effect completion riding with it), just
                         before that statement is sent: nothing is held there
+  in-verify:RUN         `verify` is checking the run, its read of the store under way
 Each point pauses once per process. The variable is read at the first point
 a process reaches (again in a forked child, which a test gives its own
 environment after the fork), so unset, as in production, a point costs one

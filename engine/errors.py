@@ -68,6 +68,12 @@ class StoreError(PhasegateError):
     title = "unusable database"
 
 
+class ConnectionLost(StoreError):
+    """The database server dropped the connection (a restart, a failover,
+    `pg_terminate_backend`): what was committed stands, nothing more was
+    written, and trying again may well work."""
+
+
 class WorkflowError(UsageError):
     """A workflow is declared wrongly (unknown need, floor outside needs...)."""
 

@@ -23,6 +23,9 @@ tool asks the same function the engine's own command line asks:
 - `new_private_file`: a file a tool writes beside the store (a log), made
   as the archives are: in a folder of this account's own, new, never through
   a link.
+- `WAIT_SECONDS`: the range of a wait for a person (a proposal, a claim, an
+  idle session: 1 s to a year), with `.argtype()` for a flag, so a tool's
+  own flags refuse what the engine's refuse, in the same words.
 - `correctable_effects`: which confirmed effects of a run may be corrected
   now, for a tool that offers that choice; `Engine.preview` and
   `Engine.decide` apply the same rule and refuse what does not fit.
@@ -41,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._dbpath import default_db
     from .authoring.sources import printable
+    from .bounds import WAIT_SECONDS
     from .decide.fit import correctable_effects
     from .oversight.identity import WEB_USER_ENV, Who, whoami
     from .safefiles import new_private_file
@@ -50,6 +54,7 @@ if TYPE_CHECKING:
 #: Name -> the private module that defines it.
 _WHERE: dict[str, str] = {
     "default_db": "._dbpath",
+    "WAIT_SECONDS": ".bounds",
     "printable": ".authoring.sources",
     "correctable_effects": ".decide.fit",
     "WEB_USER_ENV": ".oversight.identity",
@@ -63,6 +68,7 @@ _WHERE: dict[str, str] = {
 }
 
 __all__ = [
+    "WAIT_SECONDS",
     "WEB_USER_ENV",
     "Who",
     "correctable_effects",

@@ -7,11 +7,10 @@ Layer: `engine`, beside `engine.py`, which alone reads them.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 
-from .errors import UsageError
+from . import bounds
 from .oversight import claims
 from .run.completions import DEFAULT_DELAY
 
@@ -61,62 +60,22 @@ class Settings:
             UsageError: A variable that is not a number, or a value out of its
                 range; the first in the order of the arguments above.
         """
+        # One parser for every number (bounds.py): nan, inf and values no
+        # one means (a lease of a year, a claim of 1e12 s) are refused here,
+        # before a store is opened, instead of stored and met later.
+        flush_ms = None if effect_flush is None else effect_flush * 1000
         return cls(
-            lease_seconds=_checked_lease(
-                lease_seconds if lease_seconds is not None else _env_float("PHASEGATE_LEASE_SECONDS", 30.0)
-            ),
-            effect_flush=_checked_flush(
-                effect_flush
-                if effect_flush is not None
-                else _env_float("PHASEGATE_EFFECT_FLUSH_MS", DEFAULT_DELAY * 1000) / 1000
-            ),
-            retention_days=_checked_retention(
-                retention_days if retention_days is not None else _env_float("PHASEGATE_RETENTION_DAYS", 30.0)
-            ),
-            claim_seconds=_checked_claim(
-                claim_seconds
-                if claim_seconds is not None
-                else _env_float("PHASEGATE_CLAIM_SECONDS", claims.DEFAULT_CLAIM_SECONDS)
+            lease_seconds=_one(lease_seconds, bounds.LEASE_SECONDS, "PHASEGATE_LEASE_SECONDS", 30.0),
+            effect_flush=_one(flush_ms, bounds.FLUSH_MS, "PHASEGATE_EFFECT_FLUSH_MS", DEFAULT_DELAY * 1000) / 1000,
+            retention_days=_one(retention_days, bounds.RETENTION_DAYS, "PHASEGATE_RETENTION_DAYS", 30.0),
+            claim_seconds=_one(
+                claim_seconds, bounds.WAIT_SECONDS, "PHASEGATE_CLAIM_SECONDS", claims.DEFAULT_CLAIM_SECONDS
             ),
             archive_dir=archive_dir or os.environ.get("PHASEGATE_ARCHIVE_DIR"),
         )
 
 
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise UsageError(f"{name} must be a number, not {raw!r}") from None
-
-
-def _checked_lease(value: float) -> float:
-    # nan would store a NULL expiry (a run held for ever), a negative one a
-    # lease already lapsed (a second process takes a live run).
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"the lease (PHASEGATE_LEASE_SECONDS) must be a finite number of seconds > 0, not {value}")
-    return value
-
-
-def _checked_claim(value: float) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(
-            f"the claim expiry (PHASEGATE_CLAIM_SECONDS) must be a finite number of seconds > 0, not {value}"
-        )
-    return value
-
-
-def _checked_flush(value: float) -> float:
-    # How long an effect's completion may wait to commit with the run's next
-    # write (completions.py): a negative or endless wait would strand it.
-    if not math.isfinite(value) or value < 0:
-        raise UsageError(f"PHASEGATE_EFFECT_FLUSH_MS must be a finite number of milliseconds >= 0, not {value * 1000}")
-    return value
-
-
-def _checked_retention(value: float) -> float:
-    if math.isnan(value) or value < 0:
-        raise UsageError(f"the retention (PHASEGATE_RETENTION_DAYS) must be a number of days >= 0, not {value}")
-    return value
+def _one(given: float | None, where: bounds.Range, env: str, default: float) -> float:
+    # A value given in code is named by the variable it stands in for: the
+    # one name the documentation gives that setting.
+    return where.from_env(env, default) if given is None else where.check(given, env)

@@ -13,8 +13,15 @@ def iso(ts: float | None) -> str | None:
         ts: Seconds since the epoch, or None.
 
     Returns:
-        The UTC time to the second, or None for None.
+        The UTC time to the second, or None for None. A time no calendar can
+        write (nan, inf, past year 9999 or before year 1: a stored value from
+        an older store, or a row edited) is written as the number it is,
+        `out of range (3e+11 s since the epoch)`: shown, not raised, so one
+        such row does not take a whole list down with it.
     """
     if ts is None:
         return None
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):
+        return f"out of range ({float(ts):g} s since the epoch)"

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from phasegate import PhasegateError, UsageError
-from phasegate.ops import default_db
+from phasegate.ops import WAIT_SECONDS, default_db
 
 from . import guard
 
@@ -40,10 +40,10 @@ def add_serve(subparsers: Any) -> None:
     p.add_argument("--max-sessions", type=int, default=4, metavar="N", help="concurrent sessions (default 4)")
     p.add_argument(
         "--idle-timeout",
-        type=float,
+        type=WAIT_SECONDS.argtype(),
         default=900.0,
         metavar="SECONDS",
-        help="close a session after this long without input (default 900)",
+        help="close a session after this long without input (1 s to a year; default 900)",
     )
     p.set_defaults(fn=cmd_serve)
 
@@ -53,8 +53,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--port must be 0..65535, not {args.port}")
     if args.max_sessions < 1:
         raise UsageError(f"--max-sessions must be at least 1, not {args.max_sessions}")
-    if args.idle_timeout <= 0:
-        raise UsageError(f"--idle-timeout must be positive, not {args.idle_timeout}")
     if args.operator_header is not None and not guard.valid_header_name(args.operator_header):
         raise UsageError(f"--operator-header {args.operator_header!r} is not an HTTP header name")
     if not guard.is_loopback(args.host):

@@ -24,7 +24,7 @@ from .._host import new_owner
 from ..authoring import runbooks as _runbooks
 from ..authoring.sources import printable
 from ..engine import Engine
-from ..errors import StoreError
+from ..errors import ExitCode, StoreError
 from ..safetext import safe
 from ..store import _rowcheck
 from ..timefmt import iso
@@ -56,7 +56,13 @@ def stop_key(row: Any) -> str:
 
 
 def event(row: Any, where: str) -> dict[str, Any]:
-    """What a hook receives about one stop; the fields are the contract."""
+    """What a hook receives about one stop; the fields are the contract.
+
+    Every text in it was read from the store, which someone else wrote (a
+    workflow's names, a phase's error, an edited row) and is read at the far
+    end by a person (a mail, a pager, a chat): each goes through the one
+    safe-text rule (`safetext.safe`), so no control character, bidi override
+    or invisible one reaches them as itself."""
     blocked = _json.loads(row.blocked_json or "[]")
     error = _json.loads(row.error_json) if row.error_json else None
     shape = _json.loads(row.shape_json)
@@ -64,19 +70,22 @@ def event(row: Any, where: str) -> dict[str, Any]:
     texts = list(dict.fromkeys(b["runbook"] for b in books))
     summary = f"{row.run_id} ({row.workflow}) {row.status}: {row.attention or 'no reason recorded'}"
     return {
-        "run_id": row.run_id,
-        "workflow": row.workflow,
-        "status": row.status,
-        "kinds": [str(b.get("kind")) for b in blocked],
-        "summary": printable(summary.replace("\n", " "))[:400],
-        "frontier": {"phase": row.frontier_phase, "index": int(row.frontier_index), "of": int(row.phase_count)},
+        "run_id": safe(row.run_id),
+        "workflow": safe(row.workflow),
+        "status": safe(row.status),
+        "kinds": [safe(str(b.get("kind"))) for b in blocked],
+        "summary": safe(printable(summary.replace("\n", " "))[:400]),
+        "frontier": {
+            "phase": None if row.frontier_phase is None else safe(row.frontier_phase),
+            "index": int(row.frontier_index),
+            "of": int(row.phase_count),
+        },
         "since": iso(row.updated_at),
         # Causes (issue #13) are not recorded yet; the field is kept so
         # receivers need not change when they are.
         "cause": None,
-        # Stored text read by a person at the far end (a mail, a pager): made safe.
         "runbook": safe("; ".join(texts)) if texts else None,
-        "console": f"phasegate console --db {shlex.quote(where)} --run {shlex.quote(row.run_id)}",
+        "console": safe(f"phasegate console --db {shlex.quote(where)} --run {shlex.quote(row.run_id)}"),
     }
 
 
@@ -105,6 +114,9 @@ class Watch:
         #: another watch): not asked about again.
         self._settled: set[str] = set()
         self.sent = 0
+        self.unreadable = False
+        """Whether the last look could not read (or write) the store: what
+        `watch --once` exits with, so a cron job can tell."""
 
     def serve(self) -> int:
         """Until `stop` is set (SIGTERM): a first look at the whole store, then
@@ -127,10 +139,13 @@ class Watch:
         A store that cannot be read now is logged and looked at again at the
         next change: the watch itself does not stop."""
         try:
-            return self._scan()
+            sent = self._scan()
         except StoreError as exc:
             log.error("cannot read the store now: %s", exc.message)
+            self.unreadable = True
             return 0
+        self.unreadable = False
+        return sent
 
     def _scan(self) -> int:
         with self.store.read() as conn:
@@ -237,7 +252,9 @@ def run_watch(
     w = Watch(engine, hooks_, stop, poll=poll, use_events=use_events)
     if once:
         w.scan()
-        return 0
+        # A look that could not read the store announced nothing: exit 2
+        # (an unusable database), not 0, or a cron job takes it for "no stop".
+        return ExitCode.USAGE if w.unreadable else ExitCode.OK
     return w.serve()
 
 

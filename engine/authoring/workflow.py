@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from .. import _json
 from ..errors import WorkflowError
+from ..ids import validate_name
 from . import runbooks as _runbooks
 from .retry import NO_RETRY, RetryPolicy
 
@@ -166,11 +167,10 @@ class Workflow:
                 and alerts show them without this code.
 
         Raises:
-            WorkflowError: The name is empty, or a runbook's key or text is not acceptable.
+            WorkflowError: The name is empty or holds control, bidi or invisible
+                characters, or a runbook's key or text is not acceptable.
         """
-        if not name or not isinstance(name, str):
-            raise WorkflowError("a workflow needs a non-empty name")
-        self.name = name
+        self.name = validate_name("workflow", name, WorkflowError)
         """The workflow's name."""
         self.runbooks: dict[str, str] = _runbooks.check(name, runbooks or {})
         """The runbooks as given, checked."""
@@ -194,8 +194,10 @@ class Workflow:
             A decorator that registers the function and returns it unchanged.
 
         Raises:
-            WorkflowError: The name is reserved (`age`) or already declared.
+            WorkflowError: The name is reserved (`age`), already declared, or
+                holds control, bidi or invisible characters.
         """
+        validate_name("probe", name, WorkflowError)
         if name == AGE_PROBE:
             raise WorkflowError(f"probe name {AGE_PROBE!r} is reserved for max_age")
 
@@ -255,7 +257,7 @@ class Workflow:
         """
 
         def deco(fn: F) -> F:
-            pname = name or fn.__name__
+            pname = validate_name("phase", name or fn.__name__, WorkflowError)
             need_t = tuple(needs)
             floor_t = need_t if floor is None else tuple(floor)
             known = {p.name for p in self.phases}

@@ -14,13 +14,13 @@ from .args import open_engine
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from .daemon import Worker
+    from .daemon import Worker, open_patiently
 
     # A worker's log is its output (what it picked up, how each run ended), so
     # it is shown without -v; -v adds the engine's own lines.
     if not args.verbose:
         logging.getLogger("phasegate.worker").setLevel(logging.INFO)
-    with open_engine(args) as eng:
+    with open_patiently(lambda: open_engine(args)) as eng:
         return Worker(eng, poll=args.poll, jobs=args.jobs, heartbeat=args.heartbeat).serve(once=args.once)
 
 

@@ -20,6 +20,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
@@ -29,7 +30,7 @@ from typing import Any
 from .._host import HOST
 from ..authoring.loader import load
 from ..engine import Engine
-from ..errors import ExitCode, PhasegateError, RunHeld, StoreError
+from ..errors import ConnectionLost, ExitCode, PhasegateError, RunHeld, StoreError
 from ..outcome import Outcome
 from ..run.lease import HolderState, holder_name, holder_state
 from ..run.stopping import StopRequest
@@ -39,6 +40,41 @@ from ..views.workers import DEFAULT_EVERY, Beacon
 log = logging.getLogger("phasegate.worker")
 
 _Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
+#: Tries at opening the store when the server drops the connection meanwhile,
+#: and the wait before the first retry (doubled each time, at most 5 s).
+OPEN_TRIES = 8
+OPEN_BACKOFF = 0.2
+
+
+def open_patiently(open_engine: Callable[[], Engine], tries: int = OPEN_TRIES) -> Engine:
+    """The worker's engine, opened again when the server drops the connection
+    while it opens (a failover): each drop is one line, and only the last
+    one is an error the worker exits with.
+
+    Args:
+        open_engine: Opens the engine on the worker's store.
+        tries: How many times to try.
+
+    Returns:
+        The engine.
+
+    Raises:
+        ConnectionLost: The connection dropped on every try.
+        StoreError: Any other reason the store cannot be opened, at once.
+    """
+    wait = OPEN_BACKOFF
+    for attempt in range(1, tries + 1):
+        try:
+            return open_engine()
+        except ConnectionLost as exc:
+            if attempt == tries:
+                raise
+            log.error("cannot open the store (try %d of %d): %s; trying again in %.1fs", attempt, tries, exc, wait)
+            time.sleep(wait)
+            wait = min(wait * 2, 5.0)
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 class Worker:
@@ -176,7 +212,14 @@ class Worker:
             return sorted(self._busy), self.handled
 
     def _handle(self, row: Any, eng: Engine) -> Outcome | None:
-        log.info("run %s: resuming (%s)", row.run_id, self._why(eng, row))
+        try:
+            why = self._why(eng, row)
+        except StoreError as exc:
+            # The connection dropped before the resume began: nothing was
+            # done, the run is still waiting and is listed at the next look.
+            log.error("run %s: %s: %s; it will be looked at again", row.run_id, exc.title, exc)
+            return None
+        log.info("run %s: resuming (%s)", row.run_id, why)
         outcome: Outcome | None = None
         retry = False
         try:
@@ -246,6 +289,9 @@ class Worker:
             return None
         try:
             return self.handle(row, eng)
+        except PhasegateError as exc:
+            log.error("run %s: %s: %s; it will be looked at again", row.run_id, exc.title, exc)
+            return None
         except Exception:  # noqa: BLE001 - a thread's failure would otherwise vanish into its future
             log.exception("run %s: the worker failed to resume it", row.run_id)
             return None
@@ -306,7 +352,12 @@ class Worker:
             for row in self._look():
                 if self._stop.is_set():
                     break
-                self.handle(row)
+                try:
+                    self.handle(row)
+                except PhasegateError as exc:
+                    # A store that fails between two reads (a dropped
+                    # connection) costs this run one look, not the worker.
+                    log.error("run %s: %s: %s; it will be looked at again", row.run_id, exc.title, exc)
             if once:
                 break
             self._stop.wait(self.poll)

@@ -32,11 +32,35 @@ def _check_text_args(args: argparse.Namespace) -> None:
 
 
 class SafeFormatter(logging.Formatter):
-    """Log lines carry run ids, errors and reasons read from the store: each
-    line is made safe (`safetext.safe`) before it reaches the terminal."""
+    """One event, one line. Log lines carry run ids, errors and reasons read
+    from the store or raised by a workflow: the whole message is made safe
+    (`safetext.safe`), its newlines too, so a phase error holding
+    "\n2026-12-02 06:00:00,000 phasegate.worker INFO run x: completed"
+    cannot print a line the log did not write.
+
+    A logged exception is its type and message on the event's line; its
+    traceback only with `--debug`, and then each of its lines follows the
+    event indented under `  | `, so none of them reads as an event either."""
+
+    def __init__(self, fmt: str, *, tracebacks: bool = False) -> None:
+        super().__init__(fmt)
+        self.tracebacks = tracebacks
 
     def format(self, record: logging.LogRecord) -> str:
-        return "\n".join(safe(line) for line in super().format(record).split("\n"))
+        record.message = record.getMessage()
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        line = self.formatMessage(record)
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            line += f": {type(exc).__name__}: {exc}"
+        out = safe(line)
+        if self.tracebacks and (record.exc_info or record.stack_info):
+            extra = self.formatException(record.exc_info) if record.exc_info else ""
+            if record.stack_info:
+                extra += "\n" + self.formatStack(record.stack_info)
+            out += "".join(f"\n  | {safe(ln)}" for ln in extra.strip("\n").split("\n"))
+        return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     handler = logging.StreamHandler()
-    handler.setFormatter(SafeFormatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    handler.setFormatter(SafeFormatter("%(asctime)s %(name)s %(levelname)s %(message)s", tracebacks=debug))
     logging.basicConfig(
         level=logging.INFO if ("-v" in argv or "--verbose" in argv) else logging.WARNING,
         handlers=[handler],
@@ -60,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("phasegate").setLevel(logging.ERROR)
     try:
         args = build_parser().parse_args(argv)
+    except PhasegateError as exc:
+        # What argparse refused is the line itself: no code of ours ran, so
+        # there is no traceback to show, --debug or not.
+        print(f"phasegate: {exc.title}: {safe(exc.message)}", file=sys.stderr)
+        return exc.exit_code
+    try:
         if getattr(args, "db", None) is None and args.global_db is not None:
             args.db = args.global_db
         _check_text_args(args)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import textwrap
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from .. import bounds
 from ..errors import ExitCode, UsageError
 from .commands_background import cmd_watch, cmd_worker, cmd_workers
 from .commands_decide import cmd_claim, cmd_decide, cmd_policy
@@ -30,31 +30,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def seconds(text: str) -> float:
-    """A duration argument: a finite number > 0 (inf overflows a sleep, and
-    0, a negative or nan would make a loop spin)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, not {text!r}")
-    return value
-
-
-def count(minimum: int) -> Callable[[str], int]:
-    """A whole-number argument of at least `minimum`."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
-        return value
-
-    return parse
+#: A duration flag (polls, heartbeats, backoffs, timeouts): nan, inf, 0 or a
+#: negative would make a loop spin or a sleep overflow (bounds.INTERVAL_SECONDS).
+seconds = bounds.INTERVAL_SECONDS.argtype()
 
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
@@ -177,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--dry-run", action="store_true", help="say what the decision would do; record nothing")
     s.add_argument(
         "--decision",
-        type=count(1),
+        type=bounds.ROW_ID.argtype(),
         default=None,
         metavar="N",
         help="for second: the proposed decision to second (another operator's account)",
@@ -203,7 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ACTIONS",
         help="comma-separated actions only proposed until another operator seconds them; '' clears the list",
     )
-    s.add_argument("--proposal-seconds", type=seconds, default=None, help="how long a proposal waits (default 86400)")
+    s.add_argument(
+        "--proposal-seconds",
+        type=bounds.WAIT_SECONDS.argtype(),
+        default=None,
+        help="how long a proposal waits for its second (1 s to a year; default 86400)",
+    )
     s.add_argument(
         "--web-account",
         default=None,
@@ -233,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("worker", help="resume runs that have a decision waiting or whose process died")
     s.add_argument("--once", action="store_true", help="handle what is waiting, then exit")
     s.add_argument("--poll", type=seconds, default=1.0, help="seconds between looks at the store")
-    s.add_argument("--jobs", type=count(1), default=1, help="runs to resume at once (default 1)")
+    s.add_argument("--jobs", type=bounds.JOBS.argtype(), default=1, help="runs to resume at once (default 1)")
     s.add_argument(
         "--heartbeat",
         type=seconds,
@@ -258,7 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run CMD (a shell command) per stop, the event as JSON on stdin",
     )
     s.add_argument("--webhook", default=None, metavar="URL", help="POST each stop's event as JSON to URL")
-    s.add_argument("--retries", type=count(0), default=4, help="attempts after the first, per hook (default 4)")
+    s.add_argument(
+        "--retries", type=bounds.RETRIES.argtype(), default=4, help="attempts after the first, per hook (default 4)"
+    )
     s.add_argument("--backoff", type=seconds, default=1.0, help="seconds before the first retry, doubled each time")
     s.add_argument("--timeout", type=seconds, default=10.0, help="seconds one attempt may take (default 10)")
     s.add_argument("--poll", type=seconds, default=2.0, help="seconds between looks when no change event arrives")
@@ -274,4 +259,19 @@ def build_parser() -> argparse.ArgumentParser:
         except ImportError:
             continue  # that part of phasegate is not installed
         adder(sub)
+    for command in sub.choices.values():
+        _global_flags(command)
     return p
+
+
+def _global_flags(command: argparse.ArgumentParser) -> None:
+    # -v and --debug go anywhere on the line (`phasegate status -v` as well
+    # as `phasegate -v status`), as the README says. SUPPRESS: a command that
+    # was not given the flag leaves the value the top level set alone.
+    flags = command._option_string_actions
+    if "--debug" not in flags:
+        command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
+    if "-v" not in flags and "--verbose" not in flags:
+        command.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log what the engine does"
+        )

@@ -7,11 +7,10 @@ operator's environment or flags can bypass it, and every change says who
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _json
+from .. import _json, bounds
 from ..errors import UsageError
 from ..states import Action, ActionName
 from ..store.store import Store
@@ -104,9 +103,18 @@ def parse_actions(text: str) -> tuple[Action, ...]:
 
 
 def check_seconds(value: float) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"--proposal-seconds must be a finite number of seconds > 0, not {value}")
-    return value
+    """A proposal's lapse, checked (`bounds.WAIT_SECONDS`: 1 s to a year).
+
+    Args:
+        value: Seconds a proposal waits for its second.
+
+    Returns:
+        `value`.
+
+    Raises:
+        UsageError: nan, infinite, or outside the range.
+    """
+    return bounds.WAIT_SECONDS.check(value, "--proposal-seconds")
 
 
 def current(store: Store, conn: Any) -> Policy:

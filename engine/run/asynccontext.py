@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
 from ..errors import UsageError
+from ..ids import validate_name
 from .ledger import Pending
 from .stepcalls import StepCalls, check_effect_options, is_async_callable, rehydrate, returns
 from .stopping import StopRequest
@@ -185,6 +186,7 @@ class AsyncPhaseContext:
         """
         calls = self._calls
         calls.check_stop()
+        validate_name("step", name)
         policy = NO_RETRY if not retries else RetryPolicy.of(f"step {name!r}", retries, backoff, retry_on)
         if not durable:
             result = await self._call(name, policy, fn, args, kwargs)
@@ -268,6 +270,7 @@ class AsyncPhaseContext:
         """
         calls = self._calls
         calls.check_stop()
+        validate_name("map", name)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise UsageError(f"map {name!r}: limit must be a whole number of at least 1, not {limit!r}")
         base = calls.durable_key(name)
@@ -324,6 +327,7 @@ class AsyncPhaseContext:
         """
         calls = self._calls
         calls.check_stop()
+        validate_name("effect", name)
         check_effect_options(
             name, idempotent=idempotent, redo_on_rewind=redo_on_rewind, reconcile_timeout=reconcile_timeout
         )

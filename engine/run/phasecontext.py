@@ -24,6 +24,7 @@ from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
 from ..authoring.retry import wait as wait_retry
 from ..errors import UsageError
+from ..ids import validate_name
 from .ledger import Pending
 from .stepcalls import StepCalls, check_effect_options, is_async_callable, refuse_coroutine, rehydrate, returns
 from .stopping import StopRequest
@@ -135,6 +136,7 @@ class PhaseContext:
         """
         calls = self._calls
         calls.check_stop()
+        validate_name("step", name)
         if is_async_callable(fn):
             raise _async_refused("step", name, fn)
         policy = NO_RETRY if not retries else RetryPolicy.of(f"step {name!r}", retries, backoff, retry_on)
@@ -222,6 +224,7 @@ class PhaseContext:
         """
         calls = self._calls
         calls.check_stop()
+        validate_name("map", name)
         if is_async_callable(fn):
             raise _async_refused("map", name, fn)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -308,6 +311,7 @@ class PhaseContext:
         """
         calls = self._calls
         calls.check_stop()
+        validate_name("effect", name)
         check_effect_options(
             name, idempotent=idempotent, redo_on_rewind=redo_on_rewind, reconcile_timeout=reconcile_timeout
         )

@@ -65,7 +65,9 @@ class Database:
                 # The driver would cut the URL at the first "@" and print the rest of the password as a host.
                 raise StoreError(f"the password in {self.where} holds '@': write it as %40")
             try:
-                self.sa = _postgres.make_engine(self.target, readonly=readonly)
+                self.sa = _postgres.make_engine(
+                    self.target, readonly=readonly, lock_ms=_sqlite.busy_timeout_ms(lease_seconds)
+                )
             except (ValueError, SQLAlchemyError):
                 # The message could quote the URL; `where` is the one safe to show.
                 raise StoreError(f"not a usable PostgreSQL URL: {self.where}") from None

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine import Engine as SAEngine
 
-from ..errors import StoreError
+from ..errors import ConnectionLost, StoreError
 
 # psycopg is imported when a PostgreSQL store is opened, not with this module:
 # a command on a SQLite store does not pay for it (about a fifth of a start).
@@ -133,9 +133,20 @@ def scrub(message: str, target: str) -> str:
     return message
 
 
-def make_engine(target: str, *, readonly: bool) -> SAEngine:
+def make_engine(target: str, *, readonly: bool, lock_ms: int) -> SAEngine:
     _psycopg()
     engine = create_engine(sa_url(target), pool_size=4, max_overflow=8, pool_pre_ping=True)
+
+    @event.listens_for(engine, "connect")
+    def _lock_timeout(dbapi_conn: Any, _record: Any) -> None:
+        # A row lock held by a frozen holder (SIGSTOP inside its commit, a
+        # paused VM) would keep every other writer waiting without bound: a
+        # decision, a takeover, a heartbeat. Give up as SQLite's busy timeout
+        # does (`_sqlite.busy_timeout_ms`: a third of the lease), with one line.
+        with dbapi_conn.cursor() as cur:
+            cur.execute(f"SET lock_timeout = {int(lock_ms)}")
+        dbapi_conn.commit()
+
     if readonly:
 
         @event.listens_for(engine, "connect")
@@ -274,7 +285,12 @@ def explain(exc: BaseException, where: str) -> StoreError:
             "the connection is lost",
         )
     ):
-        return StoreError(f"lost the connection to PostgreSQL at {where}: {msg}; nothing more was written")
+        return ConnectionLost(f"lost the connection to PostgreSQL at {where}: {msg}; nothing more was written")
+    if "lock timeout" in low:
+        return StoreError(
+            f"the store is locked ({where}): another process holds a row this needs (a frozen or stalled"
+            " holder: `phasegate status RUN` names it); nothing was written, try again"
+        )
     if "connection refused" in low or "could not connect" in low or "connection failed" in low:
         return StoreError(f"cannot connect to PostgreSQL at {where}: {msg}")
     if "does not exist" in low and "database" in low:

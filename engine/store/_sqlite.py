@@ -66,24 +66,21 @@ def alone_end(raw: Any, cur: Any) -> None:
     """Nothing to restore (`alone_begin`)."""
 
 
-#: How much of the file a scan maps into memory (SQLite caps it at its build's
-#: limit, 2 GB by default; the rest is read as usual).
-SCAN_MAP_BYTES = 1 << 31
-
-
 def scan_begin(raw: Any) -> None:
-    """Before a long read of many rows (a verify): map the file into memory.
+    """Before a long read of many rows (a verify): nothing; the file is read,
+    not mapped into memory.
 
-    Reading from the mapping skips a system call and a copy per page (the
-    outputs are chains of overflow pages); a verify measured 10-20% faster
-    (bench/RESULTS.md, verify-fast). Only for the scan: a mapped file turns
-    an I/O error, or a file cut short by another process while mapped, into
-    a signal rather than an error, and the writers gain little from it."""
-    raw.execute(f"PRAGMA mmap_size={SCAN_MAP_BYTES}")
+    Mapping it was 10-20% faster (bench/RESULTS.md, verify-fast), but a
+    mapped file cut short by another process (a `truncate`, a restore tool, a
+    damaged disk) turns the next read past its new end into SIGBUS: the verify
+    dies without a word, the one command that should say the file is damaged.
+    Read through the driver, the same cut is an I/O error, reported in one
+    line. Nothing tells a verify that no other process will touch the file,
+    so it never maps it (#29)."""
 
 
 def scan_end(raw: Any) -> None:
-    raw.execute("PRAGMA mmap_size=0")
+    """Nothing was set by `scan_begin`."""
 
 
 def stored_text(column: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import _json
+from .._pause import pause_point
 from ..errors import RunNotFound
 from ..history import archive, chain, seals
 from ..outcome import BlockReason
@@ -144,6 +145,7 @@ class Verifier:
 
     def _one(self, run: Any, rows: list[Any], deep: bool) -> VerifyReport:
         """One run's chain verified (and its stored inputs checked); its effect records are `_page`'s."""
+        pause_point("in-verify", run.run_id)
         actual_inputs = _json.sha256(run.inputs_json)
         if actual_inputs != run.inputs_hash:
             # The same check the start sequence makes before it parses the inputs.

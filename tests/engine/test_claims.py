@@ -4,6 +4,8 @@ of it kept in the run's claim audit."""
 
 from __future__ import annotations
 
+import time
+
 ADA = {"PHASEGATE_OPERATOR": "ada"}
 BOB = {"PHASEGATE_OPERATOR": "bob"}
 
@@ -49,9 +51,10 @@ def test_a_claimed_run_needs_force_from_someone_else(h):
 
 def test_a_claim_expires_and_the_audit_keeps_it(h):
     _completed(h)
-    # A claim that lapses at once: the configured expiry, not a sleep.
-    p = h.cli("claim", "r1", env={**ADA, "PHASEGATE_CLAIM_SECONDS": "0.001"})
+    # The shortest claim there is (1 s: bounds.WAIT_SECONDS), waited out.
+    p = h.cli("claim", "r1", env={**ADA, "PHASEGATE_CLAIM_SECONDS": "1"})
     assert p.returncode == 0, p
+    time.sleep(1.1)
     st = h.status("r1")
     assert st["claim"] is None
     assert [(c["kind"], c["operator"]) for c in st["claims"]] == [("claim", "ada"), ("expiry", "ada")]
@@ -146,7 +149,8 @@ def test_the_runs_list_says_who_claimed_a_run(h):
     _completed(h)
     assert h.run("r2").returncode == 0
     assert h.cli("claim", "r1", env=ADA).returncode == 0
-    assert h.cli("claim", "r2", env={**BOB, "PHASEGATE_CLAIM_SECONDS": "0.001"}).returncode == 0  # lapsed at once
+    assert h.cli("claim", "r2", env={**BOB, "PHASEGATE_CLAIM_SECONDS": "1"}).returncode == 0
+    time.sleep(1.1)  # the shortest claim there is, waited out
     quick = h.cli("status")
     full = h.cli("status", env={"PHASEGATE_LEASE_SECONDS": "30"})
     assert quick.returncode == full.returncode == 0

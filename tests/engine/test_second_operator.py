@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -167,9 +168,10 @@ def test_a_reset_proposal_changes_nothing_until_seconded(two):
 def test_a_proposal_expires(two):
     h = two
     _blocked_on_tax(h)
-    # A proposal that lapses at once: the configured expiry, not a sleep.
-    _policy(h, "--require-second", "approve", "--proposal-seconds", "0.001")
+    # The shortest lapse there is (1 s: bounds.WAIT_SECONDS), waited out.
+    _policy(h, "--require-second", "approve", "--proposal-seconds", "1")
     assert h.decide("r1", "approve", reason="ok").returncode == 0
+    time.sleep(1.1)
     assert _decisions(h) == [("approve", "tester", "expired")]
     before = h.dump()
     p = h.as_nobody("decide", "r1", "second", "--decision", "1", "--reason", "too late")

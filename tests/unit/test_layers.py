@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "base",
         (
             "errors",
+            "bounds",
             "states",
             "outcome",
             "_json",
