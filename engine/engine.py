@@ -19,12 +19,12 @@ from .decide.gate import Oversight
 from .decide.recording import record
 from .decide.triage import Triage
 from .errors import RunNotFound, StoreError, UsageError
-from .history import archive, chain
+from .history import archive, chain, keys
 from .history import prune as _prune
 from .ids import validate_run_id
 from .outcome import Outcome
 from .oversight import claims
-from .oversight.identity import whoami
+from .oversight.identity import distinct, whoami
 from .run.lease import holder_alive
 from .run.runner import Runner
 from .settings import Settings
@@ -32,7 +32,7 @@ from .states import Action, RunStatus
 from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
 from .upkeep.pruning import Pruner
-from .upkeep.reports import UnknownSchema, VerifyReport
+from .upkeep.reports import PolicyReport, UnknownSchema, VerifyReport
 from .upkeep.verify import Verifier
 from .views.build import build
 from .views.models import RunSummary, RunView
@@ -127,6 +127,7 @@ class Engine:
             should_stop=self.should_stop,
             force=force,
             effect_flush=self.effect_flush,
+            distinct=distinct,
         )
         return runner.execute()
 
@@ -366,9 +367,25 @@ class Engine:
 
     # -- upkeep: verification and pruning (upkeep/) ---------------------------
 
+    def seal_kind(self) -> str:
+        """Which kind of seal the store carries, in a line: plain hashes, or
+        HMACs under a key (its id), and whether this process holds that key.
+
+        Returns:
+            The line `phasegate verify` prints.
+        """
+        stored, mine = self.store.store_key_id, self.store.seal_key
+        if stored is None:
+            extra = f"; {keys.KEY_FILE_ENV} names key {mine.key_id}, not this store's" if mine else ""
+            return f"plain SHA-256 hashes (no seal key): they catch damage, not a forger who recomputes them{extra}"
+        if mine is not None and mine.key_id == stored:
+            return f"keyed: HMAC-SHA256 under key {stored} (checked with {keys.KEY_FILE_ENV})"
+        held = f"{keys.KEY_FILE_ENV} names key {mine.key_id}" if mine else f"{keys.KEY_FILE_ENV} is not set"
+        return f"keyed: HMAC-SHA256 under key {stored}; {held}, so the keyed seals were not checked"
+
     def verify(
         self, run_id: str | None = None, *, record: bool = True, deep: bool = False
-    ) -> list[VerifyReport | UnknownSchema]:
+    ) -> list[VerifyReport | UnknownSchema | PolicyReport]:
         """Verify the stored chain of every run (or one): every hash and link
         over the stored bytes, and with `deep` every output parsed too (a
         resume parses what it reads anyway). A failure found in a stopped run

@@ -11,23 +11,30 @@ from .args import open_engine
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..upkeep.reports import UnknownSchema, VerifyReport
+    from ..upkeep.reports import PolicyReport, UnknownSchema, VerifyReport
 
     with open_engine(args) as eng:
         reports = eng.verify(deep=args.deep)
+        seals = eng.seal_kind()
     bad = [r for r in reports if not r.ok]
     lost = [r for r in reports if isinstance(r, VerifyReport) and r.ok and r.lost]
     if args.json:
         print(json.dumps([r.to_json() for r in reports], indent=2))  # ASCII: nothing in it acts on a terminal
     else:
+        print(f"seals     {safe(seals)}")
         for r in reports:
             if isinstance(r, UnknownSchema):  # the store's, not a run's: no run id, no checkpoint
                 print(f"DAMAGED   : checkpoint None: {safe(r.message)}")
+            elif isinstance(r, PolicyReport):
+                for pd in r.damage:
+                    print(f"DAMAGED   policy: {safe(pd.detail)}")
             elif not r.ok:
                 if r.failure:
                     print(f"DAMAGED   {safe(r.run_id)}: checkpoint {r.failure.seq}: {safe(r.failure.message)}")
                 for d in r.effects:
                     print(f"DAMAGED   {safe(r.run_id)}: {safe(d.detail)}")
+                for dd in r.decisions:
+                    print(f"DAMAGED   {safe(r.run_id)}: {safe(dd.detail)}")
             elif r.lost:
                 for item in r.lost:
                     print(f"LOST      {safe(r.run_id)}: checkpoint {item.seq}: {safe(item.message)}")

@@ -197,6 +197,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("policy", help="show or change the store-wide policy (decisions that need a second operator)")
     s.add_argument("--show", action="store_true", help="show the policy and its changes (the default)")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--all", action="store_true", help="show every change of the policy, not a page of them")
+    s.add_argument("--limit", type=count(1), default=None, metavar="N", help="changes shown per page (default 20)")
+    s.add_argument(
+        "--before", type=count(1), default=None, metavar="ID", help="the page of changes older than change ID"
+    )
     s.add_argument(
         "--require-second",
         default=None,
