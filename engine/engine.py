@@ -33,6 +33,7 @@ from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
 from .upkeep.pruning import Pruner
 from .upkeep.reports import PolicyReport, UnknownSchema, VerifyReport
+from .upkeep.resealing import Resealed, reseal
 from .upkeep.verify import Verifier
 from .views.build import build
 from .views.models import RunSummary, RunView
@@ -400,6 +401,24 @@ class Engine:
             RunNotFound: No run `run_id`.
         """
         return self._verifier.verify(run_id, record=record, deep=deep)
+
+    def reseal(self, key_file: str | None) -> Resealed:
+        """Seal every record of the store anew under the key in `key_file`
+        (None: plain hashes, no key): turning a key on, rotating it, or off.
+        The engine must hold the store's current key (`PHASEGATE_SEAL_KEY_FILE`).
+
+        Args:
+            key_file: The new key file (0600, this user's), or None.
+
+        Returns:
+            What was sealed, and the old and new key ids.
+
+        Raises:
+            UsageError: the new key file is not usable.
+            StoreError: the store is damaged, or this engine lacks its key.
+        """
+        new = keys.load(key_file) if key_file else None
+        return reseal(self.store, self.clock, new)
 
     def prune_candidates(self, run_id: str | None = None) -> list[_prune.PruneCandidate]:
         """What is safe to prune now in one run, or in every run (`RunNotFound`

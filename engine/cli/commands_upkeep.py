@@ -1,11 +1,12 @@
-"""The commands that keep a store sound and small: `verify`, `prune`."""
+"""The commands that keep a store sound and small: `verify`, `reseal`, `prune`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from ..errors import ExitCode
+from ..errors import ExitCode, UsageError
+from ..history.keys import KEY_FILE_ENV
 from ..safetext import safe
 from .args import open_engine
 
@@ -45,6 +46,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
             + (f", {len(lost)} with lost outputs" if lost else "")
         )
     return ExitCode.BLOCKED if bad or lost else ExitCode.OK
+
+
+def cmd_reseal(args: argparse.Namespace) -> int:
+    if (args.key_file is None) == (not args.unkeyed):
+        raise UsageError(
+            "phasegate reseal: give --key-file FILE (the new key) or --unkeyed (plain hashes), one of them"
+        )
+    with open_engine(args) as eng:
+        done = eng.reseal(args.key_file)
+    was = f"key {done.old}" if done.old else "plain hashes"
+    now = f"key {done.new}" if done.new else "plain hashes (no key)"
+    print(
+        f"sealed {done.checkpoints} checkpoint(s), {done.effects} effect record(s), {done.decisions} decision(s)"
+        f" and {done.policy} policy change(s) under {now} (was {was})"
+    )
+    if done.new:
+        print(f"from now on run every phasegate process with {KEY_FILE_ENV}={safe(args.key_file)}")
+    return ExitCode.OK
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
