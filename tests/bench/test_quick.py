@@ -57,6 +57,7 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
         "PostgreSQL checkpoint",
         "PostgreSQL runs drained",
         "decide --cause",
+        "keyed seal",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
     # --quick runs no peers; they are reported as skipped, never faked.
