@@ -101,6 +101,7 @@ class Store:
         under a key is written only with that key, an unkeyed one only without
         (`phasegate reseal` moves a store from one to the other). A new, empty
         store takes the process's key."""
+        keys.suspend(False)
         self.seal_key = keys.load_for(self.db.path)
         if self.db.schema_problem:
             return
@@ -120,6 +121,8 @@ class Store:
         mine = self.seal_key.key_id if self.seal_key else None
         if stored == mine:
             return
+        # Read as sealed without a key: keyed seals unchecked, never all damage.
+        keys.suspend(True)
         if stored is None:
             self.db.seal_problem = (
                 f"{self.where} is sealed without a key, and {keys.KEY_FILE_ENV} names one (id {mine}):"
