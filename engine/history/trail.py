@@ -244,7 +244,10 @@ def unexplained(row: Any, by_id: Mapping[int, Any], policies: Sequence[Any], dis
     Returns:
         None, or the reason.
     """
-    if row.action == "second" or row.state not in ("pending", "applied"):
+    if row.action == "second":
+        # A second is recorded applied, at once, and only so.
+        return None if row.state == "applied" else f"is {row.state}; a second is only ever recorded applied"
+    if row.state not in ("pending", "applied"):
         return None
     pol = in_force(policies, row)
     if pol is None and _get(row, "policy_id") is not None:

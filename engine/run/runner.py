@@ -319,7 +319,8 @@ class Runner:
             if any(d.state == "pending" for d in rows):
                 # What needed a second is the policy's to say: its history must be whole too.
                 trail_damage += trail.check_policy(policies, *policy_head)
-        pending = [Pending.from_row(d) for d in rows if d.state == "pending"]
+        # A "second" is no decision to carry out: one pending is damage (trail.py), never applied.
+        pending = [Pending.from_row(d) for d in rows if d.state == "pending" and d.action != "second"]
         # Proposals wait for a second operator and are never carried out here;
         # a run that goes on without them leaves nothing for them to answer.
         self._proposed = [int(d.id) for d in rows if d.state == "proposed"]

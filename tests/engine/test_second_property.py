@@ -228,6 +228,10 @@ def _check(tmp: Path, script: list[tuple[Any, ...]], *, keyed: bool) -> None:
 @example(script=[("propose", "ann"), ("edit", "applied", 0, True), ("apply", False)], keyed=True)
 @example(script=[("propose", "ann"), ("second", "bob", 0), ("edit", "delete", 1, False), ("apply", False)], keyed=False)
 @example(script=[("propose", "ann"), ("edit", "insert-second", 0, True), ("apply", False)], keyed=True)
+# Found by this property: a second row edited to pending was read as a decision to carry out (a traceback).
+@example(
+    script=[("propose", "ann"), ("second", "bob", 0), ("edit", "pending", 1, False), ("apply", False)], keyed=False
+)
 @example(script=[("propose", "ann"), ("second", "\uff21NN", 0), ("apply", False)], keyed=False)
 @example(
     script=[("propose", "ann"), ("edit", "policy-off", 0, True), ("edit", "pending", 0, True), ("apply", False)],
