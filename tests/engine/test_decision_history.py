@@ -156,3 +156,45 @@ def test_the_whole_policy_audit_is_readable_and_decisions_name_their_policy(h):
     relaxed = next(p["id"] for p in whole["history"] if p["reason"] == "relaxation")
     (reset,) = [d for d in h.status("r1")["decisions"] if d["action"] == "reset"]
     assert reset["policy_id"] == relaxed
+
+
+def _wind_back_to_4(h: Harness) -> None:
+    """The store as schema 4 left it: no decision or policy seals, links or heads."""
+    h.sql("UPDATE phasegate_meta SET value = '4' WHERE key = 'schema_version'")
+    h.sql("DELETE FROM phasegate_meta WHERE key IN ('policy_last', 'policy_count')")
+    h.sql("UPDATE phasegate_decisions SET seal = NULL, prev_id = NULL, policy_id = NULL")
+    h.sql("UPDATE phasegate_policy SET seal = NULL, prev_id = NULL")
+    h.sql("UPDATE phasegate_runs SET decisions_last = NULL, decisions_count = 0")
+
+
+def test_an_upgrade_seals_what_exists_and_still_finds_an_unexplained_state(h):
+    """Schema 5 seals a version 4 store's decisions and policy as they are
+    (it cannot know better), but an approval of a listed action pending
+    without a second is still found after the upgrade, and never applied."""
+    from phasegate.store.schema import SCHEMA_VERSION
+
+    _blocked_on_tax(h)
+    _policy(h, "--require-second", "approve", reason="two")
+    assert h.decide("r1", "approve", reason="alone").returncode == 0
+    assert h.run("r2").returncode == 0
+    _wind_back_to_4(h)
+    h.sql("UPDATE phasegate_decisions SET state = 'pending' WHERE action = 'approve'")  # done before the upgrade
+    v = h.cli("verify", "--json")
+    assert h.sql("SELECT value FROM phasegate_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    assert v.returncode == 3, v
+    reports = {r["run_id"]: r for r in json.loads(v.stdout)}
+    assert reports["r2"]["ok"] is True and not any(r["run_id"] is None for r in reports.values())
+    assert [d["problem"] for d in reports["r1"]["decisions"]] == ["unexplained"]
+    assert h.cli("worker", "--once").returncode == 0
+    assert h.status("r1")["status"] == "blocked"
+    assert [d["state"] for d in h.status("r1")["decisions"]] == ["pending"]
+
+
+def test_an_upgraded_clean_store_verifies_and_its_seconds_still_work(h):
+    _blocked_on_tax(h)
+    _policy(h, "--require-second", "reset", reason="two")
+    assert h.decide("r1", "approve", reason="fine").returncode == 0
+    _wind_back_to_4(h)
+    assert h.cli("verify").returncode == 0
+    assert h.resume("r1").returncode == 0
+    assert h.cli("verify").returncode == 0
