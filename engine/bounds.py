@@ -175,7 +175,9 @@ RETRIES = Count(0, 100)
 JOBS = Count(1, 256)
 """Runs one worker resumes at once."""
 ROW_ID = Count(1, 2**63 - 1)
-"""A stored row's id (a decision's): what a 64-bit column holds."""
+"""A stored row's id (a decision's, a policy change's): what a 64-bit column holds."""
+PAGE = Count(1, 10_000)
+"""How many rows a page shows (`policy --limit`)."""
 
 
 __all__ = [

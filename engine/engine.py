@@ -21,12 +21,12 @@ from .decide.gate import Oversight
 from .decide.recording import record
 from .decide.triage import Triage
 from .errors import RunNotFound, StoreError, UsageError
-from .history import archive, chain
+from .history import archive, chain, keys
 from .history import prune as _prune
 from .ids import validate_run_id
 from .outcome import Outcome
 from .oversight import claims
-from .oversight.identity import whoami
+from .oversight.identity import distinct, whoami
 from .run.lease import holder_alive
 from .run.runner import Runner
 from .run.stopping import StopRequest
@@ -35,7 +35,8 @@ from .states import Action, RunStatus
 from .store import _rowcheck
 from .store.store import ChangeProbe, OwnRows, Store
 from .upkeep.pruning import Pruner
-from .upkeep.reports import UnknownSchema, VerifyReport
+from .upkeep.reports import PolicyReport, UnknownSchema, VerifyReport
+from .upkeep.resealing import Resealed, reseal
 from .upkeep.verify import Verifier
 from .views.build import build
 from .views.models import RunSummary, RunView
@@ -283,6 +284,7 @@ class Engine:
             effect_flush=self.effect_flush,
             stop=stop,
             loop=loop,
+            distinct=distinct,
         )
 
     # -- decisions ------------------------------------------------------------
@@ -630,9 +632,25 @@ class Engine:
 
     # -- upkeep: verification and pruning (upkeep/) ---------------------------
 
+    def seal_kind(self) -> str:
+        """Which kind of seal the store carries, in a line: plain hashes, or
+        HMACs under a key (its id), and whether this process holds that key.
+
+        Returns:
+            The line `phasegate verify` prints.
+        """
+        stored, mine = self.store.store_key_id, self.store.seal_key
+        if stored is None:
+            extra = f"; {keys.KEY_FILE_ENV} names key {mine.key_id}, not this store's" if mine else ""
+            return f"plain SHA-256 hashes (no seal key): they catch damage, not a forger who recomputes them{extra}"
+        if mine is not None and mine.key_id == stored:
+            return f"keyed: HMAC-SHA256 under key {stored} (checked with {keys.KEY_FILE_ENV})"
+        held = f"{keys.KEY_FILE_ENV} names key {mine.key_id}" if mine else f"{keys.KEY_FILE_ENV} is not set"
+        return f"keyed: HMAC-SHA256 under key {stored}; {held}, so the keyed seals were not checked"
+
     def verify(
         self, run_id: str | None = None, *, record: bool = True, deep: bool = False
-    ) -> list[VerifyReport | UnknownSchema]:
+    ) -> list[VerifyReport | UnknownSchema | PolicyReport]:
         """Verify the stored chain of every run (or one): every hash and link
         over the stored bytes, and with `deep` every output parsed too (a
         resume parses what it reads anyway). A failure found in a stopped run
@@ -652,6 +670,24 @@ class Engine:
             RunNotFound: No run `run_id`.
         """
         return self._verifier.verify(run_id, record=record, deep=deep)
+
+    def reseal(self, key_file: str | None) -> Resealed:
+        """Seal every record of the store anew under the key in `key_file`
+        (None: plain hashes, no key): turning a key on, rotating it, or off.
+        The engine must hold the store's current key (`PHASEGATE_SEAL_KEY_FILE`).
+
+        Args:
+            key_file: The new key file (0600, this user's), or None.
+
+        Returns:
+            What was sealed, and the old and new key ids.
+
+        Raises:
+            UsageError: the new key file is not usable.
+            StoreError: the store is damaged, or this engine lacks its key.
+        """
+        new = keys.load(key_file) if key_file else None
+        return reseal(self.store, self.clock, new)
 
     def prune_candidates(self, run_id: str | None = None) -> list[_prune.PruneCandidate]:
         """What is safe to prune now in one run, or in every run.

@@ -77,11 +77,17 @@ class IntegrityBlock(TypedDict):
     """The checkpoint that failed, when one did."""
     what: NotRequired[str]
     """What failed when it is not a checkpoint: "record" (a saved result),
-    "effect" (an effect record) or "schema" (the store's format)."""
+    "effect" (an effect record), "decision" or "policy" (history/trail.py) or
+    "schema" (the store's format)."""
     effect: NotRequired[str]
     """The damaged effect record's key (`what` "effect")."""
     problem: NotRequired[str]
-    """How that record is damaged: missing, edited, not_in_history or unsealed."""
+    """How that record is damaged: missing, edited, not_in_history or unsealed
+    (a decision's also unexplained: a state no recorded transition leads to)."""
+    decision: NotRequired[int | None]
+    """The damaged decision's id (`what` "decision"; history/trail.py)."""
+    policy: NotRequired[int | None]
+    """The damaged policy change's id (`what` "policy")."""
 
 
 class EnvMismatchBlock(TypedDict):

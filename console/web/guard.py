@@ -72,13 +72,19 @@ def operator_for(*, header: str | None, value: str | None, peer: str | None, log
 
     With `header` (`--operator-header`), an authenticating proxy in front says
     who the user is; the header is believed only from a loopback peer (the
-    proxy on this machine) and only when it is a plain name. Anything else is
+    proxy on this machine) and only when it is one plain name (a repeated or
+    comma-joined header is refused: `value` is every copy joined by commas,
+    as HTTP joins them). Anything else is
     refused rather than falling back to the server's own user, which would let
     a request that bypassed the proxy act under a name it did not prove."""
     if header is None:
         return f"web:{login}"
     if not is_loopback(peer):
         return Refusal(403, f"{header} is accepted only from a loopback proxy")
+    if value is not None and "," in value:
+        # A proxy that appends instead of replacing passes the browser's own
+        # copy on: which name came from the proxy cannot be told, so neither is believed.
+        return Refusal(403, f"{header} was sent more than once or names several users: the proxy must replace it")
     if value is None or _OPERATOR.fullmatch(value) is None:
         return Refusal(403, f"missing or invalid {header}")
     return value

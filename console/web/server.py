@@ -176,7 +176,8 @@ class ConsoleServer:
         header = self.config.operator_header
         who = guard.operator_for(
             header=header,
-            value=request.headers.get(header) if header else None,
+            # Every copy of the header, joined: a repeated one is refused (guard.py), not its first value believed.
+            value=",".join(request.headers.getall(header, [])) or None if header else None,
             peer=request.remote,
             login=self.config.login,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -36,6 +37,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
     from ..oversight.identity import whoami
 
     _decide_args(args)
+    _no_web_identity("decide")
     if args.action == "second":
         if args.cause is not None:
             raise UsageError("second is for one proposal: phasegate decide RUN second --decision N")
@@ -177,6 +179,7 @@ def _second(args: argparse.Namespace) -> int:
 
 
 def cmd_claim(args: argparse.Namespace) -> int:
+    _no_web_identity("claim")
     with open_engine(args) as eng:
         held = eng.oversight.claim(args.run_id, operator=args.operator, release=args.release, force=args.force)
     if held is None:
@@ -195,6 +198,10 @@ def cmd_policy(args: argparse.Namespace) -> int:
         raise UsageError("give --show or a change (--require-second, --proposal-seconds, --web-account), not both")
     if not change and args.reason is not None:
         raise UsageError("--reason is for a change of the policy (--require-second, --proposal-seconds, --web-account)")
+    if args.all and (args.limit is not None or args.before is not None):
+        raise UsageError("--all shows every change; --limit and --before page through them: give one or the other")
+    _no_web_identity("policy")
+    limit = None if args.all else (args.limit or 20)
     with open_engine(args) as eng:  # a policy for a store not made yet is a mistyped --db
         if change:
             if args.reason is None:
@@ -206,10 +213,15 @@ def cmd_policy(args: argparse.Namespace) -> int:
                 proposal_seconds=args.proposal_seconds,
                 web_account=args.web_account,
             )
-        history = eng.oversight.policy_history()
+        # One more than the page: whether older changes remain (keyset by id).
+        history = eng.oversight.policy_history(None if limit is None else limit + 1, before=args.before)
         now = eng.oversight.policy()
+    more = limit is not None and len(history) > limit
+    history = history[:limit] if limit is not None else history
+    next_before = history[-1].id if more and history else None
     if args.json:
-        print(safe_json(json.dumps({**now.to_json(), "history": [p.to_json() for p in history]}, indent=2)))
+        body = {**now.to_json(), "history": [p.to_json() for p in history], "next_before": next_before}
+        print(safe_json(json.dumps(body, indent=2)))
         return ExitCode.OK
     listed = ", ".join(str(a) for a in now.require_second) or "nothing (no decision needs a second operator)"
     print(f"require second  {listed}")
@@ -220,5 +232,25 @@ def cmd_policy(args: argparse.Namespace) -> int:
         print(
             f"changed   {iso(p.at)} {safe(p.operator)} (account {safe(p.account)}): require {acts},"
             f" lapse {p.proposal_seconds:g} s, web account {safe(p.web_account or '-')}: {safe(p.reason)}"
+            f" (change {p.id})"
         )
+    if next_before is not None:
+        print(f"older changes: phasegate policy --show --before {next_before} (or --all)")
     return ExitCode.OK
+
+
+def _no_web_identity(command: str) -> None:
+    """A web identity is `phasegate serve`'s to give the console it starts
+    for a session (oversight/identity.py); the command line never takes one:
+    under the web account's own shell it would let one person be two.
+
+    Raises:
+        UsageError: `PHASEGATE_WEB_USER` is set.
+    """
+    from ..oversight.identity import WEB_USER_ENV
+
+    if os.environ.get(WEB_USER_ENV):
+        raise UsageError(
+            f"{WEB_USER_ENV} is set: a web identity is given by `phasegate serve` to its consoles, never claimed"
+            f" on the command line ({command}); nothing was recorded"
+        )

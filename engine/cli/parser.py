@@ -14,7 +14,7 @@ from ..errors import ExitCode, UsageError
 from .commands_background import cmd_watch, cmd_worker, cmd_workers
 from .commands_decide import cmd_claim, cmd_decide, cmd_policy
 from .commands_runs import cmd_resume, cmd_run, cmd_status
-from .commands_upkeep import cmd_prune, cmd_verify
+from .commands_upkeep import cmd_prune, cmd_reseal, cmd_verify
 
 #: Commands that live outside the engine (they need a screen), imported only
 #: when invoked so `import engine` never loads a UI toolkit.
@@ -175,6 +175,17 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("policy", help="show or change the store-wide policy (decisions that need a second operator)")
     s.add_argument("--show", action="store_true", help="show the policy and its changes (the default)")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--all", action="store_true", help="show every change of the policy, not a page of them")
+    s.add_argument(
+        "--limit", type=bounds.PAGE.argtype(), default=None, metavar="N", help="changes shown per page (default 20)"
+    )
+    s.add_argument(
+        "--before",
+        type=bounds.ROW_ID.argtype(),
+        default=None,
+        metavar="ID",
+        help="the page of changes older than change ID",
+    )
     s.add_argument(
         "--require-second",
         default=None,
@@ -203,6 +214,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--deep", action="store_true", help="also parse every stored output (slower)")
     _db_arg(s)
     s.set_defaults(fn=cmd_verify)
+
+    s = sub.add_parser(
+        "reseal",
+        help="seal every record anew under a new key (PHASEGATE_SEAL_KEY_FILE: the current one), or without a key",
+    )
+    s.add_argument("--key-file", default=None, metavar="FILE", help="the new key file (0600, yours, outside the store)")
+    s.add_argument("--unkeyed", action="store_true", help="seal with plain hashes again (no key)")
+    _db_arg(s)
+    s.set_defaults(fn=cmd_reseal)
 
     s = sub.add_parser("prune", help="list what is safe to prune, or prune it")
     s.add_argument("--apply", action="store_true")

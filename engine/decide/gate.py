@@ -15,10 +15,12 @@ from typing import Any, Protocol
 
 from .. import _json
 from ..errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, SameOperator, UsageError
+from ..history import trail
 from ..ids import validate_run_id
 from ..oversight import claims
 from ..oversight import policy as _policy
 from ..oversight.identity import Who, different_operators, same_person, whoami
+from ..oversight.identity import shown as shown_who
 from ..states import Action
 from ..store.store import OwnRows, Store
 from ..timefmt import iso
@@ -71,7 +73,9 @@ class Oversight:
         one proposal at a time. Returns the state to record it in, and a
         proposal's expiry."""
         claims.check(view.claim, who, view.run_id, override=override_claim, what=f"decide {act.value}")
-        rules = rules or _policy.current(self.store, conn)
+        if rules is None:
+            _policy.check_whole(self.store, conn)
+            rules = _policy.current(self.store, conn)
         if rules.needs_second(act):
             self._one_proposal(conn, view, act, chosen.effect_key, now)
             return PROPOSED, now + rules.proposal_seconds
@@ -125,12 +129,21 @@ class Oversight:
                     shown, f"it is {shown}, not waiting for a second operator"
                 )
                 raise DecisionError(f"decision {decision_id} of run {run_id!r} cannot be seconded: {why}")
+            if not trail.decision_vouched(prop) or prop.action not in {a.value for a in Action}:
+                raise DecisionError(
+                    f"decision {decision_id} of run {run_id!r} cannot be seconded: its record does not match its seal"
+                    " (phasegate verify says how)"
+                )
+            _policy.check_whole(self.store, conn)
             rules = _policy.current(self.store, conn)
+            # "Another operator" as the policy in force says it (its web
+            # account); the second records that policy, and verify checks it so.
+            web = rules.web_account
             proposer = Who(str(prop.operator), str(prop.account or ""))
-            if not different_operators(proposer, who, web_account=rules.web_account):
+            if not different_operators(proposer, who, web_account=web):
                 raise SameOperator(
-                    f"decision {decision_id} was proposed from account {proposer.account or '?'}; a second must come"
-                    f" from another operator's account (this is {who.account}), whatever --operator says"
+                    f"decision {decision_id} was proposed by {shown_who(proposer)}; a second must come from another"
+                    f" operator's account or web identity (this is {shown_who(who)}), whatever --operator says"
                 )
             view = self._view(conn, run, now, with_candidates=False)
             if view.claim is not None and not same_person(Who(view.claim.operator, view.claim.account), proposer):
@@ -150,6 +163,7 @@ class Oversight:
                     "state": "applied",
                     "applied_at": now,
                     "detail_json": _json.dumps({"decision": int(decision_id)}),
+                    "policy_id": rules.id,
                 },
             )
             state = "applied" if act is Action.RESET else "pending"
@@ -224,9 +238,11 @@ class Oversight:
         with self.store.read() as conn:
             return _policy.current(self.store, conn)
 
-    def policy_history(self, limit: int = 20) -> list[_policy.Policy]:
+    def policy_history(self, limit: int | None = 20, *, before: int | None = None) -> list[_policy.Policy]:
+        """The policy's changes, newest first: at most `limit` (None: all),
+        older than change `before` (a keyset page)."""
         with self.store.read() as conn:
-            return _policy.history(self.store, conn, limit)
+            return _policy.history(self.store, conn, limit, before)
 
     def set_policy(
         self,
@@ -274,6 +290,6 @@ def _refit(view: RunView, row: Any) -> _fit.Fit:
 def _proposal_fits(view: RunView, row: Any) -> bool:
     try:
         _refit(view, row)
-    except PhasegateError:
+    except (PhasegateError, ValueError):  # ValueError: a damaged row naming no action
         return False
     return True

@@ -43,6 +43,10 @@ def record(
     proposed), then carry out the ones that take effect. A group's rows go
     in one statement and its runs are marked in one more: 300 runs cost a
     handful of statements, not a thousand."""
+    # The policy in force, recorded with each decision (history/trail.py checks
+    # a decision's state against what that policy listed).
+    in_force = store.policy.changes(conn, limit=1)
+    policy_id = int(in_force[0].id) if in_force else None
     rows: list[dict[str, Any]] = [
         {
             "run_id": view.run_id,
@@ -59,6 +63,7 @@ def record(
             "applied_at": now if state == "applied" else None,
             "expires_at": expires_at,
             "batch_id": batch_id,
+            "policy_id": policy_id,
         }
         for _run, view, fit in chosen
     ]
@@ -81,6 +86,12 @@ def carry(store: Store, conn: Any, items: Sequence[tuple[Any, RunView, Action]],
     decision marks the run decided."""
     marked: dict[str, list[str]] = {}
     for run, view, act in items:
+        damaged = _damaged_decisions(view)
+        if damaged is not None:
+            # A person decided on a run whose decision history is damaged: the
+            # damaged decisions are never carried out, and the rest are sealed
+            # anew, vouched for by this decision (history/trail.py).
+            store.decisions.repair(conn, view.run_id, damaged, now)
         if act is Action.RESET:
             store.lease.revoke(conn, view.run_id)
             pending = [d.id for d in view.pending_decisions]
@@ -94,3 +105,18 @@ def carry(store: Store, conn: Any, items: Sequence[tuple[Any, RunView, Action]],
     for attention, run_ids in marked.items():
         # The lease revoked as above, in the same statement as the mark.
         store.runs.update_many(conn, run_ids, {**LEASE_CLEARED, "updated_at": now, "attention": attention})
+
+
+def _damaged_decisions(view: RunView) -> list[int] | None:
+    """The decisions an integrity block of the run names as damaged (None:
+    its decision history is not damaged)."""
+    ids: list[int] = []
+    found = False
+    for b in view.blocked:
+        if b["kind"] != "integrity" or b.get("what") not in ("decision", "policy"):
+            continue
+        found = True
+        did = b.get("decision")
+        if b.get("what") == "decision" and did is not None:
+            ids.append(int(did))
+    return ids if found else None

@@ -115,6 +115,7 @@ class Triage:
         def admit(conn: Any, view: RunView, chosen: _fit.Fit) -> tuple[str, float | None]:
             # The policy is read once for the group, in its transaction: one rule for every run.
             if not rules:
+                _policy.check_whole(self.store, conn)
                 rules.append(_policy.current(self.store, conn))
             return self._oversight.admit(
                 conn, view, act, chosen, who, now, override_claim=override_claim, rules=rules[0]

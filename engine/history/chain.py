@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _json
 from ..shapes import IntegrityReason
+from . import keys
 
 FORMAT_VERSION = 1
 GENESIS = "genesis"
@@ -30,7 +31,7 @@ class IntegrityFailure:
     phase: str | None
     """Its phase, when known."""
     what: str
-    """Which check failed: hash, parse, format, identity, chain, inputs, output, type, head or schema."""
+    """Which check failed: hash, parse, format, identity, chain, inputs, output, type, head, schema or seal."""
     expected: str | None
     """The value the chain vouches for (a hash), when there is one."""
     actual: str | None
@@ -51,6 +52,7 @@ class IntegrityFailure:
             "output": "The saved phase output changed after it was written; later phases would read damaged data.",
             "type": "The saved output no longer matches the phase's declared output type.",
             "head": "The newest checkpoints of this run are missing from the store.",
+            "seal": "The checkpoint's keyed seal does not vouch for it: it was written or rewritten without the store's key.",
             "schema": "The database was written by a newer or unknown phasegate; its records cannot be interpreted safely.",
         }.get(self.what, "The checkpoint failed verification.")
 
@@ -136,6 +138,23 @@ def envelope(
     return text, _json.sha256(text)
 
 
+def entry_seal(payload_hash: str, key: keys.SealKey | None | bool = True) -> str | None:
+    """A checkpoint's keyed seal: an HMAC over its payload hash (which covers
+    its envelope, so its links, position and output hash) under the seal key
+    (`True`: the process's); None without a key, where the hashes are the seal."""
+    k = keys.active() if key is True else key
+    return None if not k else k.mac(payload_hash.encode("ascii", "replace"))
+
+
+def _seal_problem(row: Any, key: keys.SealKey) -> str | None:
+    stored = getattr(row, "seal", None)
+    if not stored:
+        return "has no keyed seal: written without the store's key"
+    if keys.id_of(stored) != key.key_id:
+        return f"is sealed under another key (id {keys.id_of(stored)})"
+    return None if stored == entry_seal(row.payload_hash, key) else "has a keyed seal that does not match it"
+
+
 def verify(
     rows: Sequence[Any],
     *,
@@ -146,6 +165,7 @@ def verify(
     head_hash: str,
     check_type: Callable[[str, Any], str | None] | None = None,
     parse_outputs: bool = True,
+    key: keys.SealKey | None | bool = True,
 ) -> Verified:
     """Check every hash, link and payload of a run's live chain, in order.
 
@@ -159,6 +179,7 @@ def verify(
     unparseable text and hashed it: `verify --deep` looks for that."""
     entries: list[Entry] = []
     prev = GENESIS
+    seal_key = keys.active() if key is True else (key or None)
 
     def fail(row: Any, phase: str | None, what: str, msg: str, exp: Any = None, act: Any = None) -> Verified:
         return Verified(entries, IntegrityFailure(int(row.seq), phase, what, exp, act, msg))
@@ -167,6 +188,8 @@ def verify(
         actual = _json.sha256(row.envelope)
         if actual != row.payload_hash:
             return fail(row, row.phase, "hash", "envelope hash mismatch", row.payload_hash, actual)
+        if seal_key is not None and (why := _seal_problem(row, seal_key)) is not None:
+            return fail(row, row.phase, "seal", f"checkpoint {why}")
         try:
             # Without outputs to hand on, nothing reads a probe's value from
             # the envelope, only its identity, links and hashes.

@@ -13,14 +13,15 @@ any phase runs:
 - a deleted record (a later record, or the run row, names a key that is gone);
 - a record inserted or re-ordered (it is not on the path from the last one).
 
-Seals are plain hashes, like the checkpoint chain: they catch damage and
-mistakes, not a forger who recomputes them (that needs a key kept outside the
-store).
+Without a key seals are plain hashes, like the checkpoint chain: they catch
+damage and mistakes, not a forger who recomputes them. With
+`PHASEGATE_SEAL_KEY_FILE` (keys.py) each is an HMAC under a key kept outside
+the store, which a forger without the key cannot recompute.
 """
 
 from __future__ import annotations
 
-import hashlib
+import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -28,6 +29,7 @@ from typing import Any, Literal
 import orjson
 
 from .. import _json
+from . import keys
 
 #: The fields a seal covers, in order. Times are left out: they inform, and
 #: nothing a resume decides depends on them.
@@ -89,9 +91,8 @@ def _fields(rec: Mapping[str, Any] | Any) -> list[Any]:
     return fields
 
 
-def seal(rec: Mapping[str, Any] | Any) -> str:
-    """The seal of a record (a mapping or a row) as its fields are now."""
-    fields = _fields(rec)
+def canonical(fields: list[Any]) -> bytes:
+    """The canonical bytes of a record's sealed fields, in order."""
     # A record phasegate wrote holds only strings, integers, booleans and
     # None: orjson's bytes are then the canonical text, without the checks
     # `_json.dumps` makes for floats and NaN (3-4 us a seal, two seals an
@@ -104,10 +105,42 @@ def seal(rec: Mapping[str, Any] | Any) -> str:
             break
     else:
         try:
-            return hashlib.sha256(orjson.dumps(fields)).hexdigest()
+            return orjson.dumps(fields)
         except TypeError:
             pass
-    return _json.sha256(_json.dumps(fields))
+    return _json.dumps(fields).encode("utf-8", "surrogatepass")
+
+
+_ACTIVE: Any = object()
+"""`seal`'s default key: the process's (`keys.active`)."""
+
+
+def seal(rec: Mapping[str, Any] | Any, key: keys.SealKey | None = _ACTIVE) -> str:
+    """The seal of a record (a mapping or a row) as its fields are now:
+    under `key` (by default `PHASEGATE_SEAL_KEY_FILE`'s), else a plain hash."""
+    return keys.digest(canonical(_fields(rec)), keys.active() if key is _ACTIVE else key)
+
+
+def mismatch(stored: str | None, data: bytes, key: keys.SealKey | None) -> str | None:
+    """Why a stored seal does not vouch for `data` (None when it does).
+
+    Args:
+        stored: The seal the record carries (not empty).
+        data: The canonical bytes it should cover.
+        key: The key this process seals under, or None.
+
+    Returns:
+        None, or the reason in a few words ("was changed after it was written").
+    """
+    if key is None:
+        if keys.is_keyed(stored):
+            return None  # keyed: not checkable without the key (verify says so)
+        return None if stored == keys.digest(data, None) else "was changed after it was written"
+    if not keys.is_keyed(stored):
+        return "carries a plain hash, not a seal under the store's key: written or rewritten without the key"
+    if keys.id_of(stored) != key.key_id:
+        return f"is sealed under another key (id {keys.id_of(stored)}), not this store's ({key.key_id})"
+    return None if hmac.compare_digest(str(stored), key.mac(data)) else "was changed after it was written"
 
 
 def sealed(values: dict[str, Any]) -> dict[str, Any]:
@@ -140,9 +173,12 @@ class EffectDamage:
 UNNAMED = "?"
 
 
-def check(records: Iterable[Any], head: str | None, count: int | None = None) -> list[EffectDamage]:
+def check(
+    records: Iterable[Any], head: str | None, count: int | None = None, with_key: keys.SealKey | None = _ACTIVE
+) -> list[EffectDamage]:
     """Every way a run's effect records differ from what their seals, their
     links and the run's record count say: empty when the history is whole."""
+    sk: keys.SealKey | None = keys.active() if with_key is _ACTIVE else with_key
     by_key = {r.key: r for r in records}
     damage: list[EffectDamage] = []
     for r in by_key.values():
@@ -150,10 +186,8 @@ def check(records: Iterable[Any], head: str | None, count: int | None = None) ->
             damage.append(
                 EffectDamage(r.key, "unsealed", f"effect record {r.key} has no seal: not written by phasegate")
             )
-        elif r.seal != seal(r):
-            damage.append(
-                EffectDamage(r.key, "edited", f"effect record {r.key} was changed after it was written ({r.state})")
-            )
+        elif (why := mismatch(r.seal, canonical(_fields(r)), sk)) is not None:
+            damage.append(EffectDamage(r.key, "edited", f"effect record {r.key} {why} ({r.state})"))
     seen: set[str] = set()
     at, after = head, None
     while at:
@@ -196,3 +230,11 @@ def split_key(run_id: str, key: str) -> tuple[str, str] | None:
         return None
     phase, name = key[len(prefix) :].split("/", 1)
     return phase, name
+
+
+def vouches(rec: Mapping[str, Any] | Any, key: keys.SealKey | None = _ACTIVE) -> bool:
+    """Whether a record's stored seal vouches for its fields as they are now."""
+    stored = _field(rec, "seal") if not isinstance(rec, dict) else rec.get("seal")
+    if not stored:
+        return False
+    return mismatch(stored, canonical(_fields(rec)), keys.active() if key is _ACTIVE else key) is None

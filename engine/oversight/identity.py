@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import unicodedata
 from dataclasses import dataclass
 
 WEB_USER_ENV = "PHASEGATE_WEB_USER"
@@ -84,21 +85,48 @@ def whoami(operator: str | None = None) -> Who:
     return Who(name, account)
 
 
+def normal(name: str | None) -> str:
+    """A name as identities compare it: NFKC-normalised and case-folded, so
+    `Alice`, `alice` and a full-width `ａｌｉｃｅ` are one person.
+
+    Args:
+        name: An operator name or a web user (None: none).
+
+    Returns:
+        The comparable form ("" for None).
+    """
+    return unicodedata.normalize("NFKC", name or "").casefold()
+
+
 def same_person(a: Who, b: Who) -> bool:
-    """For claims: the same name under the same account. A claim is a note to
-    colleagues, so a different name on a shared account counts as someone else."""
-    return a.operator == b.operator and a.account == b.account
+    """For claims: the same name under the same account (names compared as
+    `normal` makes them). A claim is a note to colleagues, so a different
+    name on a shared account counts as someone else."""
+    return (
+        normal(a.operator) == normal(b.operator)
+        and a.os_account == b.os_account
+        and normal(a.web_user) == normal(b.web_user)
+    )
 
 
 def different_operators(a: Who, b: Who, *, web_account: str | None) -> bool:
-    """For a second: the one rule of "another operator". Different OS
-    accounts; or two web sessions of the policy's web account whose
-    authenticated users differ. Never a different `--operator` text alone."""
+    """For a second: the one rule of "another operator". Never the same web
+    identity (compared as `normal` makes it), whatever the accounts; then
+    different OS accounts, or two web sessions of the policy's web account
+    whose authenticated users differ. Never a different `--operator` text alone."""
+    if a.web_user is not None and b.web_user is not None and normal(a.web_user) == normal(b.web_user):
+        return False
     if a.os_account != b.os_account:
         return True
     if web_account is None or a.os_account != web_account:
         return False
-    return a.web_user is not None and b.web_user is not None and a.web_user != b.web_user
+    return a.web_user is not None and b.web_user is not None
+
+
+def distinct(operator: str, account: str, other_operator: str, other_account: str, web_account: str | None) -> bool:
+    """`different_operators` over stored names and accounts (the form
+    history/trail.py takes the rule in, to check a recorded second)."""
+    return different_operators(Who(operator, account), Who(other_operator, other_account), web_account=web_account)
 
 
 def shown(who: Who) -> str:

@@ -7,11 +7,12 @@ operator's environment or flags can bypass it, and every change says who
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import _json, bounds
-from ..errors import UsageError
+from ..errors import DecisionError, UsageError
+from ..history import trail
 from ..states import Action, ActionName
 from ..store.store import Store
 from ..timefmt import iso
@@ -40,6 +41,9 @@ class Policy:
     """When (UNIX seconds)."""
     reason: str | None = None
     """Why, in their words."""
+    id: int | None = None
+    """The change's id (None: no policy was ever set); each decision records
+    the one in force when it was made (`policy_id`)."""
 
     def needs_second(self, action: Action | ActionName) -> bool:
         """Whether a decision of `action` is only proposed until someone else seconds it.
@@ -67,6 +71,7 @@ class Policy:
             "account": self.account,
             "changed_at": iso(self.at),
             "reason": self.reason,
+            "id": self.id,
         }
 
     @classmethod
@@ -89,6 +94,7 @@ class Policy:
             account=row.account,
             at=row.at,
             reason=row.reason,
+            id=int(row.id),
         )
 
 
@@ -122,8 +128,34 @@ def current(store: Store, conn: Any) -> Policy:
     return Policy.from_row(rows[0]) if rows else Policy()
 
 
-def history(store: Store, conn: Any, limit: int = 20) -> list[Policy]:
-    return [Policy.from_row(r) for r in store.policy.changes(conn, limit=limit)]
+def history(store: Store, conn: Any, limit: int | None = 20, before: int | None = None) -> list[Policy]:
+    """The policy's changes, newest first: at most `limit` (None: every one),
+    older than change `before` (a keyset page)."""
+    return [Policy.from_row(r) for r in store.policy.changes(conn, limit=limit, before=before)]
+
+
+def damage(store: Store, conn: Any) -> list[trail.Damage]:
+    """How the policy's changes differ from their seals, links and count
+    (history/trail.py): empty when its history is whole."""
+    if "phasegate_policy" not in store.tables:
+        return []
+    head, count = store.policy.head(conn)
+    return trail.check_policy(store.policy.changes(conn, limit=None), head, count)
+
+
+def check_whole(store: Store, conn: Any) -> None:
+    """Refuse to decide under a policy whose history is damaged: which
+    decisions need a second is exactly what a forger would change.
+
+    Raises:
+        DecisionError: the policy's history is damaged.
+    """
+    found = damage(store, conn)
+    if found:
+        raise DecisionError(
+            f"the policy's history is damaged ({found[0].detail}); nothing was recorded: check it with"
+            " `phasegate verify`, then record the policy anew (`phasegate policy --require-second ... --reason ...`)"
+        )
 
 
 def change(
@@ -141,6 +173,17 @@ def change(
     `web_account` "" clears it."""
     if not reason or not reason.strip():
         raise UsageError("a policy change needs a reason (--reason TEXT)")
+    if web_account and web_account == who.os_account:
+        # Its authenticated users count as different people only because no
+        # one has a shell of it: the account you type commands as is not one.
+        raise UsageError(
+            f"--web-account {web_account!r} is the account this command runs as; name the account"
+            " `phasegate serve` runs under, one no operator uses for the command line"
+        )
+    if damage(store, conn):
+        # An operator recording the policy vouches for its history as it
+        # stands (the damage was reported by verify; this change is audited).
+        store.policy.reseal(conn)
     old = current(store, conn)
     new = Policy(
         require_second=old.require_second if require_second is None else require_second,
@@ -151,7 +194,7 @@ def change(
         at=now,
         reason=reason,
     )
-    store.policy.insert(
+    pid = store.policy.insert(
         conn,
         {
             "require_second_json": _json.dumps([str(a) for a in new.require_second]),
@@ -163,4 +206,4 @@ def change(
             "reason": reason,
         },
     )
-    return new
+    return replace(new, id=pid)

@@ -145,6 +145,7 @@ class RunJournal:
             "output_state": "present",
             "output_bytes": size,
             "created_at": now,
+            "seal": chain.entry_seal(env_hash),
         }
         head = {
             "head_seq": seq,
@@ -225,6 +226,7 @@ class RunJournal:
                 "prev_hash": self.head,
                 "output_state": "none",
                 "created_at": now,
+                "seal": chain.entry_seal(env_hash),
             },
         )
         self._fence.check(conn, now)

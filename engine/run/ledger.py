@@ -579,7 +579,7 @@ class EffectLedger:
         self._read(conn)
         prev: str | None = None
         for rec in sorted(self.effects.values(), key=lambda r: int(r.id)):
-            if rec.prev_key != prev and rec.seal == seals.seal(rec):
+            if rec.prev_key != prev and seals.vouches(rec):
                 rec["prev_key"] = prev
                 seals.sealed(rec)
                 self._store.effects.update(conn, rec.key, {"prev_key": prev, "seal": rec.seal})

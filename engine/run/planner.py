@@ -21,7 +21,7 @@ from typing import Any
 from .. import _json
 from ..authoring.workflow import Phase, Workflow
 from ..errors import UsageError
-from ..history import chain
+from ..history import chain, trail
 from ..history.seals import EffectDamage
 from ..outcome import BlockReason
 from ..states import Action, BlockKind
@@ -164,10 +164,25 @@ class StartFacts:
     """Whether a done phase's output can be had (stored, or archived and intact)."""
     stepped: Collection[str] = frozenset()
     """Phases with saved durable steps."""
+    trail_damage: Sequence[trail.Damage] = ()
+    """How the run's decisions (and the policy they were made under) differ
+    from their verified history (trail.check_decisions, trail.check_policy)."""
+
+
+def trail_reason(d: trail.Damage) -> BlockReason:
+    """The integrity block a damaged decision or policy change puts on a run."""
+    return BlockReason(BlockKind.INTEGRITY, d.detail, {"what": d.kind, **d.as_dict()})
 
 
 def plan_start(f: StartFacts) -> StartPlan:
     pending = list(f.pending)
+
+    # 0. decisions are history too: when one was edited, deleted, inserted,
+    # or is in a state no recorded transition explains, none is carried out
+    # (the one that looks pending may be the forgery). A person's new
+    # decision answers it (decide/recording.py settles the damaged ones void).
+    if f.trail_damage:
+        return StartPlan(blocks=tuple(trail_reason(d) for d in f.trail_damage))
 
     # 1. integrity: nothing after the first failure is trusted.
     if f.verified.failure is not None:

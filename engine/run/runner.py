@@ -36,6 +36,7 @@ from ..authoring import retry, sources
 from ..authoring.retry import Attempt
 from ..authoring.workflow import Phase, Workflow
 from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
+from ..history import trail
 from ..ids import validate_run_id
 from ..outcome import BlockReason, Outcome
 from ..safetext import sanitised
@@ -82,8 +83,11 @@ class Runner:
         effect_flush: float = DEFAULT_DELAY,
         stop: StopRequest | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
+        distinct: trail.Distinct,
     ) -> None:
         self.store = store
+        self._distinct = distinct
+        """The one rule of "another operator" (oversight/identity.py), to check recorded seconds."""
         self.wf = wf
         self.run_id = validate_run_id(run_id)
         self.clock = clock
@@ -314,7 +318,24 @@ class Runner:
         self.steps.load()
         with self.store.read() as conn:
             rows = self.store.decisions.of_run(conn, self.run_id)
-        pending = [Pending.from_row(d) for d in rows if d.state == "pending"]
+            run = self.store.runs.get(conn, self.run_id)
+            decided = bool(rows) or (run is not None and (run.decisions_count or run.decisions_last is not None))
+            policies = self.store.policy.changes(conn, limit=None) if decided else []
+            policy_head = self.store.policy.head(conn) if decided else (None, None)
+        # Decisions are history too: an edited, deleted or inserted decision,
+        # or a state no recorded transition explains (an approval of a listed
+        # action applied without a second), stops the run before anything
+        # is applied (history/trail.py).
+        trail_damage: list[trail.Damage] = []
+        if run is not None and decided:
+            trail_damage = trail.check_decisions(
+                rows, run.decisions_last, run.decisions_count, policies, self._distinct
+            )
+            if any(d.state == "pending" for d in rows):
+                # What needed a second is the policy's to say: its history must be whole too.
+                trail_damage += trail.check_policy(policies, *policy_head)
+        # A "second" is no decision to carry out: one pending is damage (trail.py), never applied.
+        pending = [Pending.from_row(d) for d in rows if d.state == "pending" and d.action != "second"]
         # Proposals wait for a second operator and are never carried out here;
         # a run that goes on without them leaves nothing for them to answer.
         self._proposed = [int(d.id) for d in rows if d.state == "proposed"]
@@ -326,6 +347,7 @@ class Runner:
                 pending=pending,
                 effects=list(self.effects.effects.values()),
                 effect_damage=self.effects.damage(),
+                trail_damage=trail_damage,
                 probes=probes,
                 now=self.clock(),
                 last_codes=last_codes,

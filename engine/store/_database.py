@@ -56,6 +56,9 @@ class Database:
         #: Set when the stored schema is one this code does not know; the
         #: engine treats it as an integrity failure and writes nothing.
         self.schema_problem: str | None = None
+        self.seal_problem: str | None = None
+        """Set (by `Store`) when this process cannot seal as the store's seals
+        are made: without the store's key, or with another; writes are refused."""
         create = create and not readonly
         fresh = False
         if _postgres.is_url(self.target):
@@ -272,6 +275,9 @@ class Database:
         if self.schema_problem:
             # A store this code cannot interpret is evidence: nothing may change it.
             raise StoreError(f"{self.schema_problem}; nothing was written")
+        if self.seal_problem:
+            # A write sealed otherwise than the store's seals would read as damage.
+            raise StoreError(f"{self.seal_problem}; nothing was written")
         try:
             with self.sa.connect() as conn:
                 conn = conn.execution_options(phasegate_write=True)
@@ -291,6 +297,9 @@ class Database:
         if self.schema_problem:
             # A store this code cannot interpret is evidence: nothing may change it.
             raise StoreError(f"{self.schema_problem}; nothing was written")
+        if self.seal_problem:
+            # A write sealed otherwise than the store's seals would read as damage.
+            raise StoreError(f"{self.seal_problem}; nothing was written")
         if self._hot is None or self._hot.closed or self._hot.invalidated:
             self._hot = self.sa.connect().execution_options(phasegate_write=True)
         return self._hot

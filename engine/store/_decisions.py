@@ -2,6 +2,11 @@
 a run (pending until the run applies it, then applied or void), and the
 proposals that wait for a second operator. A run's stored attention rank
 follows its decisions: every change here has `Runs.rerank` move it.
+
+Every row is sealed and linked into its run's decision history
+(history/trail.py): a new row names the run's last one and the run row names
+the new one; a change of state re-seals a row only while its seal still
+vouches for it, so a damaged row stays damaged whatever is done to it next.
 """
 
 from __future__ import annotations
@@ -9,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
+from ..history import trail
 from . import _rowcheck
 from ._runs import Runs
-from .schema import decisions
+from .schema import decisions, runs
 
 
 class Decisions:
@@ -28,47 +34,120 @@ class Decisions:
         q = select(decisions).where(decisions.c.run_id == run_id).order_by(decisions.c.id)
         return _rowcheck.check_all(decisions, conn.execute(q))
 
+    def of_runs(self, conn: Connection, run_ids: Sequence[str]) -> dict[str, list[Row[Any]]]:
+        """The decision rows of these runs, oldest first, by run (one query)."""
+        out: dict[str, list[Row[Any]]] = {}
+        if not run_ids:
+            return out
+        q = select(decisions).where(decisions.c.run_id.in_(list(run_ids))).order_by(decisions.c.id)
+        for r in _rowcheck.check_all(decisions, conn.execute(q)):
+            out.setdefault(str(r.run_id), []).append(r)
+        return out
+
     def insert(self, conn: Connection, values: dict[str, Any]) -> int:
-        """A new decision row; the run's attention rank follows.
+        """A new decision row, linked and sealed; the run's attention rank follows.
 
         Returns:
             Its id.
         """
-        res = conn.execute(insert(decisions).values(**values))
-        pk = res.inserted_primary_key
-        self._runs.rerank(conn, values["run_id"])
-        return int(pk[0]) if pk else 0
+        return self.insert_many(conn, [values])[0]
 
     def insert_many(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
-        """Several decision rows in one statement; their ids, in the order given."""
-        if len(rows) == 1:
-            return [self.insert(conn, dict(rows[0]))]
+        """Several decision rows in one statement, each linked to its run's
+        last decision and sealed; their ids, in the order given."""
+        run_ids = sorted({str(r["run_id"]) for r in rows})
+        heads = {
+            str(h.run_id): (h.decisions_last, int(h.decisions_count or 0))
+            for h in conn.execute(
+                select(runs.c.run_id, runs.c.decisions_last, runs.c.decisions_count).where(runs.c.run_id.in_(run_ids))
+            )
+        }
         q = insert(decisions).returning(decisions.c.id, sort_by_parameter_order=True)
-        ids = [int(r[0]) for r in conn.execute(q, list(rows))]
+        given = [{**r, "prev_id": None, "seal": None} for r in rows]
+        ids = [int(r[0]) for r in conn.execute(q, given)]
+        seals: list[dict[str, Any]] = []
+        for i, values in zip(ids, given, strict=True):
+            rid = str(values["run_id"])
+            last, count = heads.get(rid, (None, 0))
+            values.update(id=i, prev_id=last)
+            seals.append({"b_id": i, "b_prev": last, "b_seal": trail.decision_seal(values)})
+            heads[rid] = (i, count + 1)
+        conn.execute(
+            update(decisions)
+            .where(decisions.c.id == bindparam("b_id"))
+            .values(prev_id=bindparam("b_prev"), seal=bindparam("b_seal")),
+            seals,
+        )
+        conn.execute(
+            update(runs)
+            .where(runs.c.run_id == bindparam("b_run"))
+            .values(decisions_last=bindparam("b_last"), decisions_count=bindparam("b_count")),
+            [{"b_run": rid, "b_last": heads[rid][0], "b_count": heads[rid][1]} for rid in run_ids if rid in heads],
+        )
         # Their decisions changed: the runs' stored attention ranks, in one statement.
-        self._runs.rerank_many(conn, sorted({str(r["run_id"]) for r in rows}))
+        if len(run_ids) == 1:
+            self._runs.rerank(conn, run_ids[0])
+        else:
+            self._runs.rerank_many(conn, run_ids)
         return ids
+
+    def _change(self, conn: Connection, where: Any, values: dict[str, Any]) -> list[str]:
+        """Change the rows `where` selects, re-sealing each whose seal still
+        vouches for it (a damaged row keeps its broken seal: changing its state
+        must not launder it). Returns the runs touched."""
+        touched: list[str] = []
+        for row in conn.execute(select(decisions).where(where)).fetchall():
+            m = dict(row._mapping)
+            new = {**m, **values}
+            seal = trail.decision_seal(new) if trail.decision_vouched(m) else m["seal"]
+            conn.execute(update(decisions).where(decisions.c.id == m["id"]).values(**values, seal=seal))
+            touched.append(str(m["run_id"]))
+        return touched
 
     def settle(self, conn: Connection, decision_id: int, state: str, at: float) -> None:
         """The decision applied or void (`state`) at `at`; its run's rank follows."""
-        conn.execute(update(decisions).where(decisions.c.id == decision_id).values(state=state, applied_at=at))
-        self._runs.rerank(conn, select(decisions.c.run_id).where(decisions.c.id == decision_id).scalar_subquery())
+        for rid in self._change(conn, decisions.c.id == decision_id, {"state": state, "applied_at": at}):
+            self._runs.rerank(conn, rid)
 
     def update(self, conn: Connection, decision_id: int, values: dict[str, Any]) -> None:
         """Change the decision's row; with a new state, its run's rank follows."""
-        conn.execute(update(decisions).where(decisions.c.id == decision_id).values(**values))
+        touched = self._change(conn, decisions.c.id == decision_id, values)
         if "state" in values:  # a seconded proposal becomes pending: the run's rank follows
-            self._runs.rerank(conn, select(decisions.c.run_id).where(decisions.c.id == decision_id).scalar_subquery())
+            for rid in touched:
+                self._runs.rerank(conn, rid)
 
     def void_proposals(self, conn: Connection, ids: Sequence[int], at: float) -> None:
         """Settle these proposals void, those still proposed only (one seconded
         meanwhile is a decision now, and is left alone)."""
         if ids:
+            self._change(
+                conn,
+                decisions.c.id.in_(list(ids)) & (decisions.c.state == "proposed"),
+                {"state": "void", "applied_at": at},
+            )
+
+    def repair(self, conn: Connection, run_id: str, void: Sequence[int], at: float) -> None:
+        """An operator's decision answered damage to the run's decision
+        history: the damaged decisions are settled void (never carried out),
+        and every row is linked and sealed anew as it now stands, vouched for
+        by the decision that answers it."""
+        if void:
             conn.execute(
                 update(decisions)
-                .where(decisions.c.id.in_(list(ids)), decisions.c.state == "proposed")
+                .where(decisions.c.id.in_(list(void)), decisions.c.state.in_(("pending", "proposed", "applied")))
                 .values(state="void", applied_at=at)
             )
+        last: int | None = None
+        count = 0
+        for row in conn.execute(select(decisions).where(decisions.c.run_id == run_id).order_by(decisions.c.id)):
+            m = dict(row._mapping)
+            m["prev_id"] = last
+            conn.execute(
+                update(decisions).where(decisions.c.id == m["id"]).values(prev_id=last, seal=trail.decision_seal(m))
+            )
+            last, count = int(m["id"]), count + 1
+        conn.execute(update(runs).where(runs.c.run_id == run_id).values(decisions_last=last, decisions_count=count))
+        self._runs.rerank(conn, run_id)
 
     def open_proposals(self, conn: Connection, run_ids: Sequence[str], now: float) -> list[Row[Any]]:
         """Proposals of these runs still waiting for a second operator (one

@@ -20,9 +20,9 @@ from ._database import Database
 _HOT_SQL: dict[str, str] = {
     "checkpoint": (
         "INSERT INTO phasegate_checkpoints (run_id, epoch, seq, kind, phase, envelope, payload_hash,"
-        " prev_hash, output_json, output_state, output_bytes, archive_path, created_at, status)"
+        " prev_hash, output_json, output_state, output_bytes, archive_path, created_at, status, seal)"
         " VALUES (:run_id, :epoch, :seq, :kind, :phase, :envelope, :payload_hash, :prev_hash,"
-        " :output_json, :output_state, :output_bytes, NULL, :created_at, 'live')"
+        " :output_json, :output_state, :output_bytes, NULL, :created_at, 'live', :seal)"
     ),
     "advance": (
         "UPDATE phasegate_runs SET head_seq = :head_seq, head_hash = :head_hash,"
@@ -77,9 +77,9 @@ _CHECKPOINT_ADVANCE = (
     " last_checkpoint_at = :now WHERE run_id = :run_id AND lease_owner = :owner"
     " AND lease_expires_at > :lease_now RETURNING run_id)"
     " INSERT INTO phasegate_checkpoints (run_id, epoch, seq, kind, phase, envelope, payload_hash,"
-    " prev_hash, output_json, output_state, output_bytes, archive_path, created_at, status)"
+    " prev_hash, output_json, output_state, output_bytes, archive_path, created_at, status, seal)"
     " SELECT run_id, :epoch, :seq, :kind, :phase, :envelope, :payload_hash, :prev_hash,"
-    " :output_json, :output_state, :output_bytes, NULL, :created_at, 'live' FROM moved"
+    " :output_json, :output_state, :output_bytes, NULL, :created_at, 'live', :seal FROM moved"
 )
 
 

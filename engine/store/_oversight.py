@@ -13,8 +13,10 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection, Row
 
+from ..history import trail
 from . import _rowcheck
 from ._database import Database
+from ._meta import POLICY_COUNT, POLICY_LAST, Meta
 from .schema import claims, policy
 
 
@@ -57,18 +59,56 @@ class Claims:
 
 
 class PolicyChanges:
-    """Reads and writes of the policy table."""
+    """Reads and writes of the policy table, each change sealed and linked to
+    the one before it; the meta's `policy_last` names the newest and
+    `policy_count` counts them (history/trail.py)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, meta: Meta) -> None:
         self._db = db
+        self._meta = meta
 
-    def changes(self, conn: Connection, limit: int = 20) -> list[Row[Any]]:
-        """The policy's changes, newest first (the first is in force)."""
+    def changes(self, conn: Connection, limit: int | None = 20, before: int | None = None) -> list[Row[Any]]:
+        """The policy's changes, newest first (the first is in force): at most
+        `limit` (None: all), those older than change `before` (a keyset page)."""
         if "phasegate_policy" not in self._db.tables:
             return []
-        q = select(policy).order_by(policy.c.id.desc()).limit(limit)
+        q = select(policy).order_by(policy.c.id.desc())
+        if before is not None:
+            q = q.where(policy.c.id < before)
+        if limit is not None:
+            q = q.limit(limit)
         return _rowcheck.check_all(policy, conn.execute(q))
 
-    def insert(self, conn: Connection, values: dict[str, Any]) -> None:
-        """A change of the policy, in force from now on."""
-        conn.execute(insert(policy).values(**values))
+    def head(self, conn: Connection) -> tuple[int | None, int | None]:
+        """The id of the newest change as the meta names it, and the count."""
+        return self._meta.int_of(conn, POLICY_LAST), self._meta.int_of(conn, POLICY_COUNT)
+
+    def insert(self, conn: Connection, values: dict[str, Any]) -> int:
+        """A change of the policy, in force from now on, linked to the last
+        one and sealed. Returns its id."""
+        # The meta row held first: two changes at once are linked one after the other.
+        last = self._meta.int_of(conn, POLICY_LAST, lock=True)
+        count = self._meta.int_of(conn, POLICY_COUNT) or 0
+        res = conn.execute(insert(policy).values(**values, prev_id=last))
+        pid = int(res.inserted_primary_key[0]) if res.inserted_primary_key else 0
+        row = {**values, "id": pid, "prev_id": last}
+        conn.execute(update(policy).where(policy.c.id == pid).values(seal=trail.policy_seal(row)))
+        self._meta.put(conn, POLICY_LAST, str(pid))
+        self._meta.put(conn, POLICY_COUNT, str(count + 1))
+        return pid
+
+    def reseal(self, conn: Connection) -> None:
+        """Link and seal every change anew, in id order, as it now stands
+        (an upgrade from before seals, or an operator vouching for a damaged
+        log by recording the policy anew)."""
+        if "phasegate_policy" not in self._db.tables:
+            return
+        last: int | None = None
+        count = 0
+        for row in conn.execute(select(policy).order_by(policy.c.id)).fetchall():
+            m = dict(row._mapping)
+            m["prev_id"] = last
+            conn.execute(update(policy).where(policy.c.id == m["id"]).values(prev_id=last, seal=trail.policy_seal(m)))
+            last, count = int(m["id"]), count + 1
+        self._meta.put(conn, POLICY_LAST, "" if last is None else str(last))
+        self._meta.put(conn, POLICY_COUNT, str(count))

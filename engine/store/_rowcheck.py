@@ -31,6 +31,8 @@ _INTS = {
     "steps_done": False,
     "lease_pid": True,
     "effects_count": False,
+    "decisions_last": True,
+    "decisions_count": False,
 }
 _TIMES = {
     "created_at": False,

@@ -34,6 +34,11 @@ class Runs:
             q = q.with_for_update(skip_locked=skip_locked)
         return _rowcheck.check(conn.execute(q).first())
 
+    def first_id(self, conn: Connection) -> str | None:
+        """Any one run's id (None: the store has no run)."""
+        v = conn.execute(select(runs.c.run_id).limit(1)).scalar()
+        return None if v is None else str(v)
+
     def insert(self, conn: Connection, values: dict[str, Any]) -> None:
         """A new run's row, its attention rank the one its status stores.
 

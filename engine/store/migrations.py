@@ -10,6 +10,13 @@ Version 4 added the workers' heartbeat table (nothing to fill: a worker
 writes its row when it starts), and each run's stored attention rank
 (runorder.py), filled from its status and decisions, with the indexes the
 runs list pages by.
+Version 5 seals decisions and policy changes (engine/history/trail.py): it
+adds columns, then links and seals each run's existing decisions and the
+policy's existing changes in the order they were written, and names the
+last of each. As with version 3, the upgrade vouches for those rows as they
+are at that moment; what it cannot vouch for is a state no recorded
+transition explains (a decision of a listed action applied without a
+second), which `verify` and the start sequence still find afterwards.
 """
 
 from __future__ import annotations
@@ -18,9 +25,21 @@ from typing import Any
 
 from sqlalchemy import Connection, inspect, select, text, update
 
-from ..history import seals
+from ..history import seals, trail
 from . import _paging
-from .schema import ADDED_COLUMNS, ADDED_IN, ADDED_INDEXES, effects, metadata, runs
+from .schema import (
+    ADDED_COLUMNS,
+    ADDED_IN,
+    ADDED_INDEXES,
+    POLICY_COUNT,
+    POLICY_LAST,
+    decisions,
+    effects,
+    meta,
+    metadata,
+    policy,
+    runs,
+)
 
 
 def upgrade(conn: Connection, version: int) -> set[str]:
@@ -40,6 +59,9 @@ def upgrade(conn: Connection, version: int) -> set[str]:
     if version < 4:
         # Every run's stored attention rank, from its status and decisions, in one statement.
         conn.execute(update(runs).values(attention_rank=_paging.rank_sql()))
+    if version < 5:
+        _seal_decisions(conn)
+        _seal_policy(conn)
     for _name, (since, index) in ADDED_INDEXES.items():
         if version < since:
             index.create(conn, checkfirst=True)
@@ -53,9 +75,44 @@ def _seal_effects(conn: Connection) -> None:
         rec: dict[str, Any] = dict(row._mapping)
         rec["prev_key"] = last.get(rec["run_id"])
         conn.execute(
-            update(effects).where(effects.c.id == rec["id"]).values(prev_key=rec["prev_key"], seal=seals.seal(rec))
+            update(effects)
+            .where(effects.c.id == rec["id"])
+            .values(prev_key=rec["prev_key"], seal=seals.seal(rec, None))
         )
         last[rec["run_id"]] = rec["key"]
         count[rec["run_id"]] = count.get(rec["run_id"], 0) + 1
     for run_id, key in last.items():
         conn.execute(update(runs).where(runs.c.run_id == run_id).values(effects_last=key, effects_count=count[run_id]))
+
+
+def _seal_decisions(conn: Connection) -> None:
+    last: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for row in conn.execute(select(decisions).order_by(decisions.c.id)).fetchall():
+        rec: dict[str, Any] = dict(row._mapping)
+        rid = str(rec["run_id"])
+        rec["prev_id"] = last.get(rid)
+        conn.execute(
+            update(decisions)
+            .where(decisions.c.id == rec["id"])
+            .values(prev_id=rec["prev_id"], seal=trail.decision_seal(rec, None))
+        )
+        last[rid] = int(rec["id"])
+        count[rid] = count.get(rid, 0) + 1
+    for rid, did in last.items():
+        conn.execute(update(runs).where(runs.c.run_id == rid).values(decisions_last=did, decisions_count=count[rid]))
+
+
+def _seal_policy(conn: Connection) -> None:
+    last: int | None = None
+    n = 0
+    for row in conn.execute(select(policy).order_by(policy.c.id)).fetchall():
+        rec: dict[str, Any] = dict(row._mapping)
+        rec["prev_id"] = last
+        conn.execute(
+            update(policy).where(policy.c.id == rec["id"]).values(prev_id=last, seal=trail.policy_seal(rec, None))
+        )
+        last, n = int(rec["id"]), n + 1
+    for key, value in ((POLICY_LAST, "" if last is None else str(last)), (POLICY_COUNT, str(n))):
+        if conn.execute(update(meta).where(meta.c.key == key).values(value=value)).rowcount == 0:
+            conn.execute(meta.insert().values(key=key, value=value))

@@ -29,6 +29,14 @@ meta = Table(
     Column("value", String, nullable=False),
 )
 
+#: Keys of `phasegate_meta` besides `schema_version` (version 5): where the
+#: policy's history ends and how many changes it has (history/trail.py), and
+#: the id of the key the store's seals are made under (history/keys.py; absent:
+#: plain hashes).
+POLICY_LAST = "policy_last"
+POLICY_COUNT = "policy_count"
+SEAL_KEY = "seal_key"
+
 
 # One row per run: its identity, inputs, and a summary an operator's list can
 # page through without opening any checkpoint. Deliberately few indexes: each
@@ -73,6 +81,11 @@ runs = Table(
     # as far as it does not depend on the time, kept where its status and
     # decisions change, so the console's default order reads an index.
     Column("attention_rank", Integer, nullable=False, default=3),
+    # Version 5 (history/trail.py): the id of the run's last decision and how
+    # many it has, so a deleted decision (a second) is seen even when nothing
+    # else names it.
+    Column("decisions_last", Integer),
+    Column("decisions_count", Integer, nullable=False, default=0),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
 
@@ -106,6 +119,10 @@ checkpoints = Table(
     Column("archive_path", String),
     Column("created_at", Float, nullable=False),
     Column("status", String, nullable=False, default="live"),
+    # Version 5 (history/keys.py): with a seal key, an HMAC over the entry's
+    # payload hash, so a chain recomputed by someone without the key is
+    # found; NULL in a store sealed without a key (the hashes are the seal).
+    Column("seal", String),
     Index("ux_ckpt_run_epoch_seq", "run_id", "epoch", "seq", unique=True),
 )
 
@@ -185,6 +202,11 @@ decisions = Table(
     # Version 4: the decisions one command recorded for a group of runs
     # (`decide --cause`) share this id, so the audit shows them as one act.
     Column("batch_id", String),
+    # Version 5 (history/trail.py): the row's place in the run's decision
+    # history, its seal, and the policy change in force when it was made.
+    Column("prev_id", Integer),
+    Column("seal", String),
+    Column("policy_id", Integer),
     Index("ix_decisions_run", "run_id", "id"),
     Index("ix_decisions_state", "state"),
 )
@@ -254,6 +276,10 @@ policy = Table(
     Column("account", String, nullable=False),
     Column("at", Float, nullable=False),
     Column("reason", Text, nullable=False),
+    # Version 5 (history/trail.py): the change before this one, and its seal;
+    # the store's meta names the last change (`policy_last`) and counts them.
+    Column("prev_id", Integer),
+    Column("seal", String),
 )
 
 
@@ -305,6 +331,14 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_decisions", "seconded_by"): (4, "INTEGER"),
     ("phasegate_runs", "attention_rank"): (4, "INTEGER NOT NULL DEFAULT 3"),
     ("phasegate_decisions", "batch_id"): (4, "TEXT"),
+    ("phasegate_runs", "decisions_last"): (5, "INTEGER"),
+    ("phasegate_runs", "decisions_count"): (5, "INTEGER NOT NULL DEFAULT 0"),
+    ("phasegate_checkpoints", "seal"): (5, "TEXT"),
+    ("phasegate_decisions", "prev_id"): (5, "INTEGER"),
+    ("phasegate_decisions", "seal"): (5, "TEXT"),
+    ("phasegate_decisions", "policy_id"): (5, "INTEGER"),
+    ("phasegate_policy", "prev_id"): (5, "INTEGER"),
+    ("phasegate_policy", "seal"): (5, "TEXT"),
 }
 
 #: Indexes added to existing tables, by the version that added them.

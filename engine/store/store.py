@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from ..history import keys
 from ._alerts import Alerts
 from ._changes import ChangeProbe, Changes
 from ._checkpoints import Checkpoints
@@ -25,6 +26,7 @@ from ._decisions import Decisions
 from ._effects import Effects
 from ._hotpath import HotPath, HotScope, HotTx
 from ._lease import LEASE_CLEARED, Leases
+from ._meta import SEAL_KEY, Meta
 from ._oversight import Claims, PolicyChanges
 from ._ownrows import OwnRows, OwnRowsReader
 from ._runs import Runs
@@ -70,7 +72,9 @@ class Store:
         """The decisions table."""
         self.claims = Claims(db)
         """The claims table."""
-        self.policy = PolicyChanges(db)
+        self.meta = Meta(db)
+        """The meta table's facts besides the schema version (the policy's head, the seal key)."""
+        self.policy = PolicyChanges(db, self.meta)
         """The policy table."""
         self.sources = Sources(db)
         """The phase sources table."""
@@ -82,6 +86,56 @@ class Store:
         """Many runs' own rows at once, across their tables."""
         self.changes = Changes(db)
         """Whether another process changed the store."""
+        self.seal_key: keys.SealKey | None = None
+        """The key this process seals under (`PHASEGATE_SEAL_KEY_FILE`), or None."""
+        self.store_key_id: str | None = None
+        """The id of the key the store's seals are made under (None: plain hashes)."""
+        try:
+            self._check_seal_key()
+        except BaseException:
+            db.close()
+            raise
+
+    def _check_seal_key(self) -> None:
+        """Compare the process's seal key with the store's: a store sealed
+        under a key is written only with that key, an unkeyed one only without
+        (`phasegate reseal` moves a store from one to the other). A new, empty
+        store takes the process's key."""
+        keys.suspend(False)
+        self.seal_key = keys.load_for(self.db.path)
+        if self.db.schema_problem:
+            return
+        with self.read() as conn:
+            stored = self.meta.get(conn, SEAL_KEY) or None
+            empty = (
+                stored is None
+                and self.seal_key is not None
+                and self.runs.first_id(conn) is None
+                and not self.policy.changes(conn, limit=1)
+            )
+        if empty and not self.readonly and self.seal_key is not None:
+            with self.write() as conn:
+                self.meta.put(conn, SEAL_KEY, self.seal_key.key_id)
+            stored = self.seal_key.key_id
+        self.store_key_id = stored
+        mine = self.seal_key.key_id if self.seal_key else None
+        if stored == mine:
+            return
+        # Read as sealed without a key: keyed seals unchecked, never all damage.
+        keys.suspend(True)
+        if stored is None:
+            self.db.seal_problem = (
+                f"{self.where} is sealed without a key, and {keys.KEY_FILE_ENV} names one (id {mine}):"
+                " seal the store under it first with `phasegate reseal --key-file FILE`"
+            )
+        elif mine is None:
+            self.db.seal_problem = (
+                f"{self.where} is sealed under a key (id {stored}): set {keys.KEY_FILE_ENV} to its key file"
+            )
+        else:
+            self.db.seal_problem = (
+                f"{self.where} is sealed under key {stored}, not the one {keys.KEY_FILE_ENV} names ({mine})"
+            )
 
     # -- what the database is ---------------------------------------------------
 

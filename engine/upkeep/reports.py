@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from ..history.chain import IntegrityFailure
 from ..history.seals import EffectDamage
+from ..history.trail import Damage
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,16 @@ class VerifyReport:
     """Outputs the verified chain vouches for that cannot be read now."""
     effects: tuple[EffectDamage, ...] = ()
     """Effect records the run's history does not vouch for."""
+    decisions: tuple[Damage, ...] = ()
+    """Decision rows the run's history does not vouch for, or whose state no
+    recorded transition explains (history/trail.py)."""
+    seals: str = "plain"
+    """The kind of seal the store carries: `plain` (SHA-256, no key) or `keyed:<key id>`."""
 
     @property
     def ok(self) -> bool:
-        """True when the chain and every effect record verify (outputs may still be `lost`)."""
-        return self.failure is None and not self.effects
+        """True when the chain, every effect record and every decision verify (outputs may still be `lost`)."""
+        return self.failure is None and not self.effects and not self.decisions
 
     def to_json(self) -> dict[str, Any]:
         """The report as `verify --json` prints it.
@@ -75,7 +81,30 @@ class VerifyReport:
         }
         if self.effects:  # present only when there is some: the JSON of a whole store is unchanged
             out["effects"] = [d.as_dict() for d in self.effects]
+        if self.decisions:
+            out["decisions"] = [d.as_dict() for d in self.decisions]
+        if self.seals != "plain":  # a store sealed without a key prints as it always did
+            out["seals"] = self.seals
         return out
+
+
+@dataclass(frozen=True)
+class PolicyReport:
+    """The store's policy history is damaged (history/trail.py): a report
+    for the store as a whole, beside its runs'."""
+
+    damage: tuple[Damage, ...]
+    """The policy changes its history does not vouch for."""
+    seals: str = "plain"
+    """The kind of seal the store carries (as `VerifyReport.seals`)."""
+    run_id: ClassVar[None] = None
+    """No run: the report is the store's."""
+    ok: ClassVar[Literal[False]] = False
+    """Never: a damaged policy decides which decisions needed a second."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as `verify --json` prints it."""
+        return {"run_id": None, "ok": False, "policy": [d.as_dict() for d in self.damage], "seals": self.seals}
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,16 @@ from typing import Any
 from .. import _json
 from .._pause import pause_point
 from ..errors import RunNotFound
-from ..history import archive, chain, seals
+from ..history import archive, chain, seals, trail
 from ..outcome import BlockReason
+from ..oversight import policy as _policy
+from ..oversight.identity import distinct
 from ..run.frontier import frontier_columns, trusted_frontier
 from ..run.lease import HolderState, holder_state
+from ..run.planner import trail_reason
 from ..states import BlockKind, RunStatus
 from ..store.store import Store
-from .reports import LostOutput, UnknownSchema, VerifyReport
+from .reports import LostOutput, PolicyReport, UnknownSchema, VerifyReport
 
 _PAGE = 500
 """Runs verified per read transaction: one streamed query for their chains."""
@@ -35,8 +38,10 @@ the second lane costs about 1.1 ms of CPU a verify (its thread, connection,
 transaction and mapping, its half's run rows read again), and can save at
 most half of the 1.2-1.7 ms a MB a verify costs, less what the two threads
 wait for the GIL."""
-_Checked = tuple[dict[str, Any], dict[str, VerifyReport], dict[str, list[seals.EffectDamage]]]
-"""A verified page: its run rows, each run's chain report, each run's effect damage."""
+_Checked = tuple[
+    dict[str, Any], dict[str, VerifyReport], dict[str, list[seals.EffectDamage]], dict[str, list[trail.Damage]]
+]
+"""A verified page: its run rows, each run's chain report, its effect damage, its decision damage."""
 
 
 class Verifier:
@@ -50,18 +55,27 @@ class Verifier:
     def __init__(self, store: Store, clock: Callable[[], float]) -> None:
         self.store = store
         self.clock = clock
+        self._policies: list[Any] = []
+        """Every policy change, read once a verify (what each decision's policy listed)."""
 
     def verify(
         self, run_id: str | None = None, *, record: bool = True, deep: bool = False
-    ) -> list[VerifyReport | UnknownSchema]:
+    ) -> list[VerifyReport | UnknownSchema | PolicyReport]:
         """`Engine.verify`: every run (or one), each chain read as it streams
         (on SQLite through the driver, as stored bytes), each failure recorded
         on its run with `record` unless the store is read-only."""
-        reports: list[VerifyReport | UnknownSchema] = []
+        reports: list[VerifyReport | UnknownSchema | PolicyReport] = []
         if self.store.schema_problem:
             return [UnknownSchema(self.store.schema_problem)]
+        kind = f"keyed:{self.store.store_key_id}" if self.store.store_key_id else "plain"
+        record = record and not self.store.db.seal_problem  # a key mismatch is reported, never written over
         with ExitStack() as held:
             conn = held.enter_context(self.store.scan())
+            with self.store.read_on(conn):
+                self._policies = self.store.policy.changes(conn, limit=None)
+                harmed_policy = _policy.damage(self.store, conn)
+            if harmed_policy:
+                reports.append(PolicyReport(tuple(harmed_policy), kind))
             lane = self._lane(held, run_id)
             after: str | None = ""
             while after is not None:
@@ -80,12 +94,13 @@ class Verifier:
                         theirs = page[len(page) // 2 :]
                         other = lane[1].submit(self._part, lane[0], theirs, deep)
                         rows = rows[: len(page) // 2]
-                    run_rows, found, damage = self._page(conn, {r.run_id: r for r in rows}, deep)
+                    run_rows, found, damage, wrong = self._page(conn, {r.run_id: r for r in rows}, deep)
                 if other is not None:
-                    their_rows, their_found, their_damage = other.result()
+                    their_rows, their_found, their_damage, their_wrong = other.result()
                     run_rows.update(their_rows)
                     found.update(their_found)
                     damage.update(their_damage)
+                    wrong.update(their_wrong)
                 # The next page starts after this one (keyset): one read
                 # transaction a page, none held while failures are recorded.
                 after = page[-1] if len(page) == _PAGE and not run_id else None
@@ -95,8 +110,7 @@ class Verifier:
                         continue  # deleted since it was listed
                     report = found.get(rid) or self._one(run, [], deep)
                     harmed = damage.get(rid) or []
-                    if harmed:
-                        report = replace(report, effects=tuple(harmed))
+                    report = replace(report, effects=tuple(harmed), decisions=tuple(wrong.get(rid) or ()), seals=kind)
                     reports.append(report)
                     if not report.ok and record and not self.store.readonly:
                         self._record_integrity(rid, _integrity_reasons(report))
@@ -141,7 +155,14 @@ class Verifier:
         damage = {
             rid: seals.check(by_run.get(rid, []), row.effects_last, row.effects_count) for rid, row in run_rows.items()
         }
-        return run_rows, found, damage
+        decided = self.store.decisions.of_runs(conn, list(run_rows))
+        wrong = {
+            rid: trail.check_decisions(
+                decided.get(rid, []), row.decisions_last, row.decisions_count, self._policies, distinct
+            )
+            for rid, row in run_rows.items()
+        }
+        return run_rows, found, damage, wrong
 
     def _one(self, run: Any, rows: list[Any], deep: bool) -> VerifyReport:
         """One run's chain verified (and its stored inputs checked); its effect records are `_page`'s."""
@@ -225,7 +246,7 @@ def _integrity_reasons(report: VerifyReport) -> list[BlockReason]:
     return [
         BlockReason(BlockKind.INTEGRITY, d.detail, {"what": "effect", "effect": d.key, "problem": d.problem})
         for d in report.effects
-    ]
+    ] + [trail_reason(d) for d in report.decisions]
 
 
 def _lost_outputs(v: chain.Verified) -> tuple[LostOutput, ...]:

@@ -195,4 +195,5 @@ def decision_view(d: Any, now: float) -> DecisionView:
         expires_at=iso(getattr(d, "expires_at", None)),
         seconded_by=getattr(d, "seconded_by", None),
         batch_id=getattr(d, "batch_id", None),
+        policy_id=getattr(d, "policy_id", None),
     )

@@ -232,6 +232,8 @@ class DecisionView:
 
     batch_id: str | None = None
     """Shared by the decisions one command recorded for a group of runs (`decide --cause`)."""
+    policy_id: int | None = None
+    """The policy change in force when it was made (`phasegate policy --show --all` lists it; version 5)."""
 
 
 @dataclass(frozen=True)
@@ -469,7 +471,7 @@ class RunView:
             del d["claims"]
         for dec in d["decisions"] + d["pending_decisions"]:
             # Added in format 4, shown only when set (the 0.1 JSON stays byte for byte).
-            for key in ("account", "expires_at", "seconded_by", "batch_id"):
+            for key in ("account", "expires_at", "seconded_by", "batch_id", "policy_id"):
                 if dec[key] is None:
                     del dec[key]
             if dec["state"] in (PROPOSED, EXPIRED):

@@ -60,6 +60,7 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
         "async ctx.step overhead",
         "20 concurrent durable steps",
         "fan-out of 20 effects",
+        "keyed seal",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
     # --quick runs no peers; they are reported as skipped, never faked.

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from engine_harness import BILLING_FILE
 
+from phasegate.store.schema import SCHEMA_VERSION
+
 N = 50
 
 
@@ -226,7 +228,7 @@ def test_a_store_of_format_3_gains_the_batch_column(h):
     h.sql("ALTER TABLE phasegate_decisions DROP COLUMN batch_id")
     h.sql("UPDATE phasegate_meta SET value='3' WHERE key='schema_version'")
     assert h.decide("r1", "reset", reason="start over").returncode == 0
-    assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [("4",)]
+    assert h.sql("SELECT value FROM phasegate_meta WHERE key='schema_version'") == [(str(SCHEMA_VERSION),)]
     assert h.sql("SELECT action, batch_id FROM phasegate_decisions") == [("reset", None)]
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+from phasegate.store.schema import SCHEMA_VERSION
+
 ADA = {"PHASEGATE_OPERATOR": "ada"}
 BOB = {"PHASEGATE_OPERATOR": "bob"}
 
@@ -116,7 +118,7 @@ def test_a_version_3_store_is_upgraded_for_claims_and_proposals(h):
         h.sql(f"ALTER TABLE phasegate_decisions DROP COLUMN {column}")
     h.sql("UPDATE phasegate_meta SET value = '3' WHERE key = 'schema_version'")
     assert h.cli("claim", "r1", env=ADA).returncode == 0
-    assert h.sql("SELECT value FROM phasegate_meta WHERE key = 'schema_version'") == [("4",)]
+    assert h.sql("SELECT value FROM phasegate_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     st = h.status("r1")
     assert st["claim"]["operator"] == "ada"
     assert [(d["action"], d["state"]) for d in st["decisions"]] == [("rewind", "pending")]

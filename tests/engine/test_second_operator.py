@@ -226,23 +226,78 @@ def test_second_needs_a_proposal_and_takes_no_other_option(h):
     assert h.dump() == before
 
 
-def test_behind_the_web_view_another_authenticated_user_may_second(h):
-    """Under one OS account, sessions of `serve --operator-header` count as
-    different operators only where the policy names that account."""
+def test_the_command_line_never_claims_a_web_identity(h):
+    """#29 finding 3: with `policy --web-account` naming the CLI's own
+    account, `PHASEGATE_WEB_USER=x decide ...` then `=y ... second` made one
+    person two. The command line refuses the variable, and the policy refuses
+    naming the account it is typed from."""
     _blocked_on_tax(h)
     _policy(h, "--require-second", "approve")
-    ann, bob = {"PHASEGATE_WEB_USER": "ann"}, {"PHASEGATE_WEB_USER": "bob"}
-    assert h.decide("r1", "approve", reason="v2 is right", env=ann).returncode == 0
+    before = h.dump()
+    for args in (
+        ("decide", "r1", "approve", "--reason", "v2 is right"),
+        ("decide", "r1", "second", "--decision", "1", "--reason", "agreed"),
+        ("claim", "r1"),
+    ):
+        p = h.cli(*args, env={"PHASEGATE_WEB_USER": "ann"})
+        assert p.returncode == 2 and "PHASEGATE_WEB_USER" in p.stderr, (args, p)
+        assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    from phasegate.oversight.identity import os_account
+
+    p = h.cli("policy", "--web-account", os_account(), "--reason", "serve runs as me")
+    assert p.returncode == 2 and "--web-account" in p.stderr, p
+    assert h.dump() == before
+
+
+_WEB_SESSION = """
+import sys
+from phasegate import Engine
+eng = Engine(sys.argv[1])
+if sys.argv[2] == "propose":
+    print(eng.decide("r1", "approve", reason="v2 is right").state)
+else:
+    print(eng.oversight.second("r1", 1, reason="agreed").state)
+"""
+
+
+def _web_session(h: TwoAccounts, user: str, what: str) -> Proc:
+    """What a served console does for a web user: the engine's API, under
+    the server's own account (nobody here), with the proxy's user passed on."""
+    import subprocess
+    import sys
+
+    for f in h.tmp.iterdir():
+        os.chmod(f, 0o666)
+    setpriv = shutil.which("setpriv")
+    assert setpriv is not None
+    env = cli.child_env({**h.env, "PHASEGATE_WEB_USER": user, "PHASEGATE_OPERATOR": f"web:{user}"})
+    p = subprocess.run(
+        [setpriv, *NOBODY, sys.executable, "-c", _WEB_SESSION, h.target, what],
+        env=env, capture_output=True, text=True, timeout=120, cwd=h.tmp,
+    )  # fmt: skip
+    return Proc(p.returncode, p.stdout, p.stderr)
+
+
+def test_behind_the_web_view_another_authenticated_user_may_second(two):
+    """Under one OS account, sessions of `serve --operator-header` count as
+    different operators only where the policy names that account; the same
+    user in another case (Alice for alice) is the same operator."""
+    h = two
+    _blocked_on_tax(h)
+    _policy(h, "--require-second", "approve")
+    p = _web_session(h, "ann", "propose")
+    assert p.returncode == 0 and "proposed" in p.stdout, p
     assert h.status("r1")["decisions"][0]["account"].endswith("/web:ann")
-    second = ("decide", "r1", "second", "--decision", "1", "--reason", "agreed")
-    p = h.cli(*second, env=bob)
-    assert p.returncode == 2 and "another operator's account" in p.stderr  # no web account named yet
-    account = h.status("r1")["decisions"][0]["account"].split("/")[0]
-    _policy(h, "--web-account", account)
-    assert h.cli(*second, env=ann).returncode == 2  # the proposer again
-    p = h.cli(*second, env=bob)
+    p = _web_session(h, "bob", "second")
+    assert p.returncode != 0 and "another operator" in p.stderr  # no web account named yet
+    _policy(h, "--web-account", "nobody")
+    for same in ("ann", "ANN", "\uff41nn"):  # the proposer again, in any case or width
+        p = _web_session(h, same, "second")
+        assert p.returncode != 0 and "another operator" in p.stderr, (same, p)
+    p = _web_session(h, "bob", "second")
     assert p.returncode == 0, p
     assert [d["state"] for d in h.status("r1")["decisions"]] == ["pending", "applied"]
+    assert h.cli("verify").returncode == 0
 
 
 def test_proposals_a_run_no_longer_needs_are_voided(h):

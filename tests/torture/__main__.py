@@ -1,6 +1,8 @@
-"""`python -m tests.torture [--kills N] [--seed S] [--corruptions N]`: the soak.
+"""`python -m tests.torture [--kills N] [--seed S] [--corruptions N] [--decision-damage N]`: the soak.
 
-Crash torture until N kills have landed, then N corruption cases; prints every
+Crash torture until N kills have landed, then N corruption cases, then N
+cases of decision and policy damage (decisions.py, with and without a seal
+key; needs root and setpriv); prints every
 seed (a run's `run-seed` replays that run alone with `--run-seed`) and a
 summary, and exits 1 when any invariant broke. The seed is fixed by default
 (tests/support/seeds.py); pass another to explore.
@@ -9,6 +11,7 @@ summary, and exits 1 when any invariant broke. The seed is fixed by default
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from tests.support import seeds
 
-from . import corrupt, crash, fanout
+from . import corrupt, crash, decisions, fanout
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--fanout-db", default=None, help="the fan-out runs' store (default: a SQLite file); a URL for PostgreSQL"
+    )
+    p.add_argument(
+        "--decision-damage",
+        type=int,
+        default=0,
+        help="cases of decision and policy damage, with and without a seal key (default 0; needs root and setpriv)",
     )
     p.add_argument("--run-seed", type=int, default=None, help="replay one tortured run by its printed run-seed")
     p.add_argument("--only", default=None, help="one corruption kind, e.g. delete-effect")
@@ -105,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
             args.corruptions, seed, work / "corrupt", only=args.only, log=lambda s: print(s, flush=True)
         )
         failed += sum(1 for r in creps if r.violations)
+    if args.decision_damage > 0 and args.run_seed is None:
+        os.chmod(work, 0o777)  # the second operator (nobody) reaches the store through it
+        dreps = decisions.soak(args.decision_damage, seed, work / "decisions", log=lambda s: print(s, flush=True))
+        print(decisions.summary(dreps), flush=True)
+        failed += sum(1 for r in dreps if not r.ok)
     print(
         f"phasegate torture: seed {seed}: {'FAILED' if failed else 'all invariants held'} "
         f"({time.monotonic() - t0:.0f} s)",

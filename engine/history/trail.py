@@ -1,0 +1,272 @@
+"""Decisions and policy changes as part of the verified history.
+
+A decision row says what a resume will do to a run (and a second says that
+another person agreed); a policy row says which decisions needed that
+agreement. Both are sealed and linked like effect records (seals.py): each
+row carries a seal over every field a resume or a second depends on and the
+id of the row written before it; each run row names its last decision and
+counts them, the store's meta names the last policy change and counts them.
+So an edited, deleted, inserted or re-ordered row is found, by `verify` and
+by the start sequence before anything is applied.
+
+A seal vouches for a row's bytes, not for what they claim. So a state no
+recorded transition explains is damage too, whatever its seal: a decision
+of an action its policy listed that is pending or applied without a second
+row, naming it, from another operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .. import _json
+from . import keys, seals
+
+#: The decision fields a seal covers: action, state, proposer, second,
+#: policy in force, batch and the values accepted (in `detail_json`).
+DECISION_SEALED: tuple[str, ...] = (
+    "id",
+    "run_id",
+    "action",
+    "phase",
+    "effect_key",
+    "answers",
+    "reason",
+    "operator",
+    "account",
+    "at",
+    "state",
+    "expires_at",
+    "seconded_by",
+    "batch_id",
+    "policy_id",
+    "prev_id",
+    "detail_json",
+)
+
+#: The policy fields a seal covers.
+POLICY_SEALED: tuple[str, ...] = (
+    "id",
+    "require_second_json",
+    "proposal_seconds",
+    "web_account",
+    "operator",
+    "account",
+    "at",
+    "reason",
+    "prev_id",
+)
+
+Problem = Literal["edited", "missing", "not_in_history", "unsealed", "unexplained"]
+
+Distinct = Callable[[str, str, str, str, "str | None"], bool]
+"""`(operator, account, other operator, other account, web account) -> bool`:
+the one rule of "another operator" (oversight/identity.py), handed down."""
+
+
+def _get(rec: Any, name: str) -> Any:
+    if isinstance(rec, Mapping):
+        return rec.get(name)
+    return getattr(rec, name, None)
+
+
+def _canonical(rec: Any, names: Sequence[str]) -> bytes:
+    fields: list[Any] = []
+    for n in names:
+        v = _get(rec, n)
+        if n in ("id", "seconded_by", "policy_id", "prev_id") and v is not None:
+            v = int(v)
+        elif n in ("at", "expires_at", "proposal_seconds") and v is not None:
+            v = float(v)
+        fields.append(v)
+    return seals.canonical(fields)
+
+
+_ACTIVE: Any = object()
+
+
+def _key(key: Any) -> keys.SealKey | None:
+    return keys.active() if key is _ACTIVE else key  # type: ignore[no-any-return]
+
+
+def decision_seal(rec: Any, key: Any = _ACTIVE) -> str:
+    """The seal of a decision row as its fields are now."""
+    return keys.digest(_canonical(rec, DECISION_SEALED), _key(key))
+
+
+def policy_seal(rec: Any, key: Any = _ACTIVE) -> str:
+    """The seal of a policy row as its fields are now."""
+    return keys.digest(_canonical(rec, POLICY_SEALED), _key(key))
+
+
+def decision_vouched(rec: Any, key: Any = _ACTIVE) -> bool:
+    """Whether a decision row's seal vouches for its fields as they are now."""
+    stored = _get(rec, "seal")
+    return bool(stored) and seals.mismatch(stored, _canonical(rec, DECISION_SEALED), _key(key)) is None
+
+
+@dataclass(frozen=True)
+class Damage:
+    """One decision or policy row the verified history does not vouch for."""
+
+    kind: Literal["decision", "policy"]
+    id: int | None
+    """The row's id (None: rows deleted with nothing left that names them)."""
+    problem: Problem
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {self.kind: self.id, "problem": self.problem, "detail": self.detail}
+
+
+def _links(
+    kind: Literal["decision", "policy"],
+    by_id: dict[int, Any],
+    head: int | None,
+    count: int | None,
+    sealed: Sequence[str],
+    key: keys.SealKey | None,
+) -> list[Damage]:
+    """Seals, the chain from `head` and the count: seals.check's rules over ids."""
+    damage: list[Damage] = []
+    for i, r in by_id.items():
+        stored = _get(r, "seal")
+        if not stored:
+            damage.append(Damage(kind, i, "unsealed", f"{kind} {i} has no seal: not written by phasegate"))
+        elif (why := seals.mismatch(stored, _canonical(r, sealed), key)) is not None:
+            damage.append(Damage(kind, i, "edited", f"{kind} {i} {why}"))
+    seen: set[int] = set()
+    at: int | None = head
+    after: int | None = None
+    while at is not None:
+        if at in seen:
+            damage.append(Damage(kind, at, "edited", f"{kind} records loop back to {at}: re-ordered"))
+            break
+        rec = by_id.get(at)
+        if rec is None:
+            named_by = f"{kind} {after}" if after is not None else ("the run" if kind == "decision" else "the store")
+            damage.append(Damage(kind, at, "missing", f"{kind} {at} was deleted ({named_by} names it)"))
+            break
+        seen.add(at)
+        prev = _get(rec, "prev_id")
+        at, after = (None if prev is None else int(prev)), at
+    broken = any(d.problem == "missing" for d in damage)
+    named = sum(1 for d in damage if d.problem == "missing")
+    if count is not None and count - len(by_id) > named:
+        lost = count - len(by_id) - named
+        damage.append(Damage(kind, None, "missing", f"{lost} more {kind} record(s) were deleted"))
+    if not broken:
+        for i in by_id:
+            if i not in seen and not any(d.id == i for d in damage):
+                damage.append(Damage(kind, i, "not_in_history", f"{kind} {i} is not in the history: inserted"))
+    return damage
+
+
+def check_policy(rows: Iterable[Any], head: int | None, count: int | None, key: Any = _ACTIVE) -> list[Damage]:
+    """Every way the policy's changes differ from their seals, links and count.
+
+    Args:
+        rows: Every policy row.
+        head: The id of the last change, as the store's meta names it.
+        count: How many changes the meta counts (None: not counted).
+        key: The seal key (by default the process's).
+
+    Returns:
+        The damage found; empty when the log is whole.
+    """
+    return _links("policy", {int(r.id): r for r in rows}, head, count, POLICY_SEALED, _key(key))
+
+
+def listed(policy_row: Any, action: str) -> bool:
+    """Whether a policy row lists `action` as needing a second."""
+    try:
+        names = _json.loads(_get(policy_row, "require_second_json") or "[]")
+    except ValueError:
+        return True  # an unreadable list is read as the strictest one
+    return isinstance(names, list) and action in names
+
+
+def in_force(policies: Sequence[Any], decision: Any) -> Any | None:
+    """The policy row a decision was made under: the one it names, or for a
+    row from before decisions named one, the newest change made before it."""
+    pid = _get(decision, "policy_id")
+    if pid is not None:
+        return next((p for p in policies if int(p.id) == int(pid)), None)
+    at = float(_get(decision, "at") or 0.0)
+    before = [p for p in policies if float(p.at) <= at]
+    return max(before, key=lambda p: int(p.id)) if before else None
+
+
+def check_decisions(
+    rows: Iterable[Any],
+    head: int | None,
+    count: int | None,
+    policies: Sequence[Any],
+    distinct: Distinct,
+    key: Any = _ACTIVE,
+) -> list[Damage]:
+    """Every way a run's decision rows differ from their seals, links and
+    count, and every state no recorded transition explains.
+
+    Args:
+        rows: The run's decision rows.
+        head: The id of its last decision, as the run row names it.
+        count: How many decisions the run row counts (None: not counted).
+        policies: Every policy row (to know what each decision's policy listed).
+        distinct: The one rule of "another operator".
+        key: The seal key (by default the process's).
+
+    Returns:
+        The damage found; empty when the trail is whole.
+    """
+    by_id = {int(r.id): r for r in rows}
+    damage = _links("decision", by_id, head, count, DECISION_SEALED, _key(key))
+    for i, r in by_id.items():
+        why = unexplained(r, by_id, policies, distinct)
+        if why is not None and not any(d.id == i for d in damage):
+            damage.append(Damage("decision", i, "unexplained", f"decision {i} ({r.action}) {why}"))
+    return damage
+
+
+def unexplained(row: Any, by_id: Mapping[int, Any], policies: Sequence[Any], distinct: Distinct) -> str | None:
+    """Why a decision's state is one no recorded transition leads to (None
+    when one does): a decision of an action its policy listed may be pending
+    or applied only with a second, naming it, from another operator.
+
+    Args:
+        row: The decision.
+        by_id: The run's decision rows by id.
+        policies: Every policy row.
+        distinct: The one rule of "another operator".
+
+    Returns:
+        None, or the reason.
+    """
+    if row.action == "second":
+        # A second is recorded applied, at once, and only so.
+        return None if row.state == "applied" else f"is {row.state}; a second is only ever recorded applied"
+    if row.state not in ("pending", "applied"):
+        return None
+    pol = in_force(policies, row)
+    if pol is None and _get(row, "policy_id") is not None:
+        return f"names policy {row.policy_id}, which is not in the policy's history"
+    if pol is None or not listed(pol, str(row.action)):
+        return None
+    sid = _get(row, "seconded_by")
+    second = by_id.get(int(sid)) if sid is not None else None
+    if second is None:
+        return f"is {row.state} without a second, though policy {pol.id} lists {row.action}"
+    try:
+        named = _json.loads(second.detail_json or "{}").get("decision")
+    except (ValueError, AttributeError):
+        named = None
+    if second.action != "second" or named != int(row.id):
+        return f"names decision {second.id} as its second, which does not second it"
+    # "Another operator" is what the policy in force when it was seconded said.
+    at_second = in_force(policies, second) or pol
+    if not distinct(str(row.operator), str(row.account or ""), str(second.operator), str(second.account or ""),
+                    _get(at_second, "web_account")):  # fmt: skip
+        return f"was seconded by its own proposer's identity ({second.account}), which policy {at_second.id} refuses"
+    return None
