@@ -16,10 +16,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..engine import Engine
 from ..run.stopping import StopRequest
+
+if TYPE_CHECKING:  # `phasegate status` imports this module and must not load the engine (SQLAlchemy)
+    from ..engine import Engine
 
 log = logging.getLogger("phasegate.run")
 

@@ -15,6 +15,7 @@ from tests.console import fixtures as fx
 from tests.console.pilot_helpers import settle
 from tests.console.test_console_actions import open_detail
 from tests.support import cli
+from tests.support.older import policy_as_an_older_store_had
 
 pytestmark = pytest.mark.anyio
 
@@ -23,10 +24,7 @@ def _propose_under_an_old_policy(store: Path) -> None:
     env = cli.child_env({"PHASEGATE_OPERATOR": "ada"})
     p = cli.run(["policy", "--require-second", "approve", "--reason", "four eyes", "--db", str(store)], env=env)
     assert p.returncode == 0, p
-    con = sqlite3.connect(store)
-    with con:
-        con.execute("UPDATE phasegate_policy SET proposal_seconds = 3e11")  # what an older store accepted
-    con.close()
+    policy_as_an_older_store_had(store, proposal_seconds=3e11)  # what an older store accepted
     p = cli.run(
         ["decide", fx.ENV_MISMATCH, "approve", "--reason", "the new values are right", "--db", str(store)], env=env
     )

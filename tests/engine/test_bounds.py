@@ -10,6 +10,8 @@ import json
 import pytest
 from engine_harness import Harness, one_line_error
 
+from tests.support.older import policy_as_an_older_store_had
+
 
 def _blocked(h: Harness) -> None:
     assert h.run("r1", kill="start:charge").killed
@@ -77,7 +79,7 @@ def test_a_stored_time_out_of_range_is_shown_and_hides_no_run(h):
     _blocked(h)
     assert h.run("r2").returncode == 0
     assert h.cli("policy", "--require-second", "approve", "--reason", "four eyes").returncode == 0
-    h.sql("UPDATE phasegate_policy SET proposal_seconds = 3e11")
+    policy_as_an_older_store_had(h.target, proposal_seconds=3e11)
     p = h.decide("r1", "approve", reason="v2 is right")
     assert p.returncode == 0 and "proposed" in p.stdout, p
     # And a claim edited to lapse past any calendar.
