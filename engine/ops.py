@@ -16,7 +16,8 @@ tool asks the same function the engine's own command line asks:
   commit; a loop that calls back after each commit by another connection).
 - `safe`, `safe_json`, `printable`: stored text made safe to display (control
   characters, escape sequences and bidi overrides as visible escapes), in a
-  line, in JSON, and for a line of stored code.
+  line, in JSON, and for a line of stored code; `SafeFormatter`, the log
+  formatter that keeps one event to one line.
 - `whoami`, `Who`, `WEB_USER_ENV`: who is acting, as the audit will record it,
   and the variable `phasegate serve` sets for an authenticated web session.
   `Engine` resolves the operator itself from the `operator=` text it is given.
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from .decide.fit import correctable_effects
     from .oversight.identity import WEB_USER_ENV, Who, whoami
     from .safefiles import new_private_file
-    from .safetext import safe, safe_json
+    from .safetext import SafeFormatter, safe, safe_json
     from .views.feed import store_files, watch_store
 
 #: Name -> the private module that defines it.
@@ -62,12 +63,14 @@ _WHERE: dict[str, str] = {
     "whoami": ".oversight.identity",
     "new_private_file": ".safefiles",
     "safe": ".safetext",
+    "SafeFormatter": ".safetext",
     "safe_json": ".safetext",
     "store_files": ".views.feed",
     "watch_store": ".views.feed",
 }
 
 __all__ = [
+    "SafeFormatter",
     "WAIT_SECONDS",
     "WEB_USER_ENV",
     "Who",

@@ -11,6 +11,7 @@ reads is exactly what is stored, and nothing in it acts on the terminal.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 
@@ -101,3 +102,48 @@ def sanitised(value: str) -> str:
 
 
 __all__ = ["BIDI", "is_safe", "safe", "safe_json", "sanitised", "storable", "unsafe"]
+
+
+class SafeFormatter(logging.Formatter):
+    """One event, one line. Log lines carry run ids, errors and reasons read
+    from the store or raised by a workflow: the whole message is made safe
+    (`safetext.safe`), its newlines too, so a phase error holding
+    "\n2026-12-02 06:00:00,000 phasegate.worker INFO run x: completed"
+    cannot print a line the log did not write.
+
+    A logged exception is its type and message on the event's line; its
+    traceback only with `--debug`, and then each of its lines follows the
+    event indented under `  | `, so none of them reads as an event either."""
+
+    def __init__(self, fmt: str, *, tracebacks: bool = False) -> None:
+        """
+        Args:
+            fmt: The `logging` format of a line.
+            tracebacks: Show a logged exception's traceback under its line (`--debug`).
+        """
+        super().__init__(fmt)
+        self.tracebacks = tracebacks
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one safe line (and, with `tracebacks`, its indented traceback).
+
+        Args:
+            record: The log record.
+
+        Returns:
+            The text to write.
+        """
+        record.message = record.getMessage()
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        line = self.formatMessage(record)
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            line += f": {type(exc).__name__}: {exc}"
+        out = safe(line)
+        if self.tracebacks and (record.exc_info or record.stack_info):
+            extra = self.formatException(record.exc_info) if record.exc_info else ""
+            if record.stack_info:
+                extra += "\n" + self.formatStack(record.stack_info)
+            out += "".join(f"\n  | {safe(ln)}" for ln in extra.strip("\n").split("\n"))
+        return out

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from phasegate import PhasegateError, UsageError
-from phasegate.ops import WAIT_SECONDS, default_db
+from phasegate.ops import WAIT_SECONDS, SafeFormatter, default_db
 
 from . import guard
 
@@ -112,7 +112,8 @@ def _log_to_stderr() -> None:
     # Sessions opened and refused are worth seeing; aiohttp's access log is
     # off (its lines would carry the token in the path).
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s serve %(message)s"))
+    # One event, one line: a name from a header or a path cannot forge a line.
+    handler.setFormatter(SafeFormatter("%(asctime)s serve %(message)s"))
     log = logging.getLogger("phasegate.serve")
     log.addHandler(handler)
     log.setLevel(logging.INFO)

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import ExitCode, PhasegateError, UsageError
-from ..safetext import safe, storable
+from ..safetext import SafeFormatter, safe, storable
 from .parser import build_parser
 
 #: Arguments that name files or commands: bytes the file system takes as
@@ -29,38 +29,6 @@ def _check_text_args(args: argparse.Namespace) -> None:
         if not storable(value):
             name = key if key == "run_id" else "--" + key.replace("_", "-")
             raise UsageError(f"{name} is not valid UTF-8 text (or holds a NUL)")
-
-
-class SafeFormatter(logging.Formatter):
-    """One event, one line. Log lines carry run ids, errors and reasons read
-    from the store or raised by a workflow: the whole message is made safe
-    (`safetext.safe`), its newlines too, so a phase error holding
-    "\n2026-12-02 06:00:00,000 phasegate.worker INFO run x: completed"
-    cannot print a line the log did not write.
-
-    A logged exception is its type and message on the event's line; its
-    traceback only with `--debug`, and then each of its lines follows the
-    event indented under `  | `, so none of them reads as an event either."""
-
-    def __init__(self, fmt: str, *, tracebacks: bool = False) -> None:
-        super().__init__(fmt)
-        self.tracebacks = tracebacks
-
-    def format(self, record: logging.LogRecord) -> str:
-        record.message = record.getMessage()
-        if self.usesTime():
-            record.asctime = self.formatTime(record, self.datefmt)
-        line = self.formatMessage(record)
-        if record.exc_info and record.exc_info[1] is not None:
-            exc = record.exc_info[1]
-            line += f": {type(exc).__name__}: {exc}"
-        out = safe(line)
-        if self.tracebacks and (record.exc_info or record.stack_info):
-            extra = self.formatException(record.exc_info) if record.exc_info else ""
-            if record.stack_info:
-                extra += "\n" + self.formatStack(record.stack_info)
-            out += "".join(f"\n  | {safe(ln)}" for ln in extra.strip("\n").split("\n"))
-        return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
