@@ -123,6 +123,7 @@ class SafeFormatter(logging.Formatter):
         """
         super().__init__(fmt)
         self.tracebacks = tracebacks
+        """Whether a logged exception's traceback follows its line."""
 
     def format(self, record: logging.LogRecord) -> str:
         """The record as one safe line (and, with `tracebacks`, its indented traceback).
