@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ..errors import ExitCode, PhasegateError, UsageError
+from ..errors import ExitCode, PhasegateError, StoreError, UsageError
 from ..safetext import SafeFormatter, safe, storable
 from .parser import build_parser
 
@@ -73,6 +73,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("phasegate: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except PermissionError as exc:
+        # A store (or its folder) this account may not look at: found by
+        # whichever read comes first (the quick status, the store's checks).
+        if debug:
+            raise
+        err = StoreError(f"{exc.strerror}: {exc.filename} (this account may not use this store)")
+        print(f"phasegate: {err.title}: {safe(err.message)}", file=sys.stderr)
+        return err.exit_code
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK

@@ -105,7 +105,19 @@ def busy_timeout_ms(lease_seconds: float) -> int:
 
 def check_path(path: Path, *, create: bool) -> bool:
     """Validate `path` before SQLite touches it. Returns True when the store is
-    new (created here, mode 0600, or an existing empty file)."""
+    new (created here, mode 0600, or an existing empty file).
+
+    Raises:
+        StoreError: It is no database file, cannot be created, or this account
+            may not look at it (one line, never a traceback).
+    """
+    try:
+        return _check_path(path, create=create)
+    except PermissionError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror} (this account may not use this store)") from None
+
+
+def _check_path(path: Path, *, create: bool) -> bool:
     if path.is_dir():
         raise StoreError(f"{path} is a folder, not a database file")
     if path.exists() and not path.is_file():
