@@ -1,0 +1,88 @@
+"""Review of #26's invariants, each found broken and fixed: no effect is left
+in doubt that provably never ran. On a real store (SQLite and PostgreSQL),
+in-process or through the command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+
+from engine_harness import Harness, spawn
+
+from phasegate import AsyncPhaseContext, Engine, Workflow
+from tests.support.cli import ROOT
+from tests.support.pause import thaw, wait_stopped
+from tests.support.standin import Standin
+
+AGENTS = ROOT / "tests" / "workflows" / "agents.py"
+
+# -- a plain effect function cancelled before any thread took it up -------------
+
+queued = Workflow("test-queued-effect")
+SENT: list[str] = []
+FAIL = {"now": True}
+
+
+@queued.phase()
+async def send(ctx: AsyncPhaseContext) -> str:
+    def busy() -> None:
+        time.sleep(1.5)
+
+    def notify(key: str) -> str:
+        SENT.append(key)
+        return "sent"
+
+    async def sibling() -> None:
+        await asyncio.sleep(0.4)
+        if FAIL["now"]:
+            raise ValueError("a sibling failed")
+
+    async with asyncio.TaskGroup() as group:
+        # Every thread of the steps' pool busy: the effect's call waits in its queue.
+        for i in range(80):
+            group.create_task(ctx.step(f"busy:{i}", busy))
+        sent = group.create_task(ctx.effect("notify", notify))
+        group.create_task(sibling())
+    return sent.result()
+
+
+def test_a_plain_effect_cancelled_while_queued_for_a_thread_is_not_left_in_doubt(h: Harness) -> None:
+    SENT.clear()
+    FAIL["now"] = True
+    with Engine(h.target) as eng:
+        out = eng.run(queued, "q1")
+        assert out.status == "failed", out
+        # The TaskGroup cancelled the effect before its function ran: nothing was attempted.
+        assert SENT == []
+        view = eng.status("q1")
+        assert [e.state for e in view.effects if e.state == "in_doubt"] == [], view.effects
+        FAIL["now"] = False
+        again = eng.run(queued, "q1")
+        assert again.status == "completed", again
+        assert SENT == ["q1/send/notify"]
+
+
+# -- a reconcile hook's effect, stopped while its intent is being committed --------
+
+
+def test_a_stop_while_an_effect_with_a_reconcile_hook_begins_leaves_no_false_in_doubt(h: Harness) -> None:
+    with Standin(h.tmp / "server.log", delay=0.0) as model:
+        args = ["run", f"{AGENTS}:agent", "--run-id", "rc1", "--input", json.dumps({"url": model.url, "turns": 1})]
+        child = spawn([*args, "--db", h.target], env={**h.env, "PHASEGATE_PAUSE_AT": "after-intent:notify"})
+        # Frozen inside the effect's first half (its intent committed, in a
+        # thread since it has a reconcile hook); SIGTERM lands as it thaws.
+        assert wait_stopped(child.pid, child.alive)
+        os.kill(child.pid, signal.SIGTERM)
+        thaw(child.pid)
+        res = child.wait(60)
+        assert res.returncode in (0, 130), res.stdout + res.stderr
+        st = h.status("rc1")
+        if model.requests("send") == []:
+            # Never sent: an operator must not be asked whether it happened.
+            assert [e["state"] for e in st["effects"] if e["state"] == "in_doubt"] == [], st["effects"]
+        done = h.resume("rc1") if st["status"] != "completed" else res
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert len(model.requests("send")) == 1
