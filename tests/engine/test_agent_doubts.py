@@ -1,5 +1,6 @@
 """Review of #26's invariants, each found broken and fixed: no effect is left
-in doubt that provably never ran. On a real store (SQLite and PostgreSQL),
+in doubt that provably never ran, and a cancelled event loop's task is a
+stop, not a failure. On a real store (SQLite and PostgreSQL),
 in-process or through the command line."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 import os
 import signal
 import time
+from typing import Any
 
 from engine_harness import Harness, spawn
 
@@ -86,3 +88,38 @@ def test_a_stop_while_an_effect_with_a_reconcile_hook_begins_leaves_no_false_in_
         done = h.resume("rc1") if st["status"] != "completed" else res
         assert done.returncode == 0, done.stdout + done.stderr
         assert len(model.requests("send")) == 1
+
+
+# -- the caller's loop cancels the phase's own task (its shutdown sweep) -----------
+
+swept = Workflow("test-swept")
+TASKS: dict[str, Any] = {}
+
+
+@swept.phase()
+async def loop_phase(ctx: AsyncPhaseContext) -> int:
+    TASKS["phase"] = asyncio.current_task()
+    total = 0
+    for i in range(40):
+        total += await ctx.step(f"s:{i}", asyncio.sleep, 0.05, i, durable=True)
+    return total
+
+
+def test_the_callers_loop_cancelling_the_phases_task_leaves_the_run_interrupted_not_failed(h: Harness) -> None:
+    async def app() -> Any:
+        with Engine(h.target) as eng:
+            run = asyncio.create_task(eng.arun(swept, "sw1"))
+            while "phase" not in TASKS:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.3)
+            # What asyncio.run's shutdown does when it reaches the phase's task before the run's.
+            TASKS["phase"].cancel()
+            return await run
+
+    TASKS.clear()
+    outcome = asyncio.run(app())
+    assert outcome.status == "interrupted", outcome
+    with Engine(h.target) as eng:
+        view = eng.status("sw1")
+        assert view.status == "interrupted", (view.status, view.attention)
+        assert eng.run(swept, "sw1").status == "completed"
