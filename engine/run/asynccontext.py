@@ -280,6 +280,9 @@ class AsyncPhaseContext:
         base = calls.durable_key(name)
         policy = NO_RETRY if not retries else RetryPolicy.of(f"map {name!r}", retries, backoff, retry_on)
         gate = asyncio.Semaphore(limit)
+        todo = list(items)
+        if durable:
+            calls.claim(f"map {name!r}", [f"{base}:{i}" for i in range(len(todo))])
 
         async def one(i: int, item: Any) -> Any:
             async with gate:
@@ -290,7 +293,6 @@ class AsyncPhaseContext:
                 calls.done(f"{name}:{i}")
                 return result
 
-        todo = list(items)
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(one(i, item)) for i, item in enumerate(todo)]
         return [t.result() for t in tasks]

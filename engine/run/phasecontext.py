@@ -228,6 +228,8 @@ class PhaseContext:
             raise UsageError(f"map {name!r}: limit must be a whole number of at least 1, not {limit!r}")
         base = calls.durable_key(name)
         todo = list(items)
+        if durable:
+            calls.claim(f"map {name!r}", [f"{base}:{i}" for i in range(len(todo))])
         policy = NO_RETRY if not retries else RetryPolicy.of(f"map {name!r}", retries, backoff, retry_on)
 
         def one(i: int, item: Any) -> Any:

@@ -1,6 +1,6 @@
 """Review of #26's invariants, each found broken and fixed: no effect is left
-in doubt that provably never ran, and a cancelled event loop's task is a
-stop, not a failure. On a real store (SQLite and PostgreSQL),
+in doubt that provably never ran, a cancelled event loop's task is a stop,
+not a failure, and a map's items are names like any other. On a real store (SQLite and PostgreSQL),
 in-process or through the command line."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from engine_harness import Harness, spawn
 
-from phasegate import AsyncPhaseContext, Engine, Workflow
+from phasegate import AsyncPhaseContext, Engine, PhaseContext, Workflow
 from tests.support.cli import ROOT
 from tests.support.pause import thaw, wait_stopped
 from tests.support.standin import Standin
@@ -123,3 +123,36 @@ def test_the_callers_loop_cancelling_the_phases_task_leaves_the_run_interrupted_
         view = eng.status("sw1")
         assert view.status == "interrupted", (view.status, view.attention)
         assert eng.run(swept, "sw1").status == "completed"
+
+
+# -- a map's item names are names like any other ---------------------------------
+
+mixed = Workflow("test-map-names")
+CALLS: list[str] = []
+
+
+@mixed.phase()
+def mix(ctx: PhaseContext) -> list[Any]:
+    def direct() -> str:
+        CALLS.append("direct")
+        return "direct"
+
+    def item(x: int) -> int:
+        CALLS.append(f"item {x}")
+        return x * 10
+
+    first = ctx.step("fetch:0", direct, durable=True)
+    return [first, *ctx.map("fetch", item, [1, 2], durable=True)]
+
+
+def test_a_map_item_named_like_a_step_of_the_phase_is_refused_before_anything_runs(h: Harness) -> None:
+    CALLS.clear()
+    with Engine(h.target) as eng:
+        out = eng.run(mixed, "mx1")
+        # Item 0 of map "fetch" is the step "fetch:0": the same name twice in one phase.
+        assert out.status == "failed", out
+        assert out.error is not None and out.error["type"] == "UsageError", out.error
+        assert "fetch:0" in out.error["message"]
+    assert CALLS == ["direct"]
+    rows = h.sql("SELECT step_key FROM phasegate_steps WHERE run_id = 'mx1'")
+    assert [r[0] for r in rows] == ["fetch:0"]
