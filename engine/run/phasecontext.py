@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
-from ..authoring.retry import wait as wait_retry
 from ..errors import UsageError
 from .ledger import Pending
 from .stepcalls import StepCalls, check_effect_options, is_async_callable, refuse_coroutine, rehydrate, returns
@@ -179,7 +178,7 @@ class PhaseContext:
                     self._attempts.append(Attempt(self.phase, name, attempt, policy.attempts, describe(exc), again))
                 if not again:
                     raise
-            wait_retry(policy.delay(attempt))
+            self._calls.wait(policy.delay(attempt))
             attempt += 1
 
     def map(

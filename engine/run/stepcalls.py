@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import time
 import typing
 from collections.abc import Callable
 from inspect import CO_COROUTINE
@@ -164,6 +165,20 @@ class StepCalls:
                 )
             for k in keys:
                 self._occurrence[k] = (1, True)
+
+    def wait(self, seconds: float) -> None:
+        """A sync step's or phase's wait before its retry, cut short by a stop request.
+
+        Raises:
+            Interrupted: a stop was requested (before the wait or during it).
+        """
+        end = time.monotonic() + seconds
+        while True:
+            self.check_stop()
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.05))  # a signal handler cannot safely set an Event: polled
 
     def effect_name(self, name: str) -> None:
         """Refuse an effect name used twice in the phase.

@@ -1,6 +1,7 @@
 """Review of #26's invariants, each found broken and fixed: no effect is left
 in doubt that provably never ran, a cancelled event loop's task is a stop,
-not a failure, and a map's items are names like any other. On a real store (SQLite and PostgreSQL),
+not a failure, a map's items are names like any other, and a stop is not
+kept waiting by a retry's wait. On a real store (SQLite and PostgreSQL),
 in-process or through the command line."""
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ import asyncio
 import json
 import os
 import signal
+import threading
 import time
 from typing import Any
 
 from engine_harness import Harness, spawn
 
 from phasegate import AsyncPhaseContext, Engine, PhaseContext, Workflow
+from phasegate.run.stopping import StopRequest
 from tests.support.cli import ROOT
 from tests.support.pause import thaw, wait_stopped
 from tests.support.standin import Standin
@@ -156,3 +159,61 @@ def test_a_map_item_named_like_a_step_of_the_phase_is_refused_before_anything_ru
     assert CALLS == ["direct"]
     rows = h.sql("SELECT step_key FROM phasegate_steps WHERE run_id = 'mx1'")
     assert [r[0] for r in rows] == ["fetch:0"]
+
+
+# -- a stop during a step's retries ------------------------------------------------
+
+flaky = Workflow("test-flaky-step")
+TRIES: list[float] = []
+
+
+@flaky.phase()
+def call_flaky(ctx: PhaseContext) -> str:
+    def attempt() -> str:
+        TRIES.append(time.monotonic())
+        raise ConnectionError("the service is down")
+
+    return ctx.step("call", attempt, retries=1, backoff=4.0, retry_on=ConnectionError)
+
+
+def test_a_stop_during_a_sync_steps_retry_wait_stops_the_run_without_calling_it_again(h: Harness) -> None:
+    TRIES.clear()
+    stop = StopRequest()
+    with Engine(h.target) as eng:
+        eng.stop_request = stop
+        timer = threading.Timer(0.5, stop.request, ("stopped by the test",))
+        timer.start()
+        try:
+            out = eng.run(flaky, "fl1")
+        finally:
+            timer.cancel()
+        assert out.status == "interrupted", out
+        assert "stopped by the test in phase call_flaky" in out.stopped
+    # Called once; the stop came during the (2 to 6 s) wait before its retry.
+    assert len(TRIES) == 1
+
+
+flaky_phase = Workflow("test-flaky-phase")
+
+
+@flaky_phase.phase(retries=1, backoff=4.0, retry_on=ConnectionError)
+def down(ctx: PhaseContext) -> str:
+    TRIES.append(time.monotonic())
+    raise ConnectionError("the service is down")
+
+
+def test_a_stop_during_a_phases_retry_wait_stops_the_run_without_running_it_again(h: Harness) -> None:
+    TRIES.clear()
+    stop = StopRequest()
+    with Engine(h.target) as eng:
+        eng.stop_request = stop
+        timer = threading.Timer(0.5, stop.request, ("stopped by the test",))
+        timer.start()
+        try:
+            out = eng.run(flaky_phase, "fl2")
+        finally:
+            timer.cancel()
+        assert out.status == "interrupted", out
+        assert "stopped by the test in phase down, before its attempt 2" in out.stopped
+        assert eng.status("fl2").status == "interrupted"
+    assert len(TRIES) == 1
