@@ -1,7 +1,8 @@
 """Review of #26's invariants, each found broken and fixed: no effect is left
 in doubt that provably never ran, a cancelled event loop's task is a stop,
-not a failure, a map's items are names like any other, and a stop is not
-kept waiting by a retry's wait. On a real store (SQLite and PostgreSQL),
+not a failure, a map's items are names like any other, a stop is not
+kept waiting by a retry's wait, and a signal's stop is not lost to its
+message. On a real store (SQLite and PostgreSQL),
 in-process or through the command line."""
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from engine_harness import Harness, spawn
 
 from phasegate import AsyncPhaseContext, Engine, PhaseContext, Workflow
 from phasegate.run.stopping import StopRequest
+from tests.support import cli
 from tests.support.cli import ROOT
-from tests.support.pause import thaw, wait_stopped
+from tests.support.pause import thaw, wait_for, wait_stopped
 from tests.support.standin import Standin
 
 AGENTS = ROOT / "tests" / "workflows" / "agents.py"
@@ -217,3 +219,22 @@ def test_a_stop_during_a_phases_retry_wait_stops_the_run_without_running_it_agai
         assert "stopped by the test in phase down, before its attempt 2" in out.stopped
         assert eng.status("fl2").status == "interrupted"
     assert len(TRIES) == 1
+
+
+# -- the signal handler's own message --------------------------------------------
+
+
+def test_sigterm_stops_the_run_at_its_next_step_even_when_its_stderr_is_gone(h: Harness) -> None:
+    tr = h.tmp / "trace.txt"
+    inputs = json.dumps({"steps": 30, "pace": 0.3, "trace": str(tr)})
+    # Its stderr a pipe whose reader is gone (`phasegate run ... 2>&1 | head` after head quit).
+    child = cli.popen(["run", f"{AGENTS}:long", "--run-id", "se1", "--input", inputs, "--db", h.target], env=h.env)
+    assert child.stderr is not None and child.stdout is not None
+    child.stderr.close()
+    wait_for(lambda: tr.exists() and tr.read_text().count("step ") >= 2, what="two steps")
+    os.kill(child.pid, signal.SIGTERM)
+    out, _ = child.communicate(timeout=60)
+    st = h.status("se1")
+    assert st["status"] == "interrupted", (st["status"], st["attention"], out)
+    assert "stopped by SIGTERM in phase work, after step s:" in st["attention"], st["attention"]
+    assert h.resume("se1").returncode == 0
