@@ -368,8 +368,12 @@ class AsyncPhaseContext:
             redo_on_rewind=redo_on_rewind,
         )
         # A reconcile hook is a plain function that may take its whole
-        # timeout: asked from a thread. Otherwise one commit, on the loop.
-        began = await self._begin_in_thread(begin) if reconcile is not None else begin()
+        # timeout: asked from a thread. Otherwise one commit, on the loop,
+        # unless another thread holds the ledger (another effect's hook, an
+        # atomic effect): the loop must not wait for it.
+        began = None if reconcile is not None else self._effects.try_begin(*begin.args, **begin.keywords)
+        if began is None:
+            began = await self._begin_in_thread(begin)
         if not isinstance(began, Pending):
             self._calls.done(name)
             return began.value

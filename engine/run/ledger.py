@@ -261,6 +261,49 @@ class EffectLedger:
         self._fence.ensure()
         return Pending(key, int(rec["attempt"]), rec)
 
+    def try_begin(
+        self,
+        phase: str,
+        name: str,
+        *,
+        idempotent: bool,
+        reconcile: Callable[[str], Any] | None = None,
+        reconcile_timeout: float = 30.0,
+        redo_on_rewind: bool = False,
+    ) -> Pending | Saved | None:
+        """`begin`, for a caller that must not wait (an event loop's thread):
+        None at once while another thread holds the ledger, whose reconcile
+        hook or atomic effect may take seconds; the caller then begins in a
+        thread of its own.
+
+        Args:
+            phase: as `begin`.
+            name: as `begin`.
+            idempotent: as `begin`.
+            reconcile: as `begin`.
+            reconcile_timeout: as `begin`.
+            redo_on_rewind: as `begin`.
+
+        Returns:
+            What `begin` returns, or None while the ledger is busy.
+
+        Raises:
+            Stop: as `begin`.
+        """
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self.begin(
+                phase,
+                name,
+                idempotent=idempotent,
+                reconcile=reconcile,
+                reconcile_timeout=reconcile_timeout,
+                redo_on_rewind=redo_on_rewind,
+            )
+        finally:
+            self._lock.release()
+
     def _record_intent(
         self,
         row: EffectRecord | None,

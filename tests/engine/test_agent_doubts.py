@@ -238,3 +238,55 @@ def test_sigterm_stops_the_run_at_its_next_step_even_when_its_stderr_is_gone(h: 
     assert st["status"] == "interrupted", (st["status"], st["attention"], out)
     assert "stopped by SIGTERM in phase work, after step s:" in st["attention"], st["attention"]
     assert h.resume("se1").returncode == 0
+
+
+# -- the caller's loop is not held behind another effect's reconcile hook -----------
+
+asked = Workflow("test-asked-effects")
+TICKS = {"n": 0, "b_called": -1, "hook_end": -1}
+BROKEN = {"a": True}
+
+
+@asked.phase()
+async def both(ctx: AsyncPhaseContext) -> list[Any]:
+    def a(key: str) -> str:
+        if BROKEN["a"]:
+            raise ConnectionError("the gateway dropped the call")  # left in doubt: it may have happened
+        return "a done"
+
+    def hook(key: str) -> Any:
+        from phasegate import Reconciled
+
+        time.sleep(1.0)  # the outside system is slow to answer
+        TICKS["hook_end"] = TICKS["n"]
+        return Reconciled.not_done()
+
+    async def b_later() -> Any:
+        await asyncio.sleep(0.2)
+        TICKS["b_called"] = TICKS["n"]
+        return await ctx.effect("b", lambda key: "b done", idempotent=True)
+
+    return list(await asyncio.gather(ctx.effect("a", a, reconcile=hook), b_later()))
+
+
+def test_an_effect_beside_one_whose_reconcile_hook_is_asked_does_not_block_the_callers_loop(h: Harness) -> None:
+    async def app() -> Any:
+        async def ticker() -> None:
+            while True:
+                TICKS["n"] += 1
+                await asyncio.sleep(0.01)
+
+        t = asyncio.create_task(ticker())
+        with Engine(h.target) as eng:
+            first = await eng.arun(asked, "ak1")
+            assert first.status == "failed", first
+            BROKEN["a"] = False
+            outcome = await eng.arun(asked, "ak1")
+        t.cancel()
+        return outcome
+
+    BROKEN["a"] = True
+    outcome = asyncio.run(app())
+    assert outcome.status == "completed" and outcome.result == ["a done", "b done"], outcome
+    # The loop went on ticking while effect a's hook was asked and b waited its turn.
+    assert TICKS["hook_end"] - TICKS["b_called"] >= 5, TICKS
