@@ -290,3 +290,30 @@ def test_an_effect_beside_one_whose_reconcile_hook_is_asked_does_not_block_the_c
     assert outcome.status == "completed" and outcome.result == ["a done", "b done"], outcome
     # The loop went on ticking while effect a's hook was asked and b waited its turn.
     assert TICKS["hook_end"] - TICKS["b_called"] >= 5, TICKS
+
+
+# -- Engine.arun does not hold the loop's default executor -------------------------
+
+threaded = Workflow("test-to-thread")
+
+
+@threaded.phase()
+async def blocking_sdk(ctx: AsyncPhaseContext) -> int:
+    # What an author does with a blocking SDK call: the loop's default executor.
+    return await asyncio.to_thread(sum, [1, 2, 3])
+
+
+def test_as_many_aruns_as_the_loops_default_executor_has_threads_do_not_deadlock(h: Harness) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    async def app() -> list[Any]:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(2))
+        with Engine(h.target) as eng:
+            runs = asyncio.gather(*(eng.arun(threaded, f"tt{i}") for i in range(2)))
+            try:
+                return list(await asyncio.wait_for(runs, 30))
+            except TimeoutError:
+                return ["deadlocked: each run's thread held an executor thread its phase's to_thread waited for"]
+
+    outcomes = asyncio.run(app())
+    assert [getattr(o, "status", o) for o in outcomes] == ["completed", "completed"], outcomes
