@@ -242,14 +242,22 @@ class EffectLedger:
             row = self.effects.get(key)
             if row is not None and row.state == "done":
                 return Saved(read_saved(row.result_json, row.result_hash, f"effect {name!r}"))
-            if row is not None and not (idempotent or row.atomic or row.retry_ok):
-                if reconcile is None:
-                    raise Stop(in_doubt_reason(key, name, phase))
-                got = self._reconcile(row, reconcile, reconcile_timeout)
-                if got.answer == "done":
-                    return Saved(_json.loads(_json.dumps(got.result)))
-                if got.answer == "unknown":
-                    raise Stop(in_doubt_reason(key, name, phase, got))
+            in_doubt = row is not None and not (idempotent or row.atomic or row.retry_ok)
+            if in_doubt and reconcile is None:
+                raise Stop(in_doubt_reason(key, name, phase))
+        if in_doubt:
+            # Asked outside the lock: a hook may take its whole timeout, and
+            # the run's other effects (its threads; the event loop recording a
+            # completion) must not wait for it. Only this call touches this
+            # key (an effect's name is used once in a phase).
+            assert row is not None and reconcile is not None
+            got = self._reconcile(row, reconcile, reconcile_timeout)
+            if got.answer == "done":
+                return Saved(_json.loads(_json.dumps(got.result)))
+            if got.answer == "unknown":
+                raise Stop(in_doubt_reason(key, name, phase, got))
+        with self._lock:
+            if in_doubt:
                 row = self.effects[key]  # not done: allowed to call again, below
             rec = self._record_intent(
                 row, phase, name, key, idempotent=idempotent, reconcile=reconcile, redo_on_rewind=redo_on_rewind

@@ -317,3 +317,103 @@ def test_as_many_aruns_as_the_loops_default_executor_has_threads_do_not_deadlock
 
     outcomes = asyncio.run(app())
     assert [getattr(o, "status", o) for o in outcomes] == ["completed", "completed"], outcomes
+
+
+# -- an effect that finishes while another's reconcile hook is asked ----------------
+
+finishing = Workflow("test-finish-beside-hook")
+MARKS = {"n": 0, "b_returned": -1, "hook_end": -1}
+DROPPED = {"a": True}
+
+
+@finishing.phase()
+async def pair(ctx: AsyncPhaseContext) -> list[Any]:
+    def b(key: str) -> str:
+        time.sleep(0.5)
+        if DROPPED["a"]:
+            raise ConnectionError("the gateway dropped this one too")  # idempotent: simply called again
+        MARKS["b_returned"] = MARKS["n"]
+        return "b done"
+
+    def a(key: str) -> str:
+        if DROPPED["a"]:
+            raise ConnectionError("the gateway dropped the call")
+        return "a done"
+
+    def hook(key: str) -> Any:
+        from phasegate import Reconciled
+
+        time.sleep(1.5)
+        MARKS["hook_end"] = MARKS["n"]
+        return Reconciled.not_done()
+
+    async def a_later() -> Any:
+        await asyncio.sleep(0.1)
+        return await ctx.effect("a", a, reconcile=hook)
+
+    return list(await asyncio.gather(ctx.effect("b", b, idempotent=True), a_later()))
+
+
+def test_an_effect_finishing_while_another_effects_hook_is_asked_does_not_block_the_callers_loop(
+    h: Harness,
+) -> None:
+    async def app() -> Any:
+        async def ticker() -> None:
+            while True:
+                MARKS["n"] += 1
+                await asyncio.sleep(0.01)
+
+        t = asyncio.create_task(ticker())
+        with Engine(h.target) as eng:
+            first = await eng.arun(finishing, "fb1")
+            assert first.status == "failed", first
+            DROPPED["a"] = False
+            MARKS["b_returned"] = MARKS["hook_end"] = -1
+            outcome = await eng.arun(finishing, "fb1")
+        t.cancel()
+        return outcome
+
+    DROPPED["a"] = True
+    outcome = asyncio.run(app())
+    assert outcome.status == "completed" and outcome.result == ["b done", "a done"], outcome
+    # b's completion (recorded on the loop) did not wait for a's hook with the loop held.
+    assert MARKS["b_returned"] > 0 and MARKS["hook_end"] - MARKS["b_returned"] >= 5, MARKS
+
+
+# -- an effect that begins while an atomic effect's function runs -------------------
+
+beside_atomic = Workflow("test-beside-atomic")
+STEPS = {"n": 0, "b_called": -1, "atomic_end": -1}
+
+
+@beside_atomic.phase()
+async def books(ctx: AsyncPhaseContext) -> list[Any]:
+    def post(key: str, session: Any) -> str:
+        time.sleep(1.0)  # a slow statement inside the store's transaction
+        STEPS["atomic_end"] = STEPS["n"]
+        return "posted"
+
+    async def b_later() -> Any:
+        await asyncio.sleep(0.2)
+        STEPS["b_called"] = STEPS["n"]
+        return await ctx.effect("b", lambda key: "b done", idempotent=True)
+
+    return list(await asyncio.gather(ctx.effect("post", post, atomic=True), b_later()))
+
+
+def test_an_effect_beginning_while_an_atomic_effect_runs_does_not_block_the_callers_loop(h: Harness) -> None:
+    async def app() -> Any:
+        async def ticker() -> None:
+            while True:
+                STEPS["n"] += 1
+                await asyncio.sleep(0.01)
+
+        t = asyncio.create_task(ticker())
+        with Engine(h.target) as eng:
+            outcome = await eng.arun(beside_atomic, "ba1")
+        t.cancel()
+        return outcome
+
+    outcome = asyncio.run(app())
+    assert outcome.status == "completed" and outcome.result == ["posted", "b done"], outcome
+    assert STEPS["b_called"] > 0 and STEPS["atomic_end"] - STEPS["b_called"] >= 5, STEPS
