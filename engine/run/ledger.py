@@ -421,6 +421,8 @@ class EffectLedger:
         un-awaited coroutine): allowed to be called again, so that no
         operator is ever asked about an action that was never attempted."""
         with self._lock:
+            if self.effects.get(pending.key) is not pending.record:
+                return  # a later call of the effect wrote its own intent since: not this one's to withdraw
             rec = EffectRecord(self.effects[pending.key], retry_ok=True)
             seals.sealed(rec)
             with self.completions.hot_tx() as tx:
