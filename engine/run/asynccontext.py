@@ -39,7 +39,7 @@ from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
 from ..errors import UsageError
 from .ledger import Pending, Saved
 from .stepcalls import StepCalls, check_effect_options, is_async_callable, rehydrate, returns
-from .stopping import StopRequest
+from .stopping import Interrupted, StopRequest
 
 if TYPE_CHECKING:
     from ..authoring.reconcile import Reconciled
@@ -374,6 +374,12 @@ class AsyncPhaseContext:
         began = None if reconcile is not None else self._effects.try_begin(*begin.args, **begin.keywords)
         if began is None:
             began = await self._begin_in_thread(begin)
+            if isinstance(began, Pending) and self._calls.closed:
+                # Its thread began it after the phase ended (a task the phase
+                # left running, under Engine.arun; a retry may be running the
+                # phase again): not called, as a step would not be; withdrawn.
+                self._effects.retract(began)
+                raise Interrupted(f"phase {self.phase} has ended; effect {name!r} begun after it is not called")
         if not isinstance(began, Pending):
             self._calls.done(name)
             return began.value

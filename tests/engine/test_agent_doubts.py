@@ -417,3 +417,52 @@ def test_an_effect_beginning_while_an_atomic_effect_runs_does_not_block_the_call
     outcome = asyncio.run(app())
     assert outcome.status == "completed" and outcome.result == ["posted", "b done"], outcome
     assert STEPS["b_called"] > 0 and STEPS["atomic_end"] - STEPS["b_called"] >= 5, STEPS
+
+
+# -- an effect a failed attempt left beginning in a thread ---------------------------
+
+leftover = Workflow("test-leftover-effect")
+LEFT: dict[str, Any] = {"attempt": 0, "sent": []}
+
+
+@leftover.phase(retries=1, backoff=0.1, retry_on=ValueError)
+async def tries(ctx: AsyncPhaseContext) -> str:
+    from phasegate import Reconciled
+
+    LEFT["attempt"] += 1
+    if LEFT["attempt"] > 1:
+        await asyncio.sleep(2.5)  # the retry runs on while the first attempt's effect would begin
+        return "second"
+
+    def busy() -> None:
+        time.sleep(1.5)
+
+    def notify(key: str) -> str:
+        LEFT["sent"].append(key)
+        return "sent"
+
+    async def fail_soon() -> None:
+        await asyncio.sleep(0.3)
+        raise ValueError("the first attempt fails")
+
+    # A plain gather: its other tasks run on after the failure, on the caller's loop.
+    await asyncio.gather(
+        *(ctx.step(f"busy:{i}", busy) for i in range(80)),
+        ctx.effect("notify", notify, reconcile=lambda key: Reconciled.not_done()),
+        fail_soon(),
+    )
+    return "first"
+
+
+def test_an_effect_that_begins_after_its_phase_attempt_ended_is_not_called(h: Harness) -> None:
+    LEFT.update(attempt=0, sent=[])
+
+    async def app() -> Any:
+        with Engine(h.target) as eng:
+            return await eng.arun(leftover, "lo1"), eng.status("lo1")
+
+    outcome, view = asyncio.run(app())
+    assert outcome.status == "completed" and outcome.result == "second", outcome
+    # The failed attempt's effect was still waiting for a thread when that attempt ended.
+    assert LEFT["sent"] == []
+    assert [e.state for e in view.effects if e.state == "in_doubt"] == [], view.effects
