@@ -4,6 +4,7 @@ run's status, verify and prune the store."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -239,7 +240,7 @@ class Engine:
             outer = self.stop_request
             forget = outer.on_request(lambda: stop.request(outer.why or "stopped"))
         runner = self._runner(wf, run_id, inputs, target=target, force=force, stop=stop, loop=loop)
-        done = loop.run_in_executor(None, runner.execute)
+        done = asyncio.wrap_future(_in_own_thread(runner.execute, f"phasegate-run-{run_id}"))
         try:
             try:
                 return await asyncio.shield(done)
@@ -743,6 +744,25 @@ def _alive(row: Any, now: float) -> bool:
         return holder_alive(_rowcheck.check(row), now)
     except (StoreError, TypeError, ValueError):
         return True
+
+
+def _in_own_thread(fn: Callable[[], Outcome], name: str) -> concurrent.futures.Future[Outcome]:
+    """`fn()` in a thread of its own, not the loop's default executor: a run
+    holds its thread for as long as it runs, and its async phases may need
+    that executor meanwhile (`asyncio.to_thread`): as many runs as it has
+    threads would wait on each other for ever."""
+    work: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
+
+    def go() -> None:
+        if not work.set_running_or_notify_cancel():
+            return
+        try:
+            work.set_result(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            work.set_exception(exc)
+
+    threading.Thread(target=go, name=name).start()
+    return work
 
 
 def _loop_running() -> bool:

@@ -51,9 +51,16 @@ def stop_at_next_step(eng: Engine) -> Iterator[StopRequest]:
         name = signal.Signals(signum).name
         if seen > 1:
             raise KeyboardInterrupt
-        # Written directly: a logging call from a handler can deadlock on the handler's lock.
-        sys.stderr.write(f"{name}: stopping the run at its next step (send it again to stop at once)\n")
+        # The stop first: the message cannot then keep it from being asked.
         stop.request(f"stopped by {name}")
+        # Written directly: a logging call from a handler can deadlock on the
+        # handler's lock. Best effort: raised here, an error (a closed pipe, a
+        # write this signal interrupted) would land in the phase's code and fail the run.
+        try:
+            sys.stderr.write(f"{name}: stopping the run at its next step (send it again to stop at once)\n")
+            sys.stderr.flush()
+        except (OSError, ValueError, RuntimeError):
+            pass
 
     previous: dict[int, _Handler] = {}
     sig: int

@@ -31,16 +31,16 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
 from ..errors import UsageError
 from ..ids import validate_name
-from .ledger import Pending
+from .ledger import Pending, Saved
 from .stepcalls import StepCalls, check_effect_options, is_async_callable, rehydrate, returns
-from .stopping import StopRequest
+from .stopping import Interrupted, StopRequest
 
 if TYPE_CHECKING:
     from ..authoring.reconcile import Reconciled
@@ -75,9 +75,16 @@ os.register_at_fork(after_in_child=_forget_pool)
 
 
 async def _in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    loop = asyncio.get_running_loop()
-    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    result = await loop.run_in_executor(_threads(), call)
+    return await _awaited(_submit(fn, *args, **kwargs))
+
+
+def _submit(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
+    """`fn(*args, **kwargs)` queued for a thread of the pool (in this task's context)."""
+    return _threads().submit(contextvars.copy_context().run, fn, *args, **kwargs)
+
+
+async def _awaited(work: Future[Any]) -> Any:
+    result = await asyncio.wrap_future(work)
     if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
         result = await result  # a plain function that returned an awaitable: awaited here
     return result
@@ -276,6 +283,9 @@ class AsyncPhaseContext:
         base = calls.durable_key(name)
         policy = NO_RETRY if not retries else RetryPolicy.of(f"map {name!r}", retries, backoff, retry_on)
         gate = asyncio.Semaphore(limit)
+        todo = list(items)
+        if durable:
+            calls.claim(f"map {name!r}", [f"{base}:{i}" for i in range(len(todo))])
 
         async def one(i: int, item: Any) -> Any:
             async with gate:
@@ -286,7 +296,6 @@ class AsyncPhaseContext:
                 calls.done(f"{name}:{i}")
                 return result
 
-        todo = list(items)
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(one(i, item)) for i, item in enumerate(todo)]
         return [t.result() for t in tasks]
@@ -363,8 +372,18 @@ class AsyncPhaseContext:
             redo_on_rewind=redo_on_rewind,
         )
         # A reconcile hook is a plain function that may take its whole
-        # timeout: asked from a thread. Otherwise one commit, on the loop.
-        began = await _in_thread(begin) if reconcile is not None else begin()
+        # timeout: asked from a thread. Otherwise one commit, on the loop,
+        # unless another thread holds the ledger (another effect's hook, an
+        # atomic effect): the loop must not wait for it.
+        began = None if reconcile is not None else self._effects.try_begin(*begin.args, **begin.keywords)
+        if began is None:
+            began = await self._begin_in_thread(begin)
+            if isinstance(began, Pending) and self._calls.closed:
+                # Its thread began it after the phase ended (a task the phase
+                # left running, under Engine.arun; a retry may be running the
+                # phase again): not called, as a step would not be; withdrawn.
+                self._effects.retract(began)
+                raise Interrupted(f"phase {self.phase} has ended; effect {name!r} begun after it is not called")
         if not isinstance(began, Pending):
             self._calls.done(name)
             return began.value
@@ -387,13 +406,41 @@ class AsyncPhaseContext:
                     break
             raise
 
+    async def _begin_in_thread(self, begin: Callable[[], Pending | Saved]) -> Pending | Saved:
+        """`begin` in a thread. Cancelled meanwhile, the thread still commits
+        the intent: it is waited for and withdrawn (`retract`), since the
+        function will not be called, so no operator is asked about it."""
+        work = _submit(begin)
+        try:
+            return cast("Pending | Saved", await _awaited(work))
+        except asyncio.CancelledError:
+            if not work.cancel():  # already begun in its thread
+                while not work.done():
+                    try:
+                        await asyncio.shield(asyncio.wrap_future(work))
+                    except asyncio.CancelledError:
+                        continue
+                    except BaseException:  # noqa: BLE001 - no intent then: nothing to withdraw
+                        break
+                if not work.cancelled() and work.exception() is None and isinstance(work.result(), Pending):
+                    self._effects.retract(work.result())
+            raise
+
     async def _perform(self, name: str, fn: Callable[..., Any], began: Pending) -> Any:
         """The effect's call and its completion, in a task of its own, so
         that a stop's cancellation of the phase does not cut it off."""
         if is_async_callable(fn):
             result = await self._effects.call(fn, began)
         else:
-            result = await _in_thread(self._effects.call, fn, began)
+            work = _submit(self._effects.call, fn, began)
+            try:
+                result = await _awaited(work)
+            except asyncio.CancelledError:
+                if work.cancel():
+                    # Cancelled before a thread took it up: the function never
+                    # ran, so the effect is not in doubt (it may simply be called).
+                    self._effects.retract(began)
+                raise
         value = self._effects.finish(began, result)
         self._calls.done(name)
         return value

@@ -17,6 +17,7 @@ recorded (`AsyncPhaseContext.settle`), and the cancellation becomes
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -78,7 +79,15 @@ class PhaseLoop:
         """
         main = self._main(call, ctx, stop)
         if self._given is not None:
-            return asyncio.run_coroutine_threadsafe(main, self._given).result()
+            try:
+                return asyncio.run_coroutine_threadsafe(main, self._given).result()
+            except concurrent.futures.CancelledError:
+                # The caller's loop cancelled the phase's task itself (its
+                # shutdown sweep, before it reached Engine.arun's task): a stop
+                # by the loop's owner, not the phase failing. Its effects in
+                # flight were recorded as the task ended (`_main`).
+                why = stop.why if stop is not None and stop.why is not None else "stopped by its event loop"
+                raise Interrupted(where(why, ctx.phase, ctx.last_step)) from None
         if self._own is None:
             self._own = asyncio.Runner()
         return self._own.run(main)

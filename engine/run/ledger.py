@@ -242,14 +242,22 @@ class EffectLedger:
             row = self.effects.get(key)
             if row is not None and row.state == "done":
                 return Saved(read_saved(row.result_json, row.result_hash, f"effect {name!r}"))
-            if row is not None and not (idempotent or row.atomic or row.retry_ok):
-                if reconcile is None:
-                    raise Stop(in_doubt_reason(key, name, phase))
-                got = self._reconcile(row, reconcile, reconcile_timeout)
-                if got.answer == "done":
-                    return Saved(_json.loads(_json.dumps(got.result)))
-                if got.answer == "unknown":
-                    raise Stop(in_doubt_reason(key, name, phase, got))
+            in_doubt = row is not None and not (idempotent or row.atomic or row.retry_ok)
+            if in_doubt and reconcile is None:
+                raise Stop(in_doubt_reason(key, name, phase))
+        if in_doubt:
+            # Asked outside the lock: a hook may take its whole timeout, and
+            # the run's other effects (its threads; the event loop recording a
+            # completion) must not wait for it. Only this call touches this
+            # key (an effect's name is used once in a phase).
+            assert row is not None and reconcile is not None
+            got = self._reconcile(row, reconcile, reconcile_timeout)
+            if got.answer == "done":
+                return Saved(_json.loads(_json.dumps(got.result)))
+            if got.answer == "unknown":
+                raise Stop(in_doubt_reason(key, name, phase, got))
+        with self._lock:
+            if in_doubt:
                 row = self.effects[key]  # not done: allowed to call again, below
             rec = self._record_intent(
                 row, phase, name, key, idempotent=idempotent, reconcile=reconcile, redo_on_rewind=redo_on_rewind
@@ -260,6 +268,49 @@ class EffectLedger:
         # unless the intent's own fenced commit is that fresh: Fence.ensure).
         self._fence.ensure()
         return Pending(key, int(rec["attempt"]), rec)
+
+    def try_begin(
+        self,
+        phase: str,
+        name: str,
+        *,
+        idempotent: bool,
+        reconcile: Callable[[str], Any] | None = None,
+        reconcile_timeout: float = 30.0,
+        redo_on_rewind: bool = False,
+    ) -> Pending | Saved | None:
+        """`begin`, for a caller that must not wait (an event loop's thread):
+        None at once while another thread holds the ledger, whose reconcile
+        hook or atomic effect may take seconds; the caller then begins in a
+        thread of its own.
+
+        Args:
+            phase: as `begin`.
+            name: as `begin`.
+            idempotent: as `begin`.
+            reconcile: as `begin`.
+            reconcile_timeout: as `begin`.
+            redo_on_rewind: as `begin`.
+
+        Returns:
+            What `begin` returns, or None while the ledger is busy.
+
+        Raises:
+            Stop: as `begin`.
+        """
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self.begin(
+                phase,
+                name,
+                idempotent=idempotent,
+                reconcile=reconcile,
+                reconcile_timeout=reconcile_timeout,
+                redo_on_rewind=redo_on_rewind,
+            )
+        finally:
+            self._lock.release()
 
     def _record_intent(
         self,
@@ -370,6 +421,8 @@ class EffectLedger:
         un-awaited coroutine): allowed to be called again, so that no
         operator is ever asked about an action that was never attempted."""
         with self._lock:
+            if self.effects.get(pending.key) is not pending.record:
+                return  # a later call of the effect wrote its own intent since: not this one's to withdraw
             rec = EffectRecord(self.effects[pending.key], retry_ok=True)
             seals.sealed(rec)
             with self.completions.hot_tx() as tx:

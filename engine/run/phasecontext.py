@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
-from ..authoring.retry import wait as wait_retry
 from ..errors import UsageError
 from ..ids import validate_name
 from .ledger import Pending
@@ -181,7 +180,7 @@ class PhaseContext:
                     self._attempts.append(Attempt(self.phase, name, attempt, policy.attempts, describe(exc), again))
                 if not again:
                     raise
-            wait_retry(policy.delay(attempt))
+            self._calls.wait(policy.delay(attempt))
             attempt += 1
 
     def map(
@@ -231,6 +230,8 @@ class PhaseContext:
             raise UsageError(f"map {name!r}: limit must be a whole number of at least 1, not {limit!r}")
         base = calls.durable_key(name)
         todo = list(items)
+        if durable:
+            calls.claim(f"map {name!r}", [f"{base}:{i}" for i in range(len(todo))])
         policy = NO_RETRY if not retries else RetryPolicy.of(f"map {name!r}", retries, backoff, retry_on)
 
         def one(i: int, item: Any) -> Any:

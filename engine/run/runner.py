@@ -22,6 +22,7 @@ import asyncio
 import inspect
 import logging
 import re
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -474,10 +475,29 @@ class Runner:
                 log.warning("run %s: phase %s attempt %d failed: %s", self.run_id, p.name, attempt, exc)
             except BaseException as exc:  # noqa: BLE001 - SystemExit, CancelledError: recorded, never retried
                 return self._fail(p.name, exc)
-            retry.wait(p.retry.delay(attempt))
+            if not self._retry_wait(p.retry.delay(attempt)):
+                assert self.stop is not None and self.stop.why is not None
+                raise Interrupted(f"{self.stop.why} in phase {p.name}, before its attempt {attempt + 1}")
             self.steps.load()
             self.effects.load()
             attempt += 1
+
+    def _retry_wait(self, seconds: float) -> bool:
+        """A phase's wait before its retry, cut short by a stop request.
+
+        Returns:
+            False when a stop was requested (before the wait or during it).
+        """
+        if self.stop is None:
+            retry.wait(seconds)
+            return True
+        end = time.monotonic() + seconds
+        while self.stop.why is None:
+            left = end - time.monotonic()
+            if left <= 0:
+                return True
+            retry.wait(min(left, 0.05))  # polled: a signal handler cannot safely set an Event
+        return False
 
     def _call_phase(self, p: Phase, ctx: PhaseContext | AsyncPhaseContext, missing: set[str]) -> Any:
         """Call the phase function: a sync one here, an async one in its loop (asyncdriver.py)."""

@@ -16,7 +16,10 @@ phase's code orders them. Calls from worker threads or other tasks are not:
 their order is the scheduler's. So a name called from another thread or
 task may be called only once: a second call, from anywhere, is refused
 (`UsageError`, before anything is recorded), and concurrent work names its
-items itself (`f"fetch:{i}"`, or `ctx.map`).
+items itself (`f"fetch:{i}"`, or `ctx.map`). A durable map's items are
+names of the phase too (`fetch:0`, `fetch:1`...): a step of one of those
+names and the map are refused together, since they would share one saved
+result.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import time
 import typing
 from collections.abc import Callable
 from inspect import CO_COROUTINE
@@ -143,6 +147,38 @@ class StepCalls:
                 )
             self._occurrence[name] = (n + 1, shared or not mine)
         return name if n == 0 else f"{name}#{n + 1}"
+
+    def claim(self, what: str, keys: list[str]) -> None:
+        """The keys a durable `map` gives its items (`name:i`): names of the
+        phase like any other, so an item and a step of the same name do not
+        share one saved result. Refused before any item runs.
+
+        Raises:
+            UsageError: one of the keys was already used in the phase.
+        """
+        with self._lock:
+            used = next((k for k in keys if k in self._occurrence), None)
+            if used is not None:
+                raise UsageError(
+                    f"{what}: its item {used!r} is a durable step already called in phase {self.phase!r}; "
+                    "two calls cannot share one saved result: give the map or the step another name"
+                )
+            for k in keys:
+                self._occurrence[k] = (1, True)
+
+    def wait(self, seconds: float) -> None:
+        """A sync step's or phase's wait before its retry, cut short by a stop request.
+
+        Raises:
+            Interrupted: a stop was requested (before the wait or during it).
+        """
+        end = time.monotonic() + seconds
+        while True:
+            self.check_stop()
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.05))  # a signal handler cannot safely set an Event: polled
 
     def effect_name(self, name: str) -> None:
         """Refuse an effect name used twice in the phase.
