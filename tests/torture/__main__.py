@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     seed = args.seed if args.seed is not None else seeds.test_seed()
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="phasegate-torture-"))
+    work.mkdir(parents=True, exist_ok=True)  # a --dir that does not exist yet
     print(f"phasegate torture: seed {seed}; work folder {work}", flush=True)
     t0 = time.monotonic()
     failed = 0
