@@ -4,8 +4,6 @@ run's status, verify and prune the store."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -13,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from ._dbpath import default_db
-from ._host import HOST
 from .authoring import sources as _sources
 from .authoring.workflow import Workflow
 from .decide import fit as _fit
@@ -21,27 +18,26 @@ from .decide import preview as _previews
 from .decide.gate import Oversight
 from .decide.recording import record
 from .decide.triage import Triage
-from .errors import RunNotFound, StoreError, UsageError
+from .errors import RunNotFound, UsageError
 from .history import archive, chain, keys
 from .history import prune as _prune
 from .ids import validate_run_id
 from .outcome import Outcome
 from .oversight import claims
 from .oversight.identity import distinct, whoami
-from .run.lease import holder_alive
+from .run import callers
 from .run.runner import Runner
 from .run.stopping import StopRequest
 from .settings import Settings
-from .states import Action, RunStatus
-from .store import _rowcheck
+from .states import Action
 from .store.store import ChangeProbe, OwnRows, Store
 from .upkeep.pruning import Pruner
 from .upkeep.reports import PolicyReport, UnknownSchema, VerifyReport
 from .upkeep.resealing import Resealed, reseal
 from .upkeep.verify import Verifier
+from .views import listing
 from .views.build import build
 from .views.models import RunSummary, RunView
-from .views.status import effective_status
 from .views.workers import WorkerView, list_workers
 
 
@@ -187,24 +183,9 @@ class Engine:
                 stopped, recording nothing more.
             StoreError: The store cannot be used.
         """
-        runner = self._runner(wf, run_id, inputs, target=target, force=force, stop=self.stop_request, loop=None)
-        if _loop_running():
-            out: list[Outcome] = []
-            failed: list[BaseException] = []
-
-            def go() -> None:
-                try:
-                    out.append(runner.execute())
-                except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
-                    failed.append(exc)
-
-            t = threading.Thread(target=go, name=f"phasegate-run-{run_id}")
-            t.start()
-            t.join()
-            if failed:
-                raise failed[0]
-            return out[0]
-        return runner.execute()
+        return callers.execute(
+            self._runner(wf, run_id, inputs, target=target, force=force, stop=self.stop_request, loop=None)
+        )
 
     async def arun(
         self, wf: Workflow, run_id: str, inputs: Any = None, *, target: str | None = None, force: bool = False
@@ -233,30 +214,11 @@ class Engine:
             HolderStalled: as `run`.
             StoreError: as `run`.
         """
-        loop = asyncio.get_running_loop()
-        stop = StopRequest()
-        forget = None
-        if self.stop_request is not None:
-            outer = self.stop_request
-            forget = outer.on_request(lambda: stop.request(outer.why or "stopped"))
-        runner = self._runner(wf, run_id, inputs, target=target, force=force, stop=stop, loop=loop)
-        done = asyncio.wrap_future(_in_own_thread(runner.execute, f"phasegate-run-{run_id}"))
-        try:
-            try:
-                return await asyncio.shield(done)
-            except asyncio.CancelledError:
-                stop.request("stopped by cancellation of Engine.arun")
-                while not done.done():
-                    try:
-                        await asyncio.shield(done)
-                    except asyncio.CancelledError:
-                        continue
-                    except BaseException:  # noqa: BLE001 - the cancellation is what the caller asked about
-                        break
-                raise
-        finally:
-            if forget is not None:
-                forget()
+
+        def make(stop: StopRequest, loop: asyncio.AbstractEventLoop) -> Runner:
+            return self._runner(wf, run_id, inputs, target=target, force=force, stop=stop, loop=loop)
+
+        return await callers.execute_awaited(make, self.stop_request)
 
     def _runner(
         self,
@@ -462,38 +424,18 @@ class Engine:
         Returns:
             The page's lines, in order; a damaged row is a line that says so.
         """
-        now = self.clock()
-        with self.store.read() as conn:
-            dead: list[str] = []
-            if order.lstrip("-") == "attention":
-                # A dead holder on this host is interrupted at once, not when
-                # its lease lapses: the list places it there from the first look.
-                dead = [
-                    r.run_id
-                    for r in self.store.runs.running_candidates(conn, now, HOST)
-                    if r.lease_host == HOST and not _alive(r, now)
-                ]
-            keyed = self.store.runs.page(
-                conn,
-                limit=None if limit is None else limit + offset,
-                order=order,
-                statuses=statuses,
-                text=text,
-                now=now,
-                dead=dead,
-                after=after,
-                inclusive=inclusive,
-                backward=backward,
-            )
-        if offset:
-            keyed = keyed[:-offset] if backward else keyed[offset:]
-        out = []
-        for r, key in keyed:
-            try:
-                out.append(RunSummary.from_row(_rowcheck.check(r), now, key))
-            except StoreError as exc:
-                out.append(RunSummary.damaged(r, exc.message, key))
-        return out
+        return listing.page(
+            self.store,
+            self.clock(),
+            limit=limit,
+            offset=offset,
+            statuses=statuses,
+            text=text,
+            order=order,
+            after=after,
+            inclusive=inclusive,
+            backward=backward,
+        )
 
     def count_runs(self, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:
         """How many runs `runs` would list with these filters (the console pages with it).
@@ -516,19 +458,7 @@ class Engine:
         Returns:
             Status name -> how many runs are in it (statuses with none left out).
         """
-        now = self.clock()
-        with self.store.read() as conn:
-            counts = self.store.runs.count_by_status(conn)
-            running = self.store.runs.running_candidates(conn, now, HOST) if counts.get("running") else []
-        for r in running:
-            try:
-                seen = effective_status(_rowcheck.check(r), now)
-            except StoreError:
-                continue  # a damaged row is counted as stored; the list shows the damage
-            if seen is not RunStatus.RUNNING:  # interrupted or stalled
-                counts["running"] -= 1
-                counts[seen.value] = counts.get(seen.value, 0) + 1
-        return {k: v for k, v in counts.items() if v}
+        return listing.counts(self.store, self.clock())
 
     def allowed_actions(self, run: RunView | str) -> list[Action]:
         """The decisions that fit this run now (the console offers only these).
@@ -736,39 +666,3 @@ class Engine:
         if not apply:
             return listed
         return self._pruner.apply(listed, operator=operator, reason=reason)
-
-
-def _alive(row: Any, now: float) -> bool:
-    """`holder_alive`, with a damaged row counted alive (it is listed as damaged, not moved)."""
-    try:
-        return holder_alive(_rowcheck.check(row), now)
-    except (StoreError, TypeError, ValueError):
-        return True
-
-
-def _in_own_thread(fn: Callable[[], Outcome], name: str) -> concurrent.futures.Future[Outcome]:
-    """`fn()` in a thread of its own, not the loop's default executor: a run
-    holds its thread for as long as it runs, and its async phases may need
-    that executor meanwhile (`asyncio.to_thread`): as many runs as it has
-    threads would wait on each other for ever."""
-    work: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
-
-    def go() -> None:
-        if not work.set_running_or_notify_cancel():
-            return
-        try:
-            work.set_result(fn())
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-            work.set_exception(exc)
-
-    threading.Thread(target=go, name=name).start()
-    return work
-
-
-def _loop_running() -> bool:
-    """Whether this thread is inside a running event loop (an `async def` caller)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from types import FrameType
 from typing import Any
 
 from .._host import HOST
@@ -36,10 +34,9 @@ from ..run.lease import HolderState, holder_name, holder_state
 from ..run.stopping import StopRequest
 from ..states import OutcomeStatus, RunStatus
 from ..views.workers import DEFAULT_EVERY, Beacon
+from .signals import two_signals
 
 log = logging.getLogger("phasegate.worker")
-
-_Handler = Callable[[int, FrameType | None], Any] | int | None
 
 
 #: Tries at opening the store when the server drops the connection meanwhile,
@@ -113,37 +110,14 @@ class Worker:
 
     # -- signals ----------------------------------------------------------------
 
-    def _install_signals(self) -> dict[int, _Handler]:
-        if threading.current_thread() is not threading.main_thread():
-            return {}
-
-        signals = 0
-
-        def handler(signum: int, _frame: FrameType | None) -> None:
-            # Counted in a plain local, not read from the Event: a second
-            # signal can land while the first handler is still inside
-            # `Event.set()`, before the flag flips, and would then be taken
-            # for a first one (seen as the first line logged twice).
-            nonlocal signals
-            signals += 1
-            name = signal.Signals(signum).name
-            if signals > 1:
-                log.warning("%s again: stopping now; the current run is left interrupted and resumable", name)
-                raise KeyboardInterrupt
-            self._halt.request(f"stopped by {name}")
-            self._stop.set()
-            log.warning("%s: stopping each run at its next step, then stopping (send it again to stop at once)", name)
-
-        previous: dict[int, _Handler] = {}
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.getsignal(sig)
-            signal.signal(sig, handler)
-        return previous
+    def _first_signal(self, name: str) -> None:
+        self._halt.request(f"stopped by {name}")
+        self._stop.set()
+        log.warning("%s: stopping each run at its next step, then stopping (send it again to stop at once)", name)
 
     @staticmethod
-    def _restore_signals(previous: dict[int, _Handler]) -> None:
-        for sig, h in previous.items():
-            signal.signal(sig, h if h is not None else signal.SIG_DFL)
+    def _second_signal(name: str) -> None:
+        log.warning("%s again: stopping now; the current run is left interrupted and resumable", name)
 
     # -- finding work -----------------------------------------------------------
 
@@ -315,28 +289,27 @@ class Worker:
 
     def serve(self, *, once: bool = False) -> int:
         """Handle what is waiting until stopped (or, with `once`, one pass)."""
-        previous = self._install_signals()
-        beacon = Beacon(
-            self.engine.store, jobs=self.jobs, every=self.heartbeat, clock=self.engine.clock, doing=self._doing
-        )
-        beacon.start()
-        log.info(
-            "watching %s%s%s",
-            getattr(self.engine.store, "where", self.engine.store.path),
-            " (one pass)" if once else f" every {self.poll:g}s",
-            f", up to {self.jobs} runs at once" if self.jobs > 1 else "",
-        )
-        try:
-            if self.jobs == 1:
-                self._serve_serial(once)
-            else:
-                self._serve_concurrent(once)
-        except KeyboardInterrupt:
-            log.warning("stopped at once")
-            return ExitCode.INTERRUPTED
-        finally:
-            beacon.stop()
-            self._restore_signals(previous)
+        with two_signals(self._first_signal, self._second_signal):
+            beacon = Beacon(
+                self.engine.store, jobs=self.jobs, every=self.heartbeat, clock=self.engine.clock, doing=self._doing
+            )
+            beacon.start()
+            log.info(
+                "watching %s%s%s",
+                getattr(self.engine.store, "where", self.engine.store.path),
+                " (one pass)" if once else f" every {self.poll:g}s",
+                f", up to {self.jobs} runs at once" if self.jobs > 1 else "",
+            )
+            try:
+                if self.jobs == 1:
+                    self._serve_serial(once)
+                else:
+                    self._serve_concurrent(once)
+            except KeyboardInterrupt:
+                log.warning("stopped at once")
+                return ExitCode.INTERRUPTED
+            finally:
+                beacon.stop()
         log.info("stopped after resuming %d run(s)", self.handled)
         return 0
 

@@ -13,11 +13,9 @@ sequence, `decide`, the views and the console all ask it.
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 from .. import _json
@@ -29,7 +27,8 @@ from ..history import seals
 from ..outcome import BlockReason
 from ..states import Action, BlockKind
 from .completions import Completions
-from .lease import Fence, FenceToken
+from .effectcall import call_effect
+from .lease import Fence
 
 if TYPE_CHECKING:  # the store's module loads SQLAlchemy: the views import this module without it
     from ..store.store import Store
@@ -174,7 +173,7 @@ class EffectLedger:
         Args:
             phase: the phase the effect belongs to.
             name: the effect's name, unique in its phase.
-            fn: the action, called as `fn(key)` (see `_call` for the shapes it may take).
+            fn: the action, called as `fn(key)` (see effectcall.py for the shapes it may take).
             idempotent: the target deduplicates by key.
             atomic: call `fn(key, session)` inside the transaction that records it.
             reconcile: asked whether an in-doubt effect happened.
@@ -199,8 +198,7 @@ class EffectLedger:
         )
         if not isinstance(began, Pending):
             return began.value
-        result = _call(fn, began.key, fence=self._fence, attempt=began.attempt)
-        return self.finish(began, result)
+        return self.finish(began, self.call(fn, began))
 
     def begin(
         self,
@@ -372,7 +370,7 @@ class EffectLedger:
         return rec
 
     def call(self, fn: Callable[..., Any], pending: Pending) -> Any:
-        """Call an effect's function for its intent, with what it asks for (`_call`).
+        """Call an effect's function for its intent, with what it asks for (effectcall.py).
 
         Args:
             fn: the effect's function.
@@ -381,7 +379,7 @@ class EffectLedger:
         Returns:
             What `fn` returned (a coroutine, for an `async def` function: the caller awaits it).
         """
-        return _call(fn, pending.key, fence=self._fence, attempt=pending.attempt)
+        return call_effect(fn, pending.key, fence=self._fence, attempt=pending.attempt)
 
     def finish(self, pending: Pending, result: Any) -> Any:
         """The second half of an effect: its completion, to commit with the run's next transaction.
@@ -482,7 +480,7 @@ class EffectLedger:
         with self._store.hot() as conn:
             with Session(bind=conn) as session:
                 attempt = 1 if row is None else int(row.attempt)
-                result = _call(fn, key, session, fence=self._fence, attempt=attempt)
+                result = call_effect(fn, key, session, fence=self._fence, attempt=attempt)
                 session.flush()
             text = _json.dumps(result)
             rec = EffectRecord(
@@ -658,51 +656,3 @@ _INTENT = (
     "redo_on_rewind",
 )
 _REINTENT = ("key", "attempt", "intent_at", "idempotent", "reconcilable", "seal")
-
-
-def _call(fn: Callable[..., Any], key: str, session: Any = None, *, fence: Fence, attempt: int) -> Any:
-    """Call an effect's function with what it asks for: the idempotency key
-    (`fn(key)`), and for an atomic effect the session too (`fn(key, session)`,
-    or `fn(session)` when it takes one argument); `fn()` when it takes none.
-    A function with a parameter named `fence` gets the fencing token there
-    (made only then: a frozen dataclass costs ~1.5 us, at every effect)."""
-    params, varargs, wants_fence = _shape(fn)
-    kw = {"fence": FenceToken(fence.run_id, fence.epoch, attempt, key)} if wants_fence else {}
-    args: tuple[Any, ...] = (key,) if session is None else (key, session)
-    if varargs or params >= len(args):
-        return fn(*args, **kw)
-    if session is not None and params == 1:
-        return fn(session, **kw)
-    return fn(*args[:params], **kw)
-
-
-_shapes: dict[tuple[Any, ...], tuple[int, bool, bool]] = {}
-
-
-def _shape(fn: Callable[..., Any]) -> tuple[int, bool, bool]:
-    """(required positional parameters other than `fence`, takes *args,
-    takes `fence`). A plain function's answer depends only on its code and
-    which parameters have defaults, so it is kept: inspect.signature costs
-    ~10 us, a tenth of an effect's CPU (effect functions are often lambdas,
-    a new object each call, with the same code)."""
-    key: tuple[Any, ...] | None = None
-    if type(fn) is FunctionType and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__"):
-        key = (fn.__code__, len(fn.__defaults__ or ()), tuple(fn.__kwdefaults__ or ()))
-        got = _shapes.get(key)
-        if got is not None:
-            return got
-    try:
-        sig = inspect.signature(fn).parameters
-        params = [
-            p
-            for n, p in sig.items()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty and n != "fence"
-        ]
-        varargs = any(p.kind is p.VAR_POSITIONAL for p in sig.values())
-        wants_fence = "fence" in sig and sig["fence"].kind is not inspect.Parameter.POSITIONAL_ONLY
-    except (TypeError, ValueError):  # a builtin without a signature: give it everything
-        return 0, True, False
-    shape = (len(params), varargs, wants_fence)
-    if key is not None and len(_shapes) < 4096:
-        _shapes[key] = shape
-    return shape

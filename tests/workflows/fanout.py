@@ -24,40 +24,17 @@ number of times ends with the bytes of an uninterrupted run.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from phasegate import AsyncPhaseContext, PhaseContext, Reconciled, Workflow
+from tests.workflows.torture import _append, read_lines
 
 gathered = Workflow("test-fanout-async")
 """Its fan phase is `async def`: modes "gather" and "map"."""
 threaded = Workflow("test-fanout-threads")
 """Its fan phase is a plain function on threads: modes "threads" and "map-threads"."""
-
-
-def _append(path: str, record: dict[str, Any]) -> None:
-    with open(path, "a") as fh:
-        fh.write(json.dumps(record, sort_keys=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def read_lines(path: str) -> list[dict[str, Any]]:
-    """A ledger's records; a torn last line (a kill inside the write) is not one."""
-    p = Path(path)
-    if not p.exists():
-        return []
-    out = []
-    for line in p.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def compute(inputs: dict[str, Any], i: int) -> dict[str, Any]:
