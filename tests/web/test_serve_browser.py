@@ -82,7 +82,10 @@ def approve_env_mismatch(term: Terminal, reason: str) -> None:
 def test_the_page_shows_the_runs_list_the_store_holds(store: Path, serve: Any, open_console: Any) -> None:
     served = serve(store)
     term = open_console(served.url)
-    text = open_runs_list(term)
+    open_runs_list(term)
+    # The header is painted by its own refresh, which may come after the rows
+    # on a loaded machine: read the page once both are there.
+    text = term.wait_text("READ-ONLY")
     runs = store_runs(store)
     assert len(runs) == 8
     lines = [line.strip() for line in text.splitlines()]
