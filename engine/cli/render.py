@@ -38,6 +38,12 @@ def print_outcome(o: Outcome) -> int:
     if o.status == "interrupted":
         print(f"{rid}: interrupted: {safe(o.stopped or 'stopped')}; resume it")
         return ExitCode.INTERRUPTED
+    if o.status == "waiting":
+        print(f"{rid}: {safe(o.stopped or 'waiting')}; a worker resumes it")
+        return ExitCode.WAITING
+    if o.status in ("paused", "cancelled"):
+        print(f"{rid}: {safe(o.stopped or o.status)}")
+        return ExitCode.WAITING if o.status == "paused" else ExitCode.CANCELLED
     err = o.error or {}
     print(f"{rid}: failed in phase {safe(err.get('phase'))}: {safe(err.get('type'))}: {safe(err.get('message'))}")
     return ExitCode.FAILED

@@ -85,6 +85,13 @@ class DecisionApplier:
         self._journal.marker(conn, "rewind", body, probes=self._probes, phase=app.phase, index=app.index)
         self._store.steps.discard(conn, self._journal.run_id, list(app.reopen))
 
+    def settle(self, decisions: Sequence[int]) -> None:
+        """Mark applied the answers this start hands to the phases that asked (parking.py)."""
+        now = self._clock()
+        with self._store.write() as conn:
+            for d in decisions:
+                self._store.decisions.settle(conn, d, "applied", now)
+
     def void(self, decisions: Sequence[int]) -> None:
         """Settle decisions that nothing needed any more (the run goes on without them)."""
         if not decisions:

@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "timefmt",
             "shapes",
             "safefiles",
+            "waits",
         ),
     ),
     ("history", ("history",)),
