@@ -25,6 +25,7 @@ import re
 import time
 import traceback
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -39,11 +40,12 @@ from ..authoring.workflow import Phase, Workflow
 from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
 from ..history import trail
 from ..ids import validate_run_id
+from ..observe import hooks
 from ..outcome import BlockReason, Outcome
 from ..safetext import sanitised
 from ..states import BlockKind, OutcomeStatus, RunStatus
 from ..store.store import Store
-from . import environment
+from . import environment, traceid
 from .applying import DecisionApplier
 from .asynccontext import AsyncPhaseContext
 from .asyncdriver import PhaseLoop
@@ -142,6 +144,7 @@ class Runner:
         except IntegrityError:
             # Two processes created the same new run at once; the other won.
             row = self._acquire()
+        hooks.OBSERVER.acquired(self.run_id, row, self.fence.owner, partial(traceid.record, self.store, self.run_id))
         beat = Heartbeat(self.store, self.run_id, self.fence.owner, self.lease_seconds, self.clock)
         beat.start()
         try:
@@ -399,7 +402,7 @@ class Runner:
                 "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
             )
             try:
-                called = self._attempt_phase(p, missing)
+                called = hooks.OBSERVER.phase(self.run_id, self.wf.name, p.name, partial(self._attempt_phase, p, missing))
             except Interrupted as stop:
                 return self._stopped(stop.reason)
             if isinstance(called, Outcome):

@@ -86,6 +86,9 @@ runs = Table(
     # else names it.
     Column("decisions_last", Integer),
     Column("decisions_count", Integer, nullable=False, default=0),
+    # Version 6 (observe/tracing.py): the OpenTelemetry trace id of the run's
+    # latest traced attempt, for `status --json` and the console's detail.
+    Column("trace_id", String),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
 
@@ -339,6 +342,7 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_decisions", "policy_id"): (5, "INTEGER"),
     ("phasegate_policy", "prev_id"): (5, "INTEGER"),
     ("phasegate_policy", "seal"): (5, "TEXT"),
+    ("phasegate_runs", "trace_id"): (6, "TEXT"),
 }
 
 #: Indexes added to existing tables, by the version that added them.

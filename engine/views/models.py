@@ -433,6 +433,8 @@ class RunView:
     """Who is looking at the run now (`phasegate claim`), filled by `Engine.status`."""
     claims: tuple[ClaimEvent, ...] = ()
     """The run's claim audit: claims, releases, takeovers and expiries."""
+    trace_id: str | None = None
+    """The OpenTelemetry trace id of its latest traced attempt (32 hex digits), or None."""
 
     @property
     def proposals(self) -> tuple[DecisionView, ...]:
@@ -464,6 +466,8 @@ class RunView:
             del d["runbooks"]
         if not self.degraded:
             del d["degraded"]
+        if self.trace_id is None:
+            del d["trace_id"]  # added after 0.2: only for a run that was traced
         d["claim"] = self.claim.to_json() if self.claim is not None else None
         if self.claims:
             d["claims"] = [c.to_json() for c in self.claims]

@@ -38,6 +38,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "safefiles",
         ),
     ),
+    # The engine's hooks: called by the run layer, they import nothing above the base.
+    ("observe", ("observe",)),
     ("history", ("history",)),
     ("store", ("store",)),
     ("authoring", ("authoring",)),
