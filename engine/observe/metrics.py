@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from ..outcome import Outcome
+from ..states import BlockKind
 from .hooks import Observer
 
 T = TypeVar("T")
@@ -38,10 +39,16 @@ class MetricsObserver(Observer):
         """What `/metrics` serves."""
         r = self.registry
         self.attempts = Counter(
-            "phasegate_run_attempts_total", "Executions of a run started here (a start or a resume)", ["workflow"], registry=r
+            "phasegate_run_attempts_total",
+            "Executions of a run started here (a start or a resume)",
+            ["workflow"],
+            registry=r,
         )
         self.resumed = Counter(
-            "phasegate_runs_resumed_total", "Executions of a run that existed already (a resume)", ["workflow"], registry=r
+            "phasegate_runs_resumed_total",
+            "Executions of a run that existed already (a resume)",
+            ["workflow"],
+            registry=r,
         )
         self.ended = Counter(
             "phasegate_run_attempts_ended_total",
@@ -51,7 +58,10 @@ class MetricsObserver(Observer):
         )
         self.phases = Counter("phasegate_phases_run_total", "Phases called", ["workflow", "phase"], registry=r)
         self.phases_failed = Counter(
-            "phasegate_phases_failed_total", "Phases that failed (after their retries)", ["workflow", "phase"], registry=r
+            "phasegate_phases_failed_total",
+            "Phases that failed (after their retries)",
+            ["workflow", "phase"],
+            registry=r,
         )
         self.phase_seconds = Histogram(
             "phasegate_phase_duration_seconds",
@@ -71,7 +81,10 @@ class MetricsObserver(Observer):
             "phasegate_effects_performed_total", "Effects performed and recorded done", ["workflow"], registry=r
         )
         self.in_doubt = Counter(
-            "phasegate_effects_in_doubt_total", "Effects found in doubt (the run stopped for an answer)", ["workflow"], registry=r
+            "phasegate_effects_in_doubt_total",
+            "Effects found in doubt (the run stopped for an answer)",
+            ["workflow"],
+            registry=r,
         )
         self.reconciled = Counter(
             "phasegate_effects_reconciled_total",
@@ -79,9 +92,14 @@ class MetricsObserver(Observer):
             ["workflow", "answer"],
             registry=r,
         )
-        self.steps = Counter("phasegate_steps_saved_total", "Durable steps computed and saved", ["workflow"], registry=r)
+        self.steps = Counter(
+            "phasegate_steps_saved_total", "Durable steps computed and saved", ["workflow"], registry=r
+        )
         self.takeovers = Counter(
-            "phasegate_lease_takeovers_total", "Leases taken over from a holder that died or stalled", ["workflow"], registry=r
+            "phasegate_lease_takeovers_total",
+            "Leases taken over from a holder that died or stalled",
+            ["workflow"],
+            registry=r,
         )
         self.heartbeats = Counter("phasegate_heartbeats_total", "Lease extensions by a run's heartbeat", registry=r)
         self.alerts_sent = Counter("phasegate_alerts_sent_total", "Alerts every hook took (watch)", registry=r)
@@ -100,6 +118,11 @@ class MetricsObserver(Observer):
             got = call()
             if isinstance(got, Outcome):
                 outcome = got.status.value
+                # An effect in doubt stops the run (at its start after a
+                # crash, or mid-phase): the stop's reasons say which.
+                doubted = sum(r.kind is BlockKind.IN_DOUBT_EFFECT for r in got.blocked)
+                if doubted:
+                    self.in_doubt.labels(workflow).inc(doubted)
             return got
         finally:
             self.ended.labels(workflow, outcome).inc()

@@ -102,7 +102,7 @@ class TracingObserver(Observer):
             if reason.kind is not BlockKind.IN_DOUBT_EFFECT:
                 continue
             data = reason.data or {}
-            attrs = {
+            attrs: dict[str, Any] = {
                 RUN_ID: run_id,
                 PHASE: str(data.get("phase", "")),
                 EFFECT_KEY: str(data.get("effect", "")),

@@ -402,7 +402,9 @@ class Runner:
                 "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
             )
             try:
-                called = hooks.OBSERVER.phase(self.run_id, self.wf.name, p.name, partial(self._attempt_phase, p, missing))
+                called = hooks.OBSERVER.phase(
+                    self.run_id, self.wf.name, p.name, partial(self._attempt_phase, p, missing)
+                )
             except Interrupted as stop:
                 return self._stopped(stop.reason)
             if isinstance(called, Outcome):
