@@ -167,3 +167,20 @@ class TracingObserver(Observer):
             IN_DOUBT: outcome.startswith("reconciled_"),
         }
         self._child(run_id, f"phasegate.effect {key.rsplit('/', 1)[-1]}", began, attrs)
+
+
+def trace_runs(tracer_provider: Any = None) -> Callable[[], None]:
+    """Trace every run this process executes from now on: a span per run
+    attempt, phase, durable step and effect (the `otel` extra).
+
+    Args:
+        tracer_provider: Where the spans go (default: the application's global provider).
+
+    Returns:
+        What stops the tracing again.
+    """
+    from . import hooks
+
+    observer = TracingObserver(tracer_provider)
+    hooks.install(observer)
+    return lambda: hooks.uninstall(observer)

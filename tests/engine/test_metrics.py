@@ -101,12 +101,18 @@ def test_a_worker_counts_what_it_resumed(tmp_path: Any) -> None:
     w = Served(["worker", "--metrics", "127.0.0.1:0", "--poll", "0.2", "--db", h.target], env)
     try:
         wait_for(
-            lambda: (h.status("c1")["status"], h.status("d1")["status"], h.status("f1")["status"])
-            == ("completed", "blocked", "failed"),
+            lambda: (
+                (h.status("c1")["status"], h.status("d1")["status"], h.status("f1")["status"])
+                == ("completed", "blocked", "failed")
+            ),
             "the worker to resume the three runs",
         )
         m = wait_for(
-            lambda: (s := w.scrape()) and value(s, "phasegate_run_attempts_ended_total", workflow="flaky", outcome="failed") and s,
+            lambda: (
+                (s := w.scrape())
+                and value(s, "phasegate_run_attempts_ended_total", workflow="flaky", outcome="failed")
+                and s
+            ),
             "the last run's end to be counted",
         )
     finally:
