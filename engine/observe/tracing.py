@@ -11,6 +11,7 @@ unless given one; without the SDK configured they cost next to nothing.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -70,9 +71,13 @@ class TracingObserver(Observer):
 
     def capture(self, run_id: str) -> Callable[[], None] | None:
         ctx = otel_context.get_current()
+        here = threading.get_ident()
 
         def enter() -> None:
-            otel_context.attach(ctx)
+            # Only in the run's own thread, which ends with the run: attached
+            # there for good. In the caller's thread its context is current already.
+            if threading.get_ident() != here:
+                otel_context.attach(ctx)
 
         return enter
 
