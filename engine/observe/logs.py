@@ -19,9 +19,10 @@ import time
 from ..safetext import safe
 
 #: A log call's format string, as phasegate's own lines are written: "run %s: ..."
-#: and "... phase %s ...". The arguments in those places are the run and the phase.
+#: and "... phase %s ..." or "failed in %s". The arguments in those places are
+#: the run and the phase.
 _RUN = re.compile(r"^run %[sr]\b")
-_PHASE = re.compile(r"\bphase %[sr]\b")
+_PHASE = re.compile(r"\b(?:phase|failed in) %[sr]\b")
 _ARG = re.compile(r"%[-#0 +]*\d*(?:\.\d+)?[sdrifgeEx]")
 
 
