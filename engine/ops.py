@@ -49,15 +49,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._dbpath import default_db
+    from .alerts.signing import verify_webhook
     from .authoring.sources import printable
     from .bounds import WAIT_SECONDS
     from .decide.fit import correctable_effects
+    from .observe.logs import JsonFormatter
+    from .observe.tracing import trace_runs
     from .oversight.identity import WEB_USER_ENV, Who, whoami
     from .safefiles import new_private_file
     from .safetext import SafeFormatter, safe, safe_json
-    from .alerts.signing import verify_webhook
-    from .observe.logs import JsonFormatter
-    from .observe.tracing import trace_runs
     from .views.feed import store_files, watch_store
 
 #: Name -> the private module that defines it.
