@@ -118,8 +118,8 @@ class TracingObserver(Observer):
 
     def acquired(self, run_id: str, row: Any, owner: str, record: Callable[[str], None]) -> None:
         span = self._runs.get(run_id)
-        if span is None:
-            return
+        if span is None or not span.get_span_context().is_valid:
+            return  # no tracer provider set up: the spans record nothing, and have no trace id
         resumed = row.lease_owner != owner
         span.set_attribute("phasegate.resumed", resumed)
         if resumed and row.lease_owner is not None:

@@ -4,6 +4,7 @@ scraped over HTTP and read with Prometheus's own text parser."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -159,3 +160,18 @@ def test_metrics_refuse_a_remote_address_without_the_flag(tmp_path: Any) -> None
     assert "Traceback" not in p.stderr
     p = h.cli("metrics", "--listen", "nonsense")
     assert p.returncode == 2 and "is not HOST:PORT" in p.stderr, p
+
+
+def test_a_watch_counts_the_alerts_it_sent(tmp_path: Any) -> None:
+    h = Harness(tmp_path)
+    out = tmp_path / "alerts.jsonl"
+    assert h.cli("run", FLAKY, "--run-id", "f1").returncode == 1
+    w = Served(
+        ["watch", "--exec", f"cat >> {out}", "--metrics", "127.0.0.1:0", "--poll", "0.2", "--db", h.target], h.env
+    )
+    try:
+        m = wait_for(lambda: (s := w.scrape()) and value(s, "phasegate_alerts_sent_total") and s, "the alert counted")
+    finally:
+        assert w.stop() == 0, w.lines
+    assert value(m, "phasegate_alerts_sent_total") == 1 and value(m, "phasegate_alerts_failed_total") == 0
+    assert json.loads(out.read_text())["run_id"] == "f1"

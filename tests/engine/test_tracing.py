@@ -131,3 +131,6 @@ def test_untraced_runs_store_no_trace_id(tmp_path: Path) -> None:
     h = Harness(tmp_path)
     assert h.run("r1").returncode == 0
     assert "trace_id" not in h.status("r1")
+    # Asked to trace, with no tracer provider set up: spans record nothing, no id is stored.
+    assert h.run("r2", env={"PHASEGATE_OTEL": "1"}).returncode == 0
+    assert "trace_id" not in h.status("r2")
