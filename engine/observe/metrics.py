@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -24,6 +24,15 @@ T = TypeVar("T")
 PHASE_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0, 3600.0, 14400.0)
 #: A checkpoint's commit is one fsync'd transaction: sub-millisecond to a second.
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
+
+
+class _PhaseSeries(NamedTuple):
+    """One phase's series of each per-phase metric."""
+
+    run: Any
+    failed: Any
+    seconds: Any
+    commit: Any
 
 
 class MetricsObserver(Observer):
@@ -106,6 +115,20 @@ class MetricsObserver(Observer):
         self.alerts_failed = Counter("phasegate_alerts_failed_total", "Alerts not delivered (watch)", registry=r)
         self._workflow: dict[str, str] = {}
         """run id -> workflow, for the events that only know the run (the ledger's)."""
+        self._series: dict[tuple[str, str], _PhaseSeries] = {}
+        """(workflow, phase) -> its series: `labels()` validates and locks at
+        each call, a dict lookup does not (the checkpoint's hot path)."""
+
+    def _phase_series(self, workflow: str, phase: str) -> _PhaseSeries:
+        got = self._series.get((workflow, phase))
+        if got is None:
+            got = self._series[(workflow, phase)] = _PhaseSeries(
+                self.phases.labels(workflow, phase),
+                self.phases_failed.labels(workflow, phase),
+                self.phase_seconds.labels(workflow, phase),
+                self.commit_seconds.labels(workflow, phase),
+            )
+        return got
 
     def _wf(self, run_id: str) -> str:
         return self._workflow.get(run_id, "")
@@ -137,7 +160,8 @@ class MetricsObserver(Observer):
             self.takeovers.labels(self._wf(run_id)).inc()
 
     def phase(self, run_id: str, workflow: str, phase: str, call: Callable[[], T]) -> T:
-        self.phases.labels(workflow, phase).inc()
+        series = self._phase_series(workflow, phase)
+        series.run.inc()
         began = time.perf_counter()
         # A phase that raises out of its call stopped for another reason than
         # failing (a stop for an answer, a lost lease, Ctrl-C): a failure
@@ -148,12 +172,12 @@ class MetricsObserver(Observer):
             failed = isinstance(got, Outcome)
             return got
         finally:
-            self.phase_seconds.labels(workflow, phase).observe(time.perf_counter() - began)
+            series.seconds.observe(time.perf_counter() - began)
             if failed:
-                self.phases_failed.labels(workflow, phase).inc()
+                series.failed.inc()
 
     def checkpoint(self, run_id: str, workflow: str, phase: str, began: float) -> None:
-        self.commit_seconds.labels(workflow, phase).observe(time.monotonic() - began)
+        self._phase_series(workflow, phase).commit.observe(time.monotonic() - began)
 
     def step(self, run_id: str, phase: str, key: str, began: float) -> None:
         self.steps.labels(self._wf(run_id)).inc()
