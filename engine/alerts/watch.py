@@ -10,7 +10,6 @@ watches on one store never both send (the claim is the table's primary key).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shlex
 import threading
@@ -25,6 +24,8 @@ from ..authoring import runbooks as _runbooks
 from ..authoring.sources import printable
 from ..engine import Engine
 from ..errors import ExitCode, StoreError
+from ..history.stops import stop_key
+from ..observe import hooks as observing
 from ..safetext import safe
 from ..store import _rowcheck
 from ..timefmt import iso
@@ -42,17 +43,6 @@ STOPS = ("blocked", "failed")
 #: so only a claim whose watch died ages this far.
 CLAIM_SECONDS = 300.0
 _CHUNK = 500
-
-
-def stop_key(row: Any) -> str:
-    """One stop of one run. The attempt that ended in it is told apart by its
-    last heartbeat (every start takes a new one; an operator's decision or a
-    prune does not touch it), and the status and block kinds say which stop:
-    a run that stops again after a resume is a new stop, a decision recorded
-    on a stopped run is not."""
-    kinds = sorted(str(b.get("kind")) for b in _json.loads(row.blocked_json or "[]"))
-    ident = [row.run_id, row.status, int(row.epoch), row.heartbeat_at or row.created_at, kinds]
-    return hashlib.sha256(_json.dumps(ident).encode()).hexdigest()[:32]
 
 
 def event(row: Any, where: str) -> dict[str, Any]:
@@ -203,6 +193,8 @@ class Watch:
             skip_log.info("%s (%s): claimed by another watch", row.run_id, row.status)
             return 0
         result = hooks.deliver(self.hooks, ev, self.stop, keepalive=lambda: self._renew(key, row))
+        if not result.interrupted:
+            observing.OBSERVER.alert(result.ok)
         with self.store.write() as conn:
             if result.interrupted:
                 # Nothing is known to have arrived: let the next watch send it.

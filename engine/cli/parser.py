@@ -15,6 +15,7 @@ from .commands_background import cmd_watch, cmd_worker, cmd_workers
 from .commands_decide import cmd_claim, cmd_decide, cmd_hold, cmd_policy
 from .commands_runs import cmd_resume, cmd_run, cmd_status
 from .commands_upkeep import cmd_prune, cmd_reseal, cmd_verify
+from .observing import add_log_format, add_metrics_flags, cmd_metrics
 
 #: Commands that live outside the engine (they need a screen), imported only
 #: when invoked so `import engine` never loads a UI toolkit.
@@ -267,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="seconds between this worker's heartbeats in the store (default 5; alive within 3 of them)",
     )
+    add_metrics_flags(s)
+    add_log_format(s)
     _db_arg(s)
     s.set_defaults(fn=cmd_worker)
 
@@ -285,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--webhook", default=None, metavar="URL", help="POST each stop's event as JSON to URL")
     s.add_argument(
+        "--webhook-secret-file",
+        default=None,
+        metavar="FILE",
+        help="sign each POST with HMAC-SHA256 under this file's secret (0600, yours, 32 bytes or more)",
+    )
+    s.add_argument(
         "--retries", type=bounds.RETRIES.argtype(), default=4, help="attempts after the first, per hook (default 4)"
     )
     s.add_argument("--backoff", type=seconds, default=1.0, help="seconds before the first retry, doubled each time")
@@ -292,8 +301,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--poll", type=seconds, default=2.0, help="seconds between looks when no change event arrives")
     s.add_argument("--no-events", action="store_true", help="poll only (no file events)")
     s.add_argument("--once", action="store_true", help="announce what is waiting, then exit")
+    add_metrics_flags(s)
+    add_log_format(s)
     _db_arg(s)
     s.set_defaults(fn=cmd_watch)
+
+    s = sub.add_parser("metrics", help="serve the store-wide gauges to Prometheus (one process per store)")
+    s.add_argument(
+        "--listen",
+        default="127.0.0.1:9464",
+        metavar="ADDR",
+        help="HOST:PORT to serve /metrics on (default 127.0.0.1:9464; port 0 picks one; needs the metrics extra)",
+    )
+    s.add_argument("--allow-remote", action="store_true", help="allow listening on an address other than loopback")
+    add_log_format(s)
+    _db_arg(s)
+    s.set_defaults(fn=cmd_metrics)
 
     for _name, ref in EXTERNAL.items():
         mod, _, fn = ref.partition(":")

@@ -25,6 +25,7 @@ import re
 import time
 import traceback
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -39,12 +40,13 @@ from ..authoring.workflow import Phase, Workflow
 from ..errors import HolderStalled, LeaseLost, RunCancelled, RunHeld, RunPaused, StoreError, UsageError
 from ..history import trail
 from ..ids import validate_run_id
+from ..observe import hooks
 from ..outcome import BlockReason, Outcome
 from ..safetext import sanitised
 from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus
 from ..store.store import Store
 from ..waits import RetryLater
-from . import environment, holds, parking
+from . import environment, holds, parking, traceid
 from .applying import DecisionApplier
 from .asynccontext import AsyncPhaseContext
 from .asyncdriver import PhaseLoop
@@ -156,6 +158,7 @@ class Runner:
             row = self._acquire()
         if self._held is not None:
             return self._outcome(RunStatus.PAUSED if self._held.action is Action.PAUSE else RunStatus.CANCELLED)
+        hooks.OBSERVER.acquired(self.run_id, row, self.fence.owner, partial(traceid.record, self.store, self.run_id))
         beat = Heartbeat(self.store, self.run_id, self.fence.owner, self.lease_seconds, self.clock)
         beat.start()
         watch = holds.HoldWatch(self.store, self.run_id, self.stop)
@@ -465,7 +468,9 @@ class Runner:
                 "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
             )
             try:
-                called = self._attempt_phase(p, missing)
+                called = hooks.OBSERVER.phase(
+                    self.run_id, self.wf.name, p.name, partial(self._attempt_phase, p, missing)
+                )
             except Interrupted as stop:
                 return self._stopped(stop.reason)
             except Park as park:

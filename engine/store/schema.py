@@ -92,6 +92,9 @@ runs = Table(
     Column("wake_at", Float),
     Column("waiting_json", Text),
     Column("held_json", Text),
+    # Version 6 (observe/tracing.py): the OpenTelemetry trace id of the run's
+    # latest traced attempt, for `status --json` and the console's detail.
+    Column("trace_id", String),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
 
@@ -350,6 +353,7 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_runs", "wake_at"): (6, "FLOAT"),
     ("phasegate_runs", "waiting_json"): (6, "TEXT"),
     ("phasegate_runs", "held_json"): (6, "TEXT"),
+    ("phasegate_runs", "trace_id"): (6, "TEXT"),
 }
 
 #: Indexes added to existing tables, by the version that added them.

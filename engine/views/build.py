@@ -179,6 +179,7 @@ def build(
         notes=tuple(_json.loads(run.notes_json or "[]")),
         attention=attention,
         epoch=int(run.epoch),
+        trace_id=getattr(run, "trace_id", None),
         pending_decisions=tuple(d for d in decs if d.state == "pending"),
         degraded=status is RunStatus.COMPLETED and any(p.state is PhaseState.DEGRADED for p in phases),
         runbooks=tuple(

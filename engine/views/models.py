@@ -504,6 +504,9 @@ class RunView:
     questions: tuple[QuestionView, ...] = ()
     """Every question the run asked, open or answered, oldest first."""
 
+    trace_id: str | None = None
+    """The OpenTelemetry trace id of its latest traced attempt (32 hex digits), or None."""
+
     @property
     def asking(self) -> QuestionView | None:
         """The open question a waiting run waits for an answer to, if any."""
@@ -542,6 +545,8 @@ class RunView:
             del d["runbooks"]
         if not self.degraded:
             del d["degraded"]
+        if self.trace_id is None:
+            del d["trace_id"]  # added after 0.2: only for a run that was traced
         d["claim"] = self.claim.to_json() if self.claim is not None else None
         if self.claims:
             d["claims"] = [c.to_json() for c in self.claims]

@@ -39,6 +39,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "waits",
         ),
     ),
+    # The engine's hooks: called by the run layer, they import nothing above the base.
+    ("observe", ("observe",)),
     ("history", ("history",)),
     ("store", ("store",)),
     ("authoring", ("authoring",)),
