@@ -123,6 +123,8 @@ def apply_reset(store: Store, conn: Any, run: Any, *, pending: Sequence[int], wh
             "steps_done": 0,
             "blocked_json": "[]",
             "error_json": None,
+            "wake_at": None,
+            "waiting_json": None,
             "updated_at": now,
             "attention": f"reset by {who}: waiting to start over from its original inputs",
         },
