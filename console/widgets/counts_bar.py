@@ -12,7 +12,18 @@ from phasegate.ops import safe
 
 from .._format import RUN_MARKS, tone
 
-ORDER = ("blocked", "interrupted", "stalled", "failed", "running", "reset", "completed")
+ORDER = (
+    "blocked",
+    "interrupted",
+    "stalled",
+    "failed",
+    "waiting",
+    "paused",
+    "running",
+    "reset",
+    "completed",
+    "cancelled",
+)
 
 #: The words used when the full ones do not fit on one line (at 80 columns
 #: with every status present); each still beside its mark.
@@ -24,6 +35,9 @@ SHORT: dict[str, str] = {
     "running": "run",
     "reset": "reset",
     "completed": "done",
+    "waiting": "wait",
+    "paused": "paused",
+    "cancelled": "cxl",
 }
 
 
