@@ -81,6 +81,13 @@ def _hint(schema: Any, root: Mapping[str, Any], kind: FieldKind) -> str:
     desc = s.get("description") if isinstance(s, Mapping) else None
     if isinstance(desc, str) and desc:
         return desc
+    props = s.get("properties") if isinstance(s, Mapping) else None
+    if kind == "json" and isinstance(props, Mapping) and props:
+        # The shape to type, one level deep: "JSON object: width (integer), height (integer)".
+        parts = [f"{name} ({_kind(sub, root)[0]})" for name, sub in props.items()]
+        return "JSON object: " + ", ".join(parts)
+    if kind == "json" and isinstance(s, Mapping) and s.get("type") == "array":
+        return "JSON list"
     return {"integer": "a whole number", "number": "a number", "string": "text", "json": "JSON"}.get(kind, "")
 
 

@@ -39,7 +39,7 @@ def header(v: RunView, now: float) -> Text:
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(safe(v.run_id), style="bold")
     line.append(f"  ({safe(v.workflow)})  ")
-    line.append_text(run_status(v.status.value))
+    line.append_text(run_status(v.status.value, asking=v.asking is not None))
     since = None if v.last_checkpoint_at is None else now - v.last_checkpoint_at
     line.append(f"  last checkpoint {age(since)} ago" if since is not None else "  no checkpoint yet")
     return line

@@ -45,7 +45,11 @@ def local_times(text: str, now: float) -> str:
 
 
 def summary_reason(r: RunSummary, now: float) -> str:
-    """The list's reason for a run that waits or is held, times in local time."""
+    """The list's reason for a run that waits or is held, times in local
+    time; a run waiting for an answer shows its question's prompt first
+    (the column is narrow at 80 columns, and the prompt is what to read)."""
+    if waits_for_answer(r) and r.prompt is not None:
+        return f"answer needed: {r.prompt}"
     if r.status in (RunStatus.WAITING, RunStatus.PAUSED, RunStatus.CANCELLED):
         return local_times(r.reason, now)
     return r.reason

@@ -38,10 +38,15 @@ Check = Callable[[Any], str]
 sentence, or the error `decide` would raise. Blocking: run in a thread."""
 
 
+def _ticked(on: bool) -> str:
+    """A checkbox's words: its state said, not only drawn in colour (NO_COLOR)."""
+    return "true (space: false)" if on else "false (space: true)"
+
+
 def _widget(i: int, f: Field) -> Widget:
     wid = f"field-{i}"
     if f.kind == "boolean":
-        return Checkbox("true (space toggles)", bool(f.default), id=wid, compact=True)
+        return Checkbox(_ticked(bool(f.default)), bool(f.default), id=wid, compact=True)
     if f.kind == "choice":
         options = [(Text(safe(choice_label(v))), str(n)) for n, v in enumerate(f.options)]
         start = next((str(n) for n, v in enumerate(f.options) if f.default is not None and v == f.default), None)
@@ -99,7 +104,7 @@ class AnswerModal(ModalScreen[AnswerResult | None]):
                     label = safe(f.label) + ("" if f.required or not req.form.whole_object else " (optional)")
                     yield Label(f"{label}:", classes="answer-label")
                     yield _widget(i, f)
-            with Horizontal(classes="answer-row"):
+            with Horizontal(classes="answer-row", id="answer-reason"):
                 yield Label("reason:", classes="answer-label")
                 yield Input(placeholder="required, kept in the decision log", id="reason", compact=True)
             if req.typed_why:
@@ -125,7 +130,8 @@ class AnswerModal(ModalScreen[AnswerResult | None]):
         if req.cause is None:
             a = req.asked[0]
             text.append("payload: ", style="bold")
-            text.append(a.payload or "none")
+            # One line (it wraps): the form must fit 80x24 with its fields.
+            text.append(a.payload_line or "none")
             return text
         for i, a in enumerate(req.asked):
             if i:
@@ -163,6 +169,10 @@ class AnswerModal(ModalScreen[AnswerResult | None]):
     def _field_of(self, path: str) -> str:
         index = next((i for i, f in enumerate(self.request.form.fields) if f.path == path), 0)
         return f"#field-{index}"
+
+    @on(Checkbox.Changed)
+    def _toggled(self, event: Checkbox.Changed) -> None:
+        event.checkbox.label = _ticked(event.value)
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
