@@ -115,7 +115,9 @@ def question(v: RunView) -> tuple[RenderableType, bool]:
     for q in sorted(v.questions, key=lambda q: q.state != "open"):
         head = Text()
         head.append(f"{safe(q.name)} ({safe(q.phase)}): ", style="bold")
-        state = {"open": "?? waits for an answer (i answers it)", "answered": "answered", "timed_out": "timed out"}
+        answering = v.asking is not None and v.asking.name == q.name
+        open_words = "?? waits for an answer" + (" (i answers it)" if answering else " (once the run waits again)")
+        state = {"open": open_words, "answered": "answered", "timed_out": "timed out"}
         head.append(state.get(q.state, safe(q.state)), style=tone("bold yellow") if q.state == "open" else "")
         parts.append(head)
         parts.append(Text("  " + safe(q.prompt)))

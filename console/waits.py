@@ -88,7 +88,7 @@ def wait_line(v: RunView, now: float) -> str:
             return f"asked to {safe(held.get('action'))} by {safe(held.get('by'))}{said}: it stops at its next step"
         line = f"{verb} by {safe(held.get('by'))}{said}: {safe(held.get('reason'))}"
         if v.status is RunStatus.PAUSED and held.get("was"):
-            line += f"; unpaused, it is {safe(held.get('was'))} again"
+            line += f"; unpausing puts it back: {safe(held.get('was'))}"
         return line
     return ""
 

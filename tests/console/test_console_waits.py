@@ -246,7 +246,10 @@ async def test_pause_and_unpause_with_p(wstore: Path, make_app: Any) -> None:
         await settle(pilot)
     doc = status_json(wstore, run_id)
     assert doc["status"] == "waiting" and doc["waiting"]["kind"] == "answer"
-    assert [(d["action"], d["reason"]) for d in doc["decisions"]] == [("pause", "look first"), ("unpause", "looked; fine")]
+    assert [(d["action"], d["reason"]) for d in doc["decisions"]] == [
+        ("pause", "look first"),
+        ("unpause", "looked; fine"),
+    ]
 
 
 async def test_cancel_with_x_needs_the_run_id_typed(wstore: Path, make_app: Any) -> None:
