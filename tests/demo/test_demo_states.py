@@ -166,3 +166,16 @@ def test_list_and_detail_show_one_frontier_for_every_run(demo: tuple[Path, Any, 
         listed = {r.run_id: (r.frontier_index, r.phase_count, r.frontier_phase) for r in eng.runs()}
     detail = {r["run_id"]: (r["frontier"]["index"], r["frontier"]["of"], r["frontier"]["phase"]) for r in runs}
     assert listed == detail
+
+
+def test_runs_that_wait_one_paused_and_one_cancelled(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    """#27: the approvals agent's runs: one waits for a person's answer, one on
+    a rate limit, one on a timer; one was paused and one cancelled by an operator."""
+    runs = demo[2]
+    waiting = {r["waiting"]["kind"]: r for r in runs if r["status"] == "waiting"}
+    assert set(waiting) == {"answer", "timer", "retry_later"}
+    question = waiting["answer"]["waiting"]["question"]
+    assert question["name"] == "approve_tool_call" and question["payload"]["risk"] == "high"
+    assert "429 from the model API" in waiting["retry_later"]["waiting"]["reason"]
+    statuses = [r["status"] for r in runs]
+    assert statuses.count("paused") == 1 and statuses.count("cancelled") == 1
