@@ -447,7 +447,8 @@ def can_resume(view: RunView) -> str:
         return "it is cancelled (final)"
     if view.status is RunStatus.PAUSED:
         return "it is paused: unpause it (p) and a worker takes it up"
-    if view.status is RunStatus.WAITING:
+    if view.status is RunStatus.WAITING and not view.pending_decisions:
+        # (Answered, it can be resumed now: the answer is pending.)
         return "it is waiting: a worker resumes it once it is answered (i) or due"
     if not view.target:
         return "it has no stored target (it was run from code); resume it there"

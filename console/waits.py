@@ -16,6 +16,7 @@ from phasegate import Engine, RunStatus, RunSummary, RunView, UsageError
 from phasegate.ops import safe, safe_json
 
 from .answers import Form, form_of
+from .service import workers_alive
 
 #: A time as the engine writes it in a line (`iso`): UTC, to the second or finer.
 _ISO = re.compile(r"\b(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z\b")
@@ -284,6 +285,8 @@ def apply_answer(engine: Engine, result: AnswerResult) -> str:
     )
     if d.state == "proposed":
         when = "proposed; it waits for a second operator (another account)"
+    elif workers_alive(engine):
+        when = "recorded; a worker is alive and resumes the run with it at its next look"
     else:
-        when = "recorded; a worker resumes the run with it"
+        when = "recorded; NO WORKER IS ALIVE, so it waits: press e to resume the run now (or start phasegate worker)"
     return f"answer to {req.question} on {req.run_id} by {d.operator} {when} (decision {d.id})"
