@@ -102,13 +102,13 @@ class AnswerModal(ModalScreen[AnswerResult | None]):
             for i, f in enumerate(req.form.fields):
                 with Horizontal(classes="answer-row"):
                     label = safe(f.label) + ("" if f.required or not req.form.whole_object else " (optional)")
-                    yield Label(f"{label}:", classes="answer-label")
+                    yield Label(Text(f"{label}:"), classes="answer-label")  # Text: never parsed as markup
                     yield _widget(i, f)
             with Horizontal(classes="answer-row", id="answer-reason"):
                 yield Label("reason:", classes="answer-label")
                 yield Input(placeholder="required, kept in the decision log", id="reason", compact=True)
             if req.typed_why:
-                yield Label(f"{safe(req.typed_why)}: type the run id to confirm")
+                yield Label(Text(f"{safe(req.typed_why)}: type the run id to confirm"))
                 with Horizontal(classes="answer-row"):
                     yield Label("run id:", classes="answer-label")
                     yield Input(placeholder="run id", id="typed", compact=True)

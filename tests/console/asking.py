@@ -36,6 +36,17 @@ SCHEMAS: dict[str, Any] = {
     "object": Label,
 }
 
+
+class Hostile(BaseModel):
+    """Stored text that must be shown, never obeyed: markup in a property's
+    name (its alias) and in a choice, an escape sequence, a bidi override."""
+
+    pick: Literal["[bold]loud[/bold]", "\u202eevil", "plain"] = Field(alias="[red]pick[/red]")
+
+
+#: Asked when inputs["kind"] is "hostile" (not part of the shared store).
+HOSTILE: Any = Hostile
+
 asks = Workflow("asks")
 
 
@@ -45,7 +56,7 @@ def ask(ctx: PhaseContext) -> dict[str, Any]:
     answer = ctx.ask(
         f"pick_{kind}",
         f"Which {kind} for print job {ctx.inputs['job']}?",
-        SCHEMAS[kind],
+        HOSTILE if kind == "hostile" else SCHEMAS[kind],
         payload={"job": ctx.inputs["job"], "printer": "lp-2\x1b[31m", "pages": 3},
     )
     return {"answer": answer.model_dump() if isinstance(answer, BaseModel) else answer}

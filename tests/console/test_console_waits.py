@@ -16,13 +16,15 @@ from typing import Any
 import pytest
 from textual.widgets import Checkbox, Select
 
-from phasegate import RunStatus
+from phasegate import Engine, RunStatus
 from phasegate.console.screens.action_modal import ActionModal
 from phasegate.console.screens.answer_modal import AnswerModal
 from phasegate.console.screens.causes import CausesScreen
 from phasegate.console.screens.detail import DetailScreen
 from phasegate.console.screens.runs import RunsScreen
 from tests.conftest import status_json
+from tests.console import asking
+from tests.console import fixtures as fx
 from tests.console import waits_store as ws
 from tests.console.pilot_helpers import settle
 
@@ -277,3 +279,28 @@ async def test_cancel_with_x_needs_the_run_id_typed(wstore: Path, make_app: Any)
     doc = status_json(wstore, run_id)
     assert doc["status"] == "cancelled"
     assert [(d["action"], d["reason"]) for d in doc["decisions"]] == [("cancel", "not needed any more")]
+
+
+async def test_a_questions_stored_text_is_shown_never_obeyed(wstore: Path, make_app: Any) -> None:
+    """Markup in a property's name and in a choice, an escape sequence in the
+    prompt, a bidi override: shown as text, escaped, never parsed or sent."""
+    with fx.quiet_engine(), Engine(wstore, clock=fx.frozen(ws.PARKED), lease_seconds=fx.LEASE) as eng:
+        eng.run(asking.asks, "ask-hostile", {"kind": "hostile", "job": "[bold]J[/bold]\x1b[2J"})
+    app = make_app(wstore)
+    async with app.run_test(size=(100, 30)) as pilot:
+        modal = await open_form(pilot, "ask-hostile")
+        prompt = modal.query_one("#prompt").render()
+        assert prompt.plain == "Which hostile for print job [bold]J[/bold]\\x1b[2J?"
+        labels = [w.render().plain for w in modal.query(".answer-label")]
+        assert labels[0] == "[red]pick[/red]:"
+        select = modal.query_one("#field-0", Select)
+        shown = [str(prompt) for prompt, _value in select._options]
+        assert "[bold]loud[/bold]" in shown and "<U+202E>evil" in shown, shown
+        select.focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("down", "enter")  # the first choice
+        await settle(pilot)
+        await submit(pilot, "the loud one")
+        assert isinstance(app.screen, DetailScreen)
+    assert status_json(wstore, "ask-hostile")["questions"][0]["answer"] == {"[red]pick[/red]": "[bold]loud[/bold]"}
