@@ -304,3 +304,37 @@ async def test_a_questions_stored_text_is_shown_never_obeyed(wstore: Path, make_
         await submit(pilot, "the loud one")
         assert isinstance(app.screen, DetailScreen)
     assert status_json(wstore, "ask-hostile")["questions"][0]["answer"] == {"[red]pick[/red]": "[bold]loud[/bold]"}
+
+
+async def test_under_a_policy_listing_answer_the_form_says_it_is_a_proposal(wstore: Path, make_app: Any) -> None:
+    with fx.quiet_engine(), Engine(wstore) as eng:
+        eng.oversight.set_policy(require_second="answer", reason="four eyes on refunds")
+    app = make_app(wstore)
+    async with app.run_test(size=(80, 24)) as pilot:
+        modal = await open_form(pilot, ws.ASKS["bool"])
+        assert "recorded as a proposal" in modal.query_one("#policy").render().plain
+        await pilot.press("space")
+        await submit(pilot, "yes")
+        assert isinstance(app.screen, DetailScreen)
+    # Read at the console's clock (the store's times are frozen ones; the CLI's clock would expire it).
+    with Engine(wstore, clock=fx.frozen(), create=False) as eng:
+        view = eng.status(ws.ASKS["bool"])
+    assert [(d.action, d.state) for d in view.decisions] == [("answer", "proposed")]
+    assert view.questions[0].state == "open"
+
+
+async def test_p_on_a_running_run_asks_its_process_to_stop(store: Path, make_app: Any) -> None:
+    """A live run (its holder alive) is paused at its next step: the hold is asked of it."""
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_detail(pilot, fx.RUNNING)
+        await pilot.press("p")
+        await settle(pilot)
+        assert isinstance(app.screen, ActionModal) and app.screen.request.spec.name == "pause"
+        await pilot.press(*"look at its tool calls", "enter")
+        await settle(pilot)
+    with Engine(store, clock=fx.frozen(), create=False) as eng:
+        view = eng.status(fx.RUNNING)  # at the console's clock: its holder's lease is alive
+    assert view.status is RunStatus.RUNNING
+    assert [(d.action, d.reason) for d in view.decisions] == [("pause", "look at its tool calls")]
+    assert view.held is not None and (view.held["action"], view.held["state"]) == ("pause", "asked")
