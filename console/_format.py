@@ -20,6 +20,9 @@ RUN_MARKS: dict[str, tuple[str, str]] = {
     "completed": ("ok", "green"),
     "reset": ("<<", "magenta"),
     "decided": ("=>", "bold cyan"),
+    "waiting": ("..", "cyan"),
+    "paused": ("==", "bold magenta"),
+    "cancelled": ("--", "dim"),
 }
 """"decided" is not a stored status: a stopped run whose operator decision
 waits to be carried out (by the worker or `phasegate resume`)."""
@@ -47,8 +50,13 @@ def plain(value: Any, style: str = "") -> Text:
     return Text(safe(value), style=style)
 
 
-def run_status(status: str) -> Text:
-    mark, style = RUN_MARKS.get(status, ("  ", ""))
+ASKING_MARK: tuple[str, str] = ("??", "bold yellow")
+"""A run waiting for a person's answer: its own mark beside the word
+`waiting` (a run waiting on a timer needs nobody, and shows `..`)."""
+
+
+def run_status(status: str, *, asking: bool = False) -> Text:
+    mark, style = ASKING_MARK if asking and status == "waiting" else RUN_MARKS.get(status, ("  ", ""))
     return Text(f"{mark} {status}", style=tone(style))
 
 

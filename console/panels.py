@@ -6,6 +6,7 @@ exactly as stored, escape sequences and bidi overrides as visible escapes."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,10 +15,11 @@ from rich.table import Table
 from rich.text import Text
 
 from phasegate import RunView
-from phasegate.ops import printable, safe
+from phasegate.ops import printable, safe, safe_json
 
 from ._format import EFFECT_MARKS, hashes, marked, middle, plain, short, size, tone
 from .service import proposal_line
+from .waits import clock_time, wait_line
 
 NONE = Text("none", style="dim")
 
@@ -37,7 +39,7 @@ def header(v: RunView, now: float) -> Text:
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(safe(v.run_id), style="bold")
     line.append(f"  ({safe(v.workflow)})  ")
-    line.append_text(run_status(v.status.value))
+    line.append_text(run_status(v.status.value, asking=v.asking is not None))
     since = None if v.last_checkpoint_at is None else now - v.last_checkpoint_at
     line.append(f"  last checkpoint {age(since)} ago" if since is not None else "  no checkpoint yet")
     return line
@@ -47,7 +49,10 @@ def summary(v: RunView, now: float) -> Text:
     """Why the run stopped, who is looking at it, its runbooks and the
     decisions waiting (scrolls)."""
     line = Text()
-    if v.attention:
+    waiting = wait_line(v, now)  # what it waits for, times in local time
+    if waiting:
+        line.append(hashes(waiting))
+    elif v.attention:
         line.append(hashes(safe(v.attention)))
     if v.claim is not None:
         line.append("\n" if line else "")
@@ -102,6 +107,33 @@ def code(v: RunView) -> tuple[RenderableType, bool]:
             elif line[12:14] == "- ":
                 style = tone("red")
             parts.append(Text(safe(line), style=style, no_wrap=True, overflow="ellipsis"))
+    return Group(*parts), False
+
+
+def question(v: RunView) -> tuple[RenderableType, bool]:
+    """The questions the run asked (`ctx.ask`): the open one first, with its
+    prompt and payload as stored (escaped JSON), then those answered."""
+    if not v.questions:
+        return NONE, True
+    parts: list[RenderableType] = []
+    for q in sorted(v.questions, key=lambda q: q.state != "open"):
+        head = Text()
+        head.append(f"{safe(q.name)} ({safe(q.phase)}): ", style="bold")
+        answering = v.asking is not None and v.asking.name == q.name
+        open_words = "?? waits for an answer" + (" (i answers it)" if answering else " (once the run waits again)")
+        state = {"open": open_words, "answered": "answered", "timed_out": "timed out"}
+        head.append(state.get(q.state, safe(q.state)), style=tone("bold yellow") if q.state == "open" else "")
+        parts.append(head)
+        parts.append(Text("  " + safe(q.prompt)))
+        if q.payload is not None:
+            parts.append(Text("  payload: " + safe_json(json.dumps(q.payload, ensure_ascii=False, sort_keys=True))))
+        asked = f"  asked {clock_time(q.asked_at, q.asked_at)}"
+        if q.deadline is not None:
+            asked += f", no answer by {clock_time(q.deadline, q.asked_at)}: it goes on without one"
+        parts.append(Text(asked, style="dim"))
+        if q.state == "answered":
+            said = safe_json(json.dumps(q.answer, ensure_ascii=False, sort_keys=True))
+            parts.append(Text(f"  answer by {safe(q.answered_by)} (decision {q.decision}): {said}"))
     return Group(*parts), False
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from phasegate import (
+    Action,
     ClaimView,
     DecisionView,
     Engine,
@@ -33,7 +34,8 @@ from .actions import BY_NAME, ActionRequest, ActionResult, Choice
 #: The status filter cycle: label -> stored statuses to ask for (None = all).
 STATUS_FILTERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("all", None),
-    ("needs attention", ("blocked", "failed", "running")),
+    # "waiting" for the runs waiting for an answer (a timer's are dropped below).
+    ("needs attention", ("blocked", "failed", "running", "waiting")),
     ("blocked", ("blocked",)),
     ("running", ("running",)),
     ("failed", ("failed",)),
@@ -177,11 +179,21 @@ def waiting_words(proposals: list[DecisionView]) -> str:
     return f"waiting for a second operator: {said}" if said else ""
 
 
+HOLDS: tuple[str, ...] = ("pause", "unpause", "cancel")
+"""The operator's holds on a run: they fit a running run too (it stops at its next step)."""
+
+
 def allowed(engine: Engine, view: RunView) -> list[str]:
-    """The console actions that fit this run now (decisions plus prune)."""
+    """The console actions that fit this run now (decisions, holds, prune)."""
+    names = [str(a) for a in engine.allowed_actions(view)] if view.status is not RunStatus.RUNNING else []
+    for hold in HOLDS:
+        try:
+            engine.preview(view, hold)
+        except PhasegateError:
+            continue
+        names.append(hold)
     if view.status is RunStatus.RUNNING:
-        return []
-    names = [str(a) for a in engine.allowed_actions(view)]
+        return names
     if secondable(engine, view):
         names.append("second")
     if view.prune_candidates:
@@ -271,6 +283,8 @@ def _typed_why(view: RunView, name: str, effect: str | None, claim: str = "") ->
         return claim
     if name == "reset":
         return "this discards work"
+    if name == "cancel":
+        return "a cancel is final"
     if name == "retry_effect":
         eff = next((e for e in view.effects if e.key == effect), None)
         if eff is not None and not eff.idempotent:
@@ -349,9 +363,12 @@ def build_request(engine: Engine, run_id: str, name: str, now: float = 0.0) -> A
         )
     pv = engine.preview(view, name)
     why = _typed_why(view, name, None, claim)
-    return ActionRequest(
-        spec, run_id, (_choice(view, pv, None, ""),), type_run_id=bool(why), typed_why=why, override_claim=override
-    )
+    choice = _choice(view, pv, None, "")
+    if engine.oversight.policy().needs_second(Action(name)):
+        # Said before the operator confirms, not only in the notice after.
+        said = f"lists {name}: this is recorded as a proposal, and takes effect once another account seconds it"
+        choice = Choice(choice.value, choice.label, choice.summary, (*choice.sections, ("the store's policy", (said,))))
+    return ActionRequest(spec, run_id, (choice,), type_run_id=bool(why), typed_why=why, override_claim=override)
 
 
 def _second_request(engine: Engine, view: RunView, claim: str) -> ActionRequest:
@@ -408,6 +425,8 @@ def apply(engine: Engine, result: ActionResult) -> str:
     )
     if d.state == "applied":
         when = "applied"
+    elif name in HOLDS and d.state == "pending":
+        when = "asked of its process: it stops at its next step"
     elif d.state == "proposed":
         when = "proposed; it waits for a second operator (another account)"
     elif workers_alive(engine):
@@ -424,6 +443,13 @@ def can_resume(view: RunView) -> str:
         return "it is running (its process is alive)"
     if view.status is RunStatus.COMPLETED:
         return "it is completed"
+    if view.status is RunStatus.CANCELLED:
+        return "it is cancelled (final)"
+    if view.status is RunStatus.PAUSED:
+        return "it is paused: unpause it (p) and a worker takes it up"
+    if view.status is RunStatus.WAITING and not view.pending_decisions:
+        # (Answered, it can be resumed now: the answer is pending.)
+        return "it is waiting: a worker resumes it once it is answered (i) or due"
     if not view.target:
         return "it has no stored target (it was run from code); resume it there"
     if view.status in (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.RESET) or view.pending_decisions:

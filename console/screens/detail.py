@@ -25,6 +25,7 @@ from ..widgets.repaint import Painter
 from ._run_actions import RunActions
 
 PANELS: tuple[tuple[str, str], ...] = (
+    ("question", "question for a person"),
     ("integrity", "integrity failures"),
     ("environment", "environment"),
     ("code", "code changes"),
@@ -45,6 +46,8 @@ FIRST_PANEL: dict[str, str] = {
     "below_floor": "outputs",
     "failed": "error",
     "completed": "prune",
+    "waiting": "question",
+    "paused": "question",
 }
 
 

@@ -21,6 +21,7 @@ from phasegate.ops import safe
 from .. import groups, service
 from .._format import hashes
 from ..context import ConsoleContext
+from ..waits import summary_reason
 from ..widgets import CountsBar, KeyBar, RunsTable
 from ..widgets.runs_table import COLUMNS
 from ._group_actions import GroupDecider
@@ -384,7 +385,8 @@ class RunsScreen(RunActions):
             line.append(safe(waits) + "; ")
         if held is not None:
             line.append(held.said(self.ctx.clock()) + "; ")
-        line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
+        reason = summary_reason(summary, self.ctx.clock())
+        line.append(hashes(safe(reason or f"{summary.status.value}; nothing to decide")))
         if line == self._why_shown:
             return
         self._why_shown = line

@@ -17,6 +17,7 @@ from phasegate import ClaimView, RunSummary
 from phasegate.ops import safe
 
 from .._format import age, age_now, middle, plain, run_status
+from ..waits import summary_reason, waits_for_answer
 
 #: (key, label, width or None for "what is left", store order when sorted by it)
 COLUMNS: tuple[tuple[str, str, int | None, str], ...] = (
@@ -161,10 +162,10 @@ class RunsTable(DataTable[Text]):
         cells = {
             "run_id": run_id,
             "workflow": plain(r.workflow),
-            "status": run_status("decided" if shown_decided(r) else r.status.value),
+            "status": run_status("decided" if shown_decided(r) else r.status.value, asking=waits_for_answer(r)),
             "frontier": plain(frontier(r, self.widths.get("frontier", 14))),
             "age": Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
-            "reason": plain(r.reason or "-"),
+            "reason": plain(summary_reason(r, now) or "-"),
         }
         said = [waiting] if waiting else []
         if claim is not None:
@@ -172,7 +173,7 @@ class RunsTable(DataTable[Text]):
         if said:
             # Escaped already (`ClaimView.said`, and `waiting` by its caller): shown as plain text.
             cells["reason"] = Text("; ".join(said) + "; ", style="bold")
-            cells["reason"].append_text(plain(r.reason or "-"))
+            cells["reason"].append_text(plain(summary_reason(r, now) or "-"))
         return {k: cells[k] for k, *_rest in COLUMNS if k in self.widths}
 
     _rows_only = False

@@ -53,6 +53,8 @@ class RunSummary:
     """Its place in the order it was listed in: `Engine.runs(after=...)` pages on from it."""
     waiting_for: str | None = None
     """For a waiting run, what it waits for (`WaitKind`: answer, timer, retry_later); else None."""
+    prompt: str | None = None
+    """For a run waiting for an answer, its question's prompt (as stored); else None."""
 
     @property
     def needs_attention(self) -> bool:
@@ -119,10 +121,12 @@ class RunSummary:
         # A checked row's reasons are objects, each with a text kind (`_rowcheck`).
         blocked: list[BlockedReason] = _json.loads(row.blocked_json or "[]")
         status = effective_status(row, now)
-        waiting_for = None
+        waiting_for = prompt = None
         if status is RunStatus.WAITING:
             w = _json.loads(getattr(row, "waiting_json", None) or "{}")
             waiting_for = str(w.get("kind")) if isinstance(w, dict) and w.get("kind") else None
+            q = w.get("question") if isinstance(w, dict) else None
+            prompt = str(q.get("prompt")) if waiting_for == "answer" and isinstance(q, dict) else None
         return cls(
             run_id=row.run_id,
             workflow=row.workflow,
@@ -138,6 +142,7 @@ class RunSummary:
             pending_decision=bool(getattr(row, "pending_decision", False)),
             sort_key=sort_key,
             waiting_for=waiting_for,
+            prompt=prompt,
         )
 
 
