@@ -7,6 +7,7 @@ An `Answerer` is owned by its screen (composed, not mixed in), as a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -29,9 +30,26 @@ class Answerer:
 
         request: waits.AnswerRequest
 
-    def __init__(self, screen: Screen[None], ctx: ConsoleContext) -> None:
+    def __init__(
+        self,
+        screen: Screen[None],
+        ctx: ConsoleContext,
+        *,
+        failed: Callable[[str, str], Message],
+        decided: Callable[[str, str], Message],
+    ) -> None:
+        """
+        Args:
+            screen: the screen that owns it (it forwards `Ready`).
+            ctx: the console's context.
+            failed: makes the app's message for a refusal (title, text).
+            decided: makes the app's message for an answer recorded (run id, text).
+        """
         self.screen = screen
         self.ctx = ctx
+        # Given by the owner, not imported: the owner's module imports this one.
+        self._failed = failed
+        self._decided = decided
 
     def start(self, run_id: str | None = None, cause: tuple[str, tuple[str, ...]] | None = None) -> None:
         """Read the question `run_id` waits on (or a cause's, with its runs), then open the form."""
@@ -40,8 +58,6 @@ class Answerer:
         )
 
     def _prepare(self, run_id: str | None, cause: tuple[str, tuple[str, ...]] | None) -> None:
-        from ._run_actions import RunActions  # the app's messages; that module imports this one
-
         engine = self.ctx.engine
         try:
             if cause is not None:
@@ -49,7 +65,7 @@ class Answerer:
             else:
                 request = waits.build_answer(engine, str(run_id), self.ctx.clock())
         except PhasegateError as exc:
-            self.screen.app.post_message(RunActions.ActionFailed(exc.title, exc.message))
+            self.screen.app.post_message(self._failed(exc.title, exc.message))
             return
         self.screen.post_message(self.Ready(request))
 
@@ -66,11 +82,9 @@ class Answerer:
         )
 
     def _record(self, result: waits.AnswerResult) -> None:
-        from ._run_actions import RunActions
-
         try:
             text = waits.apply_answer(self.ctx.engine, result)
         except PhasegateError as exc:
-            self.screen.app.post_message(RunActions.ActionFailed(exc.title, exc.message))
+            self.screen.app.post_message(self._failed(exc.title, exc.message))
             return
-        self.screen.app.post_message(RunActions.Decided(result.request.run_id, text))
+        self.screen.app.post_message(self._decided(result.request.run_id, text))

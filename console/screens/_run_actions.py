@@ -78,7 +78,7 @@ class RunActions(Screen[None]):
         """The run the action keys act on, as last read."""
         self.allowed: list[str] = []
         """The actions that fit it (read with it, so they always agree)."""
-        self.answerer = Answerer(self, ctx)
+        self.answerer = Answerer(self, ctx, failed=self.ActionFailed, decided=self.Decided)
 
     def set_target(self, view: RunView | None, allowed: list[str]) -> None:
         before = self._offered()

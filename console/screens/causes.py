@@ -50,7 +50,7 @@ class CauseActions(Screen[None]):
         self.cause: Cause | None = None
         """The cause the decision keys act on, as last read."""
         self.groups = GroupDecider(self, ctx)
-        self.answerer = Answerer(self, ctx)
+        self.answerer = Answerer(self, ctx, failed=RunActions.ActionFailed, decided=RunActions.Decided)
 
     def answer_fits(self) -> bool:
         cause = self.cause

@@ -74,7 +74,7 @@ def event(row: Any, where: str) -> dict[str, Any]:
                 f" --question {shlex.quote(str(question.get('name')))} --value JSON --reason ..."
             ),
         }
-    out = {
+    out: dict[str, Any] = {
         "run_id": safe(row.run_id),
         "workflow": safe(row.workflow),
         "status": safe(row.status),
