@@ -43,7 +43,7 @@ from ..outcome import BlockReason, Outcome
 from ..safetext import sanitised
 from ..states import BlockKind, OutcomeStatus, RunStatus
 from ..store.store import Store
-from . import environment
+from . import environment, takeover
 from .applying import DecisionApplier
 from .asynccontext import AsyncPhaseContext
 from .asyncdriver import PhaseLoop
@@ -234,6 +234,7 @@ class Runner:
                 values["attention"] = ""  # where an earlier stop left it: history once resumed
             if self.target and not row.target:
                 values["target"] = self.target
+            takeover.record(row, held, now, self.notes, values)  # issue 28: a dead holder's run taken over, said
             self.store.runs.update(conn, self.run_id, values)
             return row
 
