@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
-from phasegate import Engine
+from phasegate import Engine, ExitCode
 from phasegate.ops import safe
 
 from . import live, service
@@ -166,11 +166,38 @@ class ConsoleApp(App[int]):
 
     def on_run_actions_resumed(self, message: RunActions.Resumed) -> None:
         self.notify(
-            f"phasegate resume {message.run_id} started (pid {message.pid}); its log: {message.log}",
+            f"phasegate resume {safe(message.run_id)} started (pid {message.pid}); its log: {safe(message.log)}"
+            "; a notice says how it ends",
             title="resuming",
             markup=False,
             timeout=10,
         )
+
+    def on_run_actions_resume_ended(self, message: RunActions.ResumeEnded) -> None:
+        # How it ended, in its own words: "my fix did not work" must never be
+        # concluded from a notice that only said it started.
+        end = message.ended
+        meaning = {
+            ExitCode.OK: "completed",
+            ExitCode.FAILED: "the run failed",
+            ExitCode.USAGE: "refused",
+            ExitCode.BLOCKED: "the run is blocked for an operator",
+            ExitCode.HELD: "held by another process",
+            ExitCode.INTERRUPTED: "interrupted",
+        }
+        if end.code < 0:
+            how = f"killed by signal {-end.code}"
+        else:
+            how = f"exited {end.code} ({meaning.get(end.code, 'unexpected')})"
+        ok = end.code in (ExitCode.OK, ExitCode.BLOCKED)
+        self.notify(
+            f"phasegate resume {safe(end.run_id)} (pid {end.pid}) {how}: {end.last_line}\nits log: {safe(str(end.log))}",
+            title="resume ended" if ok else "resume FAILED",
+            severity="information" if end.code == ExitCode.OK else ("warning" if ok else "error"),
+            markup=False,
+            timeout=10 if ok else 30,
+        )
+        self.post_message(self.DataChanged("decision"))
 
     def on_run_actions_action_failed(self, message: RunActions.ActionFailed) -> None:
         self.notify(safe(message.text), title=message.title, severity="error", markup=False, timeout=10)

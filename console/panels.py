@@ -13,7 +13,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from phasegate import RunView
+from phasegate import RunStatus, RunView
 from phasegate.ops import printable, safe
 
 from ._format import EFFECT_MARKS, hashes, marked, middle, plain, short, size, tone
@@ -43,12 +43,17 @@ def header(v: RunView, now: float) -> Text:
     return line
 
 
-def summary(v: RunView, now: float) -> Text:
-    """Why the run stopped, who is looking at it, its runbooks and the
-    decisions waiting (scrolls)."""
+def summary(v: RunView, now: float, exact: float | None = None) -> Text:
+    """Why the run stopped, who holds it (host:pid and its heartbeat's age,
+    counted from `exact`, the unrounded now), who is looking at it, its
+    runbooks and the decisions waiting (scrolls)."""
     line = Text()
     if v.attention:
         line.append(hashes(safe(v.attention)))
+    live = v.lease.liveness if v.lease is not None else None
+    if live is not None and live.status == RunStatus.RUNNING.value:
+        line.append("\n" if line else "")
+        line.append(safe(live.said(now if exact is None else exact)), style="bold")
     if v.claim is not None:
         line.append("\n" if line else "")
         line.append(v.claim.said(now), style="bold")

@@ -62,6 +62,12 @@ class RunActions(Screen[None]):
         """Where its output goes."""
 
     @dataclass
+    class ResumeEnded(Message):
+        """A resume the console started has ended (posted to the app)."""
+
+        ended: service.ResumeEnded
+
+    @dataclass
     class ActionFailed(Message):
         """The engine refused an action or a read, or the store could not be
         written (posted to the app, which shows it)."""
@@ -170,6 +176,8 @@ class RunActions(Screen[None]):
             self.app.post_message(self.ActionFailed(title, text))
             return
         self.app.post_message(self.Resumed(started.run_id, started.pid, str(started.log)))
+        app = self.app  # the app outlives this screen: the child may end after the operator went back
+        service.watch_resume(started, lambda ended: app.post_message(self.ResumeEnded(ended)))
 
     def action_decide(self, name: str) -> None:
         if self.run_view is None or not self.action_fits(name):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -121,23 +121,48 @@ class RunsScreen(RunActions):
     #: commits nothing, so no change event would tell the header.
     WORKERS_EVERY: ClassVar[float] = 5.0
 
+    #: Seconds between looks at the leases of the runs shown: a process that
+    #: dies or freezes writes nothing, so only the clock can tell.
+    LIVENESS_EVERY: ClassVar[float] = 2.0
+
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
         self.load()
         self._workers_timer = self.set_interval(self.WORKERS_EVERY, self._count_workers)
+        self._liveness_timer = self.set_interval(self.LIVENESS_EVERY, self._relive)
 
     _workers_timer: Timer | None = None
+    _liveness_timer: Timer | None = None
+
+    def _relive(self) -> None:
+        """Judge the shown rows' liveness again from the leases they were read
+        with (a pid check each, no store read), and tick their ages. A status
+        that moved (a holder died, froze or woke) is read again from the store:
+        its counts, reason and keys change with it."""
+        page = self._page
+        if page is None:
+            return
+        now = self.ctx.clock()
+        rows = [r.at(now) for r in page.rows]
+        moved = [r.run_id for r, old in zip(rows, page.rows, strict=True) if r.status is not old.status]
+        if moved:
+            self._page = replace(page, rows=rows)
+        self._show(self._page, "live")
+        if moved:
+            self.refresh_data()
 
     def on_screen_suspend(self) -> None:
         # Covered by the detail: no looks (each one makes Textual resend the
         # screen on top); counted afresh when shown again. (RunActions'
         # handler of the resume, which re-reads a stale screen, runs too.)
-        if self._workers_timer is not None:
-            self._workers_timer.pause()
+        for timer in (self._workers_timer, self._liveness_timer):
+            if timer is not None:
+                timer.pause()
 
     def on_screen_resume(self) -> None:
-        if self._workers_timer is not None:
-            self._workers_timer.resume()
+        for timer in (self._workers_timer, self._liveness_timer):
+            if timer is not None:
+                timer.resume()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="workers")
     def _count_workers(self) -> None:
