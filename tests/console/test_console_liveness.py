@@ -100,6 +100,8 @@ def steps_of(db: Path, run_id: str) -> int:
     con = sqlite3.connect(db)
     try:
         return int(con.execute("SELECT count(*) FROM phasegate_steps WHERE run_id = ?", (run_id,)).fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0  # the store is still being made (or locked a moment)
     finally:
         con.close()
 
@@ -160,4 +162,84 @@ async def test_a_killed_and_a_frozen_run_change_in_the_list_and_the_detail(
         for child in (killed, frozen):
             if child.alive():
                 os.kill(child.pid, signal.SIGCONT)
+                child.kill()
+
+
+def notices(app: ConsoleApp) -> list[str]:
+    return [f"{n.title}: {n.message}" for n in app._notifications]
+
+
+async def test_e_resumes_from_a_folder_holding_a_phasegate_package_and_says_how_it_ended(
+    tmp_path: Path, slow: Path, live_app: Callable[..., ConsoleApp], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The operator's folder holds a `phasegate` (a clone, say), and the store.
+    ops = tmp_path / "ops"
+    (ops / "phasegate").mkdir(parents=True)
+    (ops / "phasegate" / "__init__.py").write_text(
+        "raise ImportError('the clone in the working directory was imported')\n"
+    )
+    db = ops / "fix.db"
+    (slow.parent / "stop").touch()  # the crawl ends at once; the check fails until the fix is in
+    assert start_run(db, slow, "fixme").wait().returncode == 1
+    monkeypatch.chdir(ops)
+    app = live_app(db)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        runs = app.screen
+        assert isinstance(runs, RunsScreen)
+        table = runs.query_one("#runs")
+        assert "failed" in status_cell(table, "fixme")
+        await wait_until(lambda: runs.run_view is not None and runs.resume_fits())
+
+        # Without the fix, the resume fails: the notice says so, with the log's last line.
+        await pilot.press("e")
+        await wait_until(lambda: any(n.startswith("resume FAILED") for n in notices(app)), what="the failure")
+        failed = next(n for n in notices(app) if n.startswith("resume FAILED"))
+        assert "exited 1 (the run failed)" in failed
+        assert "the fix is not in place yet" in failed
+        assert "clone" not in failed  # the package imported was the installed one
+        await settle(pilot)
+        assert "failed" in status_cell(table, "fixme")
+
+        (slow.parent / "fixed").touch()
+        await wait_until(lambda: runs.run_view is not None and runs.resume_fits())
+        await pilot.press("e")
+        await wait_until(lambda: any(n.startswith("resume ended") for n in notices(app)), what="the completion")
+        assert "exited 0 (completed)" in next(n for n in notices(app) if n.startswith("resume ended"))
+        # The row follows without a key press.
+        await wait_until(lambda: "completed" in status_cell(table, "fixme"))
+
+
+async def test_a_workers_takeover_shows_in_the_detail(
+    tmp_path: Path, slow: Path, live_app: Callable[..., ConsoleApp]
+) -> None:
+    db = tmp_path / "takeover.db"
+    run = start_run(db, slow, "taken")
+    worker: cli.Child | None = None
+    try:
+        await wait_until(lambda: db.exists() and steps_of(db, "taken") > 2)
+        worker = cli.start(["worker", "--poll", "0.2", "--db", str(db)], env={"PHASEGATE_LEASE_SECONDS": str(LEASE)})
+        app = live_app(db)
+        async with app.run_test(size=(100, 40)) as pilot:
+            detail = DetailScreen(app, "taken")
+            await app.push_screen(detail)
+            await settle(pilot)
+            os.kill(run.pid, signal.SIGKILL)
+            run.wait()
+            gone = (
+                f"holder {socket.gethostname()}:{run.pid} gone; resumed by worker {socket.gethostname()}:{worker.pid}"
+            )
+
+            def noted() -> bool:
+                v = detail.run_view
+                return v is not None and any(gone in n for n in v.notes)
+
+            await wait_until(noted, what="the takeover")
+            assert detail.run_view is not None and detail.run_view.status is RunStatus.RUNNING
+            await wait_until(lambda: gone in str(detail.query_one("#panel-error").render()), what="the note on screen")
+            assert "interrupted " in str(detail.query_one("#panel-error").render())
+    finally:
+        (slow.parent / "stop").touch()
+        for child in (run, worker):
+            if child is not None and child.alive():
                 child.kill()
