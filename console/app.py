@@ -166,8 +166,8 @@ class ConsoleApp(App[int]):
 
     def on_run_actions_resumed(self, message: RunActions.Resumed) -> None:
         self.notify(
-            f"phasegate resume {safe(message.run_id)} started (pid {message.pid}); its log: {safe(message.log)}"
-            "; a notice says how it ends",
+            f"phasegate resume {safe(message.run_id)} started (pid {message.pid}); a notice says how it ends;"
+            f" its log: {safe(message.log)}",
             title="resuming",
             markup=False,
             timeout=10,

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -281,9 +281,57 @@ def _typed_why(view: RunView, name: str, effect: str | None, claim: str = "") ->
     return ""
 
 
+def proposal_words(engine: Engine, name: str, runs: int = 1) -> str:
+    """What a modal says when the store's policy makes the decision `name` a
+    proposal (empty when it applies as decided): before Enter, not after."""
+    if name in ("prune", "second") or not engine.oversight.policy().needs_second(name):
+        return ""
+    them = "it" if runs == 1 else "them"
+    return (
+        f"the store's policy needs a second operator for {name}: Enter records a PROPOSAL;"
+        f" nothing happens to the run until another account seconds {them} (key 2 there)"
+    )
+
+
+def name_pattern(name: str) -> str:
+    """An effect name with its varying part taken out: digits become "#" and
+    what follows its last ":" or "/" goes ("charge:inv-7" -> "charge:")."""
+    cut = max(name.rfind(":"), name.rfind("/"))
+    return name[: cut + 1] if cut > 0 else re.sub(r"[0-9]+", "#", name)
+
+
+def sibling_result(view: RunView, key: str) -> tuple[str, str] | None:
+    """The result a sibling of effect `key` recorded (same phase, same name
+    pattern, done), the latest first: what a confirmation's result usually
+    looks like. (who, JSON text), or None when no sibling recorded one."""
+    eff = next((e for e in view.effects if e.key == key), None)
+    if eff is None:
+        return None
+    pattern = name_pattern(eff.name)
+    done = [
+        e
+        for e in view.effects
+        if e.key != key
+        and e.phase == eff.phase
+        and e.state == "done"
+        and e.result_text is not None
+        and name_pattern(e.name) == pattern
+    ]
+    if not done:
+        return None
+    last = max(done, key=lambda e: e.done_at or "")
+    return f"{last.name} ({last.key})", str(last.result_text)
+
+
 def build_request(engine: Engine, run_id: str, name: str, now: float = 0.0) -> ActionRequest:
     """What the modal for `name` on `run_id` will say, from a fresh read
     (`now`: the console's clock, for how long ago someone claimed the run)."""
+    request = _build_request(engine, run_id, name, now)
+    proposal = proposal_words(engine, name)
+    return replace(request, proposal=proposal) if proposal else request
+
+
+def _build_request(engine: Engine, run_id: str, name: str, now: float) -> ActionRequest:
     spec = BY_NAME[name]
     view = engine.status(run_id)
     override = claimed_by_other(engine, view)
@@ -383,7 +431,16 @@ def _second_request(engine: Engine, view: RunView, claim: str) -> ActionRequest:
 
 
 def _choice(view: RunView, pv: Preview, value: str | None, label: str, *, effect: str | None = None) -> Choice:
-    return Choice(value, label, pv.summary, _sections(pv, view, effect), expect_env=pv.env_hash)
+    sibling = sibling_result(view, effect) if effect is not None and pv.action == "confirm_effect" else None
+    return Choice(
+        value,
+        label,
+        pv.summary,
+        _sections(pv, view, effect),
+        expect_env=pv.env_hash,
+        template=sibling[1] if sibling else "",
+        template_from=sibling[0] if sibling else "",
+    )
 
 
 def apply(engine: Engine, result: ActionResult) -> str:

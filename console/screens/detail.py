@@ -148,7 +148,6 @@ class DetailScreen(RunActions):
         v = message.view
         put = self._painter.put
         # Ages in 10-second steps, as the list's: a ticking age would resend the line every refresh.
-        now = age_now(self.ctx.clock())
         self._paint_times(v)
         strip = self.query_one(PhaseStrip)
         put(strip, strip.text(v.phases, v.frontier))

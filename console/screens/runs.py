@@ -351,14 +351,22 @@ class RunsScreen(RunActions):
             self.marked = {}
             self._marks_changed()
 
+    def _marked_to_decide(self) -> bool:
+        """Whether any marked run may need a decision: one that needs attention,
+        or one not on this page (its state is not known here; the modal says)."""
+        shown = {r.run_id: r for r in self._page.rows} if self._page is not None else {}
+        return any(rid not in shown or shown[rid].needs_attention for rid in self.marked)
+
     def action_fits(self, name: str) -> bool:
         if self.marked:
-            return not self.ctx.read_only and name in groups.GROUP_ACTIONS
+            return not self.ctx.read_only and name in groups.GROUP_ACTIONS and self._marked_to_decide()
         return super().action_fits(name)
 
     def why_not(self, name: str) -> str:
         if self.marked and name not in groups.GROUP_ACTIONS:
             return f"{name} is for one run at a time; esc unmarks the {len(self.marked)} marked run(s)"
+        if self.marked and not self._marked_to_decide():
+            return f"none of the {len(self.marked)} marked run(s) needs a decision (completed or running); esc unmarks"
         return super().why_not(name)
 
     def action_decide(self, name: str) -> None:
