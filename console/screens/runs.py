@@ -50,6 +50,7 @@ class RunsScreen(RunActions):
         Binding(
             "space", "mark", "Mark the run (a decision key then decides every marked run)", show=False, id="runs.mark"
         ),
+        Binding("n", "new_stop", "Jump to a run that stopped since you looked", show=False, id="runs.new_stop"),
     ]
 
     AUTO_FOCUS = "#runs"
@@ -61,6 +62,7 @@ class RunsScreen(RunActions):
         ("runs: reverse sort", "(S)", "reverse_sort"),
         ("runs: re-sort now", "put rows that changed back in order (o)", "resort"),
         ("runs: mark or unmark the run", "a decision key then decides every marked run at once (space)", "mark"),
+        ("runs: jump to a new stop", "a run that stopped since you last looked at it (n)", "new_stop"),
     )
 
     @dataclass
@@ -103,6 +105,11 @@ class RunsScreen(RunActions):
         """Runs marked with space, in the order marked: a decision key then
         applies to all of them (one group decision), not to the cursor's run."""
         self.groups = GroupDecider(self, ctx)
+        self.new_stops: dict[str, None] = {}
+        """Runs that stopped (needs attention) while the console watched, until
+        the operator's cursor lands on them: the header says how many."""
+        self._attention: dict[str, bool] = {}
+        """Whether each run seen needed attention when last shown."""
 
     def compose(self) -> ComposeResult:
         yield CountsBar(id="counts")
@@ -259,11 +266,47 @@ class RunsScreen(RunActions):
         self.out_of_order = len(arranged) - _longest_rising([fresh[r.run_id] for r in arranged])
         return arranged
 
+    def _note_stops(self, rows: list[RunSummary], live: bool) -> None:
+        """Remember the runs that came to need attention since last shown (a
+        run first seen in a live refresh counts, one first seen by paging not)."""
+        for r in rows:
+            before = self._attention.get(r.run_id)
+            if r.needs_attention and (before is False or (before is None and live and self._attention)):
+                self.new_stops[r.run_id] = None
+            elif not r.needs_attention:
+                self.new_stops.pop(r.run_id, None)
+            self._attention[r.run_id] = r.needs_attention
+        if self._selected is not None:
+            self.new_stops.pop(self._selected, None)
+
+    def _show_header(self) -> None:
+        self.query_one(CountsBar).set_notice(self._notice())
+
+    def action_new_stop(self) -> None:
+        if not self.new_stops:
+            self.notify("no run stopped since you looked", title="new stop", markup=False, timeout=3)
+            return
+        table = self.query_one(RunsTable)
+        rid = next(reversed(self.new_stops))
+        row = table.index_of(rid)
+        if row is None:
+            del self.new_stops[rid]
+            self.notify(
+                safe(f"{rid} stopped; it is not on this page or filter (Esc, f or / finds it)"),
+                title="new stop",
+                markup=False,
+                timeout=6,
+            )
+            self._show_header()
+            return
+        table.move_cursor(row=row, animate=False)
+
     def _show(self, page: service.RunsPage, cursor: str) -> None:
         table = self.query_one(RunsTable)
         keep_id = self._selected
         keep_row, scroll_y = table.cursor_row, table.scroll_y
         rows = self._arrange(list(page.rows), cursor)
+        self._note_stops(rows, cursor == "live")
         self._shown = [r.run_id for r in rows]
         waiting = {rid: safe(service.waiting_words(ds)) for rid, ds in page.proposals.items()}
         table.show(rows, self.ctx.clock(), page.claims, waiting)
@@ -312,11 +355,15 @@ class RunsScreen(RunActions):
             self._show_why(self._selected)
 
     def _notice(self) -> str:
+        said = []
+        if self.new_stops:
+            # Until the operator looks: a new stop may land off-screen.
+            said.append(f"{len(self.new_stops)} new stop{'s' if len(self.new_stops) != 1 else ''}: n jumps")
         if self.ctx.read_only:
-            return "READ-ONLY"
-        if self.marked:
-            return f"{len(self.marked)} marked"
-        return ""
+            said.append("READ-ONLY")
+        elif self.marked:
+            said.append(f"{len(self.marked)} marked")
+        return "  ".join(said)
 
     # -- marking ----------------------------------------------------------------
 
@@ -393,6 +440,8 @@ class RunsScreen(RunActions):
         if run_id is None:
             self.set_target(None, [])
             return
+        if self.new_stops.pop(run_id, False) is None:
+            self._show_header()  # looked at: no longer new
         self._show_why(run_id)
         # On a move the footer keeps the keys it shows while the new run is
         # read; they act on nothing until it is (`acts_on`), and the footer
