@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
-from phasegate import Engine, ExitCode
+from phasegate import Engine, ExitCode, RunView
 from phasegate.ops import safe
 
 from . import live, service
@@ -29,6 +29,7 @@ from .screens.causes import CausesScreen
 from .screens.detail import DetailScreen
 from .screens.help import HelpScreen
 from .screens.runs import RunsScreen
+from .service import WORKER_WILL
 
 
 class ConsoleApp(App[int]):
@@ -83,6 +84,7 @@ class ConsoleApp(App[int]):
         self.poll_interval = poll_interval
         self.page_size = page_size
         self._stop_live = threading.Event()
+        self._awaiting = {}
         # No animation by default: over SSH it costs bandwidth and reads badly.
         self.animation_level = "none"
         if read_only:
@@ -161,8 +163,29 @@ class ConsoleApp(App[int]):
     # -- what the screens report --------------------------------------------------
 
     def on_run_actions_decided(self, message: RunActions.Decided) -> None:
-        self.notify(safe(message.text), title="decision recorded", markup=False)
+        text = safe(message.text)
+        self.notify(text, title=message.title, markup=False)
+        if message.run_id and WORKER_WILL in message.text:
+            self._awaiting[message.run_id] = text
         self.post_message(self.DataChanged("decision"))
+
+    _awaiting: dict[str, str]
+
+    def seen(self, view: RunView) -> None:
+        said = self._awaiting.get(view.run_id)
+        if said is None or view.pending_decisions:
+            return
+        # Carried out: "a worker ... carries it out" is no longer true, so it goes.
+        del self._awaiting[view.run_id]
+        for note in list(self._notifications):
+            if note.message == said:
+                self._unnotify(note)
+        self.notify(
+            f"{safe(view.run_id)}: the decision was carried out; the run is {view.status.value} now",
+            title="carried out",
+            markup=False,
+            timeout=6,
+        )
 
     def on_run_actions_resumed(self, message: RunActions.Resumed) -> None:
         self.notify(
@@ -177,7 +200,7 @@ class ConsoleApp(App[int]):
         # How it ended, in its own words: "my fix did not work" must never be
         # concluded from a notice that only said it started.
         end = message.ended
-        meaning = {
+        meaning: dict[int, str] = {
             ExitCode.OK: "completed",
             ExitCode.FAILED: "the run failed",
             ExitCode.USAGE: "refused",

@@ -6,6 +6,7 @@ exactly as stored, escape sequences and bidi overrides as visible escapes."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -127,6 +128,7 @@ def integrity(v: RunView) -> tuple[RenderableType, bool]:
         if f.get("phase"):
             head.append(" (")
             head.append(safe(f["phase"]))
+            head.append(phase_place(v, str(f["phase"])))
             head.append(")")
         head.append(f": {safe(f.get('what'))} failure: ")
         head.append(hashes(safe(f.get("message") or "")))
@@ -152,6 +154,11 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
         mark = Text("CHANGED" if changed else "same", style=tone("bold yellow") if changed else "dim")
         style = "bold" if changed else ""
         current = Text(hashes(short(r.get("current"), 30)), style=style)
+        saved = Text(hashes(short(r.get("saved"), 30)), style=style)
+        if not changed and r.get("saved") is None and r.get("current") is not None:
+            # No finished phase recorded it yet: not "same" as nothing.
+            mark = Text("new", style="dim")
+            saved = Text("not saved yet", style="italic dim")
         if not changed and (str(name).startswith("code:") or name == "shape"):
             # The console does not load the workflow's code: what the code is
             # now is known only to the next start, which compares it.
@@ -160,7 +167,7 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
         t.add_row(
             mark,
             plain(name),
-            Text(hashes(short(r.get("saved"), 30)), style=style),
+            saved,
             current,
             plain(", ".join(r.get("phases") or []) or "-"),
         )
@@ -195,12 +202,31 @@ def effects(v: RunView) -> tuple[RenderableType, bool]:
     return (Group(t, *asked) if asked else t), False
 
 
+def phase_place(v: RunView, name: str) -> str:
+    """ ", phase 3 of 5": a phase's place, said the way the phase strip says it
+    (one numbering of phases on screen; checkpoints keep their own number)."""
+    names = [p.name for p in v.phases]
+    return f", phase {names.index(name) + 1} of {len(names)}" if name in names else ""
+
+
+#: The engine's "(checkpoint EPOCH.SEQ)" in a prune candidate's words.
+_EPOCH_SEQ = re.compile(r"\(checkpoint (\d+)\.(\d+)\)")
+
+
+def checkpoint_words(text: str) -> str:
+    """A prune candidate's "(checkpoint 0.2)" as the rest of the screen numbers
+    checkpoints, "(checkpoint 2)"; a reset's epoch only when there was one."""
+    return _EPOCH_SEQ.sub(
+        lambda m: f"(checkpoint {m[2]})" if m[1] == "0" else f"(checkpoint {m[2]} after reset {m[1]})", text
+    )
+
+
 def prune(v: RunView) -> tuple[RenderableType, bool]:
     if not v.prune_candidates:
         return NONE, True
     t = _table("what", "size", "why it is safe")
     for c in v.prune_candidates:
-        t.add_row(plain(c.what), Text(size(c.bytes)), plain(c.why_safe))
+        t.add_row(plain(checkpoint_words(c.what)), Text(size(c.bytes)), plain(c.why_safe))
     return t, False
 
 

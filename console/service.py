@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from phasegate import (
+    Action,
     ClaimView,
     DecisionView,
     Engine,
@@ -281,10 +282,14 @@ def _typed_why(view: RunView, name: str, effect: str | None, claim: str = "") ->
     return ""
 
 
+#: The console's actions that are decisions (a policy can ask a second for them).
+DECISIONS: dict[str, Action] = {str(a): a for a in Action}
+
+
 def proposal_words(engine: Engine, name: str, runs: int = 1) -> str:
     """What a modal says when the store's policy makes the decision `name` a
     proposal (empty when it applies as decided): before Enter, not after."""
-    if name in ("prune", "second") or not engine.oversight.policy().needs_second(name):
+    if name not in DECISIONS or not engine.oversight.policy().needs_second(DECISIONS[name]):
         return ""
     them = "it" if runs == 1 else "them"
     return (
@@ -469,11 +474,15 @@ def apply(engine: Engine, result: ActionResult) -> str:
     elif d.state == "proposed":
         when = "proposed; it waits for a second operator (another account)"
     elif workers_alive(engine):
-        when = "recorded; a worker is alive and carries it out at its next look"
+        when = f"recorded; {WORKER_WILL}"
     else:
         # Nothing will pick it up on its own: say so, and what moves it now.
         when = "recorded; NO WORKER IS ALIVE, so it waits: press e to resume the run now (or start phasegate worker)"
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"
+
+
+WORKER_WILL = "a worker is alive and carries it out at its next look"
+"""What a decision's notice says while a worker is to carry it out (withdrawn once it has)."""
 
 
 def can_resume(view: RunView) -> str:

@@ -51,6 +51,8 @@ class RunActions(Screen[None]):
         run_id: str
         text: str
         """One line saying what landed."""
+        title: str = "decision recorded"
+        """The notice's title ("claim" for a claim or its release: not a decision)."""
 
     @dataclass
     class Resumed(Message):
@@ -85,6 +87,8 @@ class RunActions(Screen[None]):
         """The actions that fit it (read with it, so they always agree)."""
 
     def set_target(self, view: RunView | None, allowed: list[str]) -> None:
+        if view is not None:
+            self.ctx.seen(view)
         before = self._offered()
         self.run_view, self.allowed = view, allowed
         # Keys that stay the same leave the footer alone: over a slow link a
@@ -152,7 +156,7 @@ class RunActions(Screen[None]):
         except PhasegateError as exc:
             self.failed(exc)
             return
-        self.app.post_message(self.Decided(run_id, text))
+        self.app.post_message(self.Decided(run_id, text, title="claim"))
 
     def action_copy(self) -> None:
         view = self.run_view
@@ -177,7 +181,11 @@ class RunActions(Screen[None]):
             return
         self.app.post_message(self.Resumed(started.run_id, started.pid, str(started.log)))
         app = self.app  # the app outlives this screen: the child may end after the operator went back
-        service.watch_resume(started, lambda ended: app.post_message(self.ResumeEnded(ended)))
+
+        def ended(end: service.ResumeEnded) -> None:
+            app.post_message(self.ResumeEnded(end))
+
+        service.watch_resume(started, ended)
 
     def action_decide(self, name: str) -> None:
         if self.run_view is None or not self.action_fits(name):

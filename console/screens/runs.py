@@ -153,8 +153,8 @@ class RunsScreen(RunActions):
         rows = [r.at(now) for r in page.rows]
         moved = [r.run_id for r, old in zip(rows, page.rows, strict=True) if r.status is not old.status]
         if moved:
-            self._page = replace(page, rows=rows)
-        self._show(self._page, "live")
+            page = self._page = replace(page, rows=rows)
+        self._show(page, "live")
         if moved:
             self.refresh_data()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import os
 import re
 import sqlite3
 import subprocess
@@ -25,7 +24,6 @@ from phasegate.console.widgets.runs_table import frontier
 from tests.console import fixtures as fx
 from tests.console import wf as fixture_wf
 from tests.console.pilot_helpers import settle
-from tests.support import cli
 
 pytestmark = pytest.mark.anyio
 
@@ -262,15 +260,9 @@ async def test_read_only_says_so_for_an_action_key(store: Path, make_app: Any) -
         assert any(n.startswith("reset: read-only") for n in notices(app)), notices(app)
 
 
-async def test_resume_now_starts_the_run_and_it_completes_in_the_store(
-    store: Path, make_app: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_resume_now_starts_the_run_and_it_completes_in_the_store(store: Path, make_app: Any) -> None:
     """Finding 5: `e` starts `phasegate resume RUN` detached, says where it
     logs, and the run is carried on (checked in the store afterwards)."""
-    # The resume starts in the store's folder with nothing of the console's
-    # folder on its path (#28): a module target is importable from PYTHONPATH,
-    # as for `phasegate resume` typed in a shell.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(cli.ROOT), os.environ.get("PYTHONPATH")])))
     run_id = "inv-0009-resumable"
     clock = fx.Clock(fx.T0 + 100)
     target = "tests.console.wf:wf"  # as imported here: the same code, so no drift on resume
