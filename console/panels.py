@@ -6,6 +6,7 @@ exactly as stored, escape sequences and bidi overrides as visible escapes."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -171,7 +172,54 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
             current,
             plain(", ".join(r.get("phases") or []) or "-"),
         )
-    return t, False
+    said = [line for name, r in merged.items() if r.get("changed") for line in value_diff(str(name), r)]
+    return (Group(t, *said) if said else t), False
+
+
+#: Keys of a probe's value that say where it was read from.
+SOURCE_KEYS = ("file", "path", "source", "url", "from")
+
+_WHOLE_HASH = re.compile(r"(?:sha256:)?[0-9a-f]{12,}")
+
+
+def value_diff(name: str, r: Mapping[str, Any]) -> list[Text]:
+    """What changed in a probe's value, and where it came from: the keys that
+    differ (an object), the lines that differ (text), both values (other text),
+    or that only a hash was recorded (all the probe gives)."""
+    saved, current = r.get("saved"), r.get("current")
+    head = Text()
+    head.append(f"{safe(name)} changed", style="bold")
+    source = next(
+        (v[k] for v in (current, saved) if isinstance(v, dict) for k in SOURCE_KEYS if isinstance(v.get(k), str)), None
+    )
+    head.append(
+        f", read from {safe(source)}" if source else f" (read by {safe(', '.join(r.get('phases') or []) or '-')})"
+    )
+    out = [head]
+    if isinstance(saved, dict) and isinstance(current, dict):
+        for key in sorted(set(saved) | set(current), key=str):
+            if key in SOURCE_KEYS and saved.get(key) == current.get(key):
+                continue
+            was, now = saved.get(key, "(absent)"), current.get(key, "(absent)")
+            if was != now:
+                out.append(Text(f"  {safe(key)}: {hashes(short(was, 60))} -> {hashes(short(now, 60))}"))
+    elif isinstance(saved, str) and isinstance(current, str) and ("\n" in saved or "\n" in current):
+        lines = list(
+            difflib.unified_diff(saved.splitlines(), current.splitlines(), "saved", "current", lineterm="", n=1)
+        )
+        for line in lines[2 : 2 + DIFF_LINES]:
+            style = tone("green") if line.startswith("+") else tone("red") if line.startswith("-") else ""
+            out.append(Text("  " + safe(line), style=style, no_wrap=True, overflow="ellipsis"))
+    elif all(isinstance(v, str) and _WHOLE_HASH.fullmatch(v) for v in (saved, current)):
+        out.append(Text("  only a hash was recorded: the probe returns no values to compare", style="italic"))
+    else:
+        out.append(Text(f"  saved:   {hashes(short(saved, 200))}"))
+        out.append(Text(f"  current: {hashes(short(current, 200))}"))
+    return out
+
+
+DIFF_LINES = 12
+"""Lines of a text probe's diff the environment panel shows (the values are in `--json`)."""
 
 
 def effect_key(key: str, run_id: str, width: int = 40) -> str:
