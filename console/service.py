@@ -308,7 +308,7 @@ def name_pattern(name: str) -> str:
 def sibling_result(view: RunView, key: str) -> tuple[str, str] | None:
     """The result a sibling of effect `key` recorded (same phase, same name
     pattern, done), the latest first: what a confirmation's result usually
-    looks like. (who, JSON text), or None when no sibling recorded one."""
+    looks like. (its name, JSON text), or None when no sibling recorded one."""
     eff = next((e for e in view.effects if e.key == key), None)
     if eff is None:
         return None
@@ -325,7 +325,7 @@ def sibling_result(view: RunView, key: str) -> tuple[str, str] | None:
     if not done:
         return None
     last = max(done, key=lambda e: e.done_at or "")
-    return f"{last.name} ({last.key})", str(last.result_text)
+    return last.name, str(last.result_text)
 
 
 def build_request(engine: Engine, run_id: str, name: str, now: float = 0.0) -> ActionRequest:

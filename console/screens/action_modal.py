@@ -93,9 +93,9 @@ class ActionModal(ChoosingModal[ActionResult | None]):
         box = self.query_one("#result", Input)
         note = self.query_one("#template", Static)
         if choice.template:
-            said = Text("template from ", style="italic")
+            said = Text("template: what ", style="italic")
             said.append(safe(choice.template_from), style="bold")
-            said.append("'s recorded result: edit it to what this effect returned", style="italic")
+            said.append(" recorded; edit it to what this effect returned", style="italic")
             note.update(said)
         else:
             note.update(Text("no sibling effect recorded a result to start from", style="italic dim"))
