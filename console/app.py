@@ -205,7 +205,7 @@ class ConsoleApp(App[int]):
             ExitCode.FAILED: "the run failed",
             ExitCode.USAGE: "refused",
             ExitCode.BLOCKED: "the run is blocked for an operator",
-            ExitCode.HELD: "held by another process",
+            ExitCode.HELD: "held by another process, or it lost its lease",
             ExitCode.INTERRUPTED: "interrupted",
         }
         if end.code < 0:

@@ -154,8 +154,8 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
         changed = bool(r.get("changed"))
         mark = Text("CHANGED" if changed else "same", style=tone("bold yellow") if changed else "dim")
         style = "bold" if changed else ""
-        current = Text(hashes(short(r.get("current"), 30)), style=style)
-        saved = Text(hashes(short(r.get("saved"), 30)), style=style)
+        current = Text(hashes(cell_value(r.get("current"))), style=style)
+        saved = Text(hashes(cell_value(r.get("saved"))), style=style)
         if not changed and r.get("saved") is None and r.get("current") is not None:
             # No finished phase recorded it yet: not "same" as nothing.
             mark = Text("new", style="dim")
@@ -174,6 +174,20 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
         )
     said = [line for name, r in merged.items() if r.get("changed") for line in value_diff(str(name), r)]
     return (Group(t, *said) if said else t), False
+
+
+def cell_value(value: Any, n: int = 30) -> str:
+    """A probe's value in a table cell: an object as its `key=value` pairs
+    (where it was read from left to the lines under the table), else as text."""
+    if isinstance(value, dict):
+        # Words before digests: "table=EU-2027-Q1 sha256=5484…" reads at 30 characters.
+        items = sorted(
+            ((k, v) for k, v in value.items() if k not in SOURCE_KEYS),
+            key=lambda kv: isinstance(kv[1], str) and bool(_WHOLE_HASH.fullmatch(kv[1])),
+        )
+        pairs = [f"{k}={v if isinstance(v, str) else short(v, n)}" for k, v in items]
+        return short(" ".join(pairs), n)
+    return short(value, n)
 
 
 #: Keys of a probe's value that say where it was read from.

@@ -98,7 +98,7 @@ class Liveness:
         until = str(iso(self.lease_expires_at) or "-").replace("T", " ").rstrip("Z")
         state = self.holder_at(now)
         if state is HolderState.GONE:
-            return f"holder {self.holder} gone (last {beat.removeprefix('heartbeat ')}), lease was until {until}"
+            return f"holder {self.holder} gone (last {beat}), lease was until {until}"
         if state is HolderState.STALLED:
             return f"held by {self.holder}, alive but past its lease (until {until}), {beat}"
         return f"held by {self.holder}, {beat}, lease until {until}"
