@@ -149,6 +149,10 @@ async def test_a_killed_and_a_frozen_run_change_in_the_list_and_the_detail(
             # The holder and its heartbeat's age, for a running run.
             assert f"held by {socket.gethostname()}:{frozen.pid}, heartbeat " in str(summary.render())
 
+            # `status RUN` names the holder and its heartbeat's age too.
+            said = cli.run(["status", "crawl-frozen", "--db", str(db)])
+            assert f"holder    held by {socket.gethostname()}:{frozen.pid}, heartbeat " in said.stdout, said
+
             os.kill(frozen.pid, signal.SIGSTOP)
             # Past its lease (2 s) and the next look (2 s): stalled, not running.
             await wait_until(

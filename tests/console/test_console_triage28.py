@@ -5,6 +5,7 @@ new stop drawing the eye, marked runs that need no decision."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 
 from phasegate import Engine
+from phasegate.console import service
 from phasegate.console.screens.action_modal import ActionModal
 from phasegate.console.screens.causes import CauseRunsScreen
 from phasegate.console.screens.copy_modal import CopyModal
@@ -22,6 +24,9 @@ from phasegate.console.widgets import RunsTable
 from tests.console import fixtures as fx
 from tests.console.pilot_helpers import settle
 from tests.console.test_console_causes import TAX_RUNS, open_causes
+from tests.console.test_console_liveness import wait_until
+from tests.console.test_console_operator import screen_text
+from tests.support import cli
 
 pytestmark = pytest.mark.anyio
 
@@ -192,3 +197,58 @@ async def test_marked_runs_that_need_no_decision_offer_no_decision(store: Path, 
         await settle(pilot)
         assert not isinstance(app.screen, GroupModal)
         assert any("needs a decision" in str(n.message) for n in app._notifications)
+
+
+async def test_a_probe_no_finished_phase_saved_is_new_not_same(store: Path, make_app: Any) -> None:
+    con = sqlite3.connect(store)
+    con.execute(
+        "UPDATE phasegate_runs SET env_json = ? WHERE run_id = ?",
+        (
+            '[{"probe": "code_version", "saved": null, "current": "billing 1.4.0", "changed": false, "phases": []}]',
+            fx.FAILED,
+        ),
+    )
+    con.commit()
+    con.close()
+    app = make_app(store)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await app.push_screen(DetailScreen(app, fx.FAILED))
+        await settle(pilot)
+        text = screen_text(app)
+        assert "not saved yet" in text and "same " not in text, text
+
+
+async def test_a_workers_carries_it_out_notice_goes_once_it_has(store: Path, make_app: Any) -> None:
+    # The fixture's runs were started from code: give this one its target, so a worker can resume it.
+    con = sqlite3.connect(store)
+    con.execute("UPDATE phasegate_runs SET target = 'tests.console.wf:wf' WHERE run_id = ?", (fx.ENV_MISMATCH,))
+    con.commit()
+    con.close()
+    worker = cli.start(["worker", "--poll", "0.2", "--db", str(store)])
+    try:
+        app = make_app(store)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await wait_until(lambda: service.workers_alive(app.engine) > 0, what="the worker's heartbeat")
+            await app.push_screen(DetailScreen(app, fx.ENV_MISMATCH))
+            await settle(pilot)
+            await pilot.press("a")
+            await settle(pilot)
+            await pilot.press(*"rates checked", "enter")
+            await settle(pilot)
+            said = [str(n.message) for n in app._notifications]
+            assert any("a worker is alive and carries it out" in n for n in said), said
+
+            def carried() -> bool:
+                return any("the decision was carried out" in str(n.message) for n in app._notifications)
+
+            for _ in range(60):  # the detail is read again as the store changes (here: once a second)
+                if carried():
+                    break
+                app._refresh_screens()
+                await asyncio.sleep(1.0)
+            assert carried(), [str(n.message) for n in app._notifications]
+            assert not any("a worker is alive and carries it out" in str(n.message) for n in app._notifications)
+    finally:
+        worker.kill()
