@@ -206,13 +206,15 @@ class ConsoleApp(App[int]):
             ExitCode.USAGE: "refused",
             ExitCode.BLOCKED: "the run is blocked for an operator",
             ExitCode.HELD: "held by another process, or it lost its lease",
+            ExitCode.WAITING: "the run waits (an answer, a time) or is paused",
+            ExitCode.CANCELLED: "the run is cancelled",
             ExitCode.INTERRUPTED: "interrupted",
         }
         if end.code < 0:
             how = f"killed by signal {-end.code}"
         else:
             how = f"exited {end.code} ({meaning.get(end.code, 'unexpected')})"
-        ok = end.code in (ExitCode.OK, ExitCode.BLOCKED)
+        ok = end.code in (ExitCode.OK, ExitCode.BLOCKED, ExitCode.WAITING)
         self.notify(
             f"phasegate resume {safe(end.run_id)} (pid {end.pid}) {how}: {end.last_line}\nits log: {safe(str(end.log))}",
             title="resume ended" if ok else "resume FAILED",

@@ -80,6 +80,10 @@ def summary(v: RunView, now: float, exact: float | None = None) -> Text:
                 f"waiting: {d.action} by {safe(d.operator)} (decision {d.id}) applies at the next run",
                 style="italic",
             )
+    if v.trace_id:
+        # Where the latest attempt is in the team's trace back end (`status --json` says the same).
+        line.append("\n" if line else "")
+        line.append(f"trace {safe(v.trace_id)}")
     return line
 
 

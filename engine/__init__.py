@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .authoring.workflow import Workflow
     from .decide.batch import GroupRefused
     from .decide.causes import Cause, CauseKind
-    from .decide.fit import NO_RESULT, Decision
+    from .decide.fit import NO_RESULT, NO_VALUE, Decision
     from .decide.preview import Preview
     from .engine import Engine
     from .errors import (
@@ -63,8 +63,10 @@ if TYPE_CHECKING:
         HolderStalled,
         LeaseLost,
         PhasegateError,
+        RunCancelled,
         RunHeld,
         RunNotFound,
+        RunPaused,
         SameOperator,
         StoreError,
         UsageError,
@@ -91,6 +93,8 @@ if TYPE_CHECKING:
         PhaseStateName,
         RunStatus,
         RunStatusName,
+        WaitKind,
+        WaitKindName,
     )
     from .upkeep.reports import LostOutput, UnknownSchema, VerifyReport
     from .views.models import (
@@ -101,10 +105,12 @@ if TYPE_CHECKING:
         LeaseView,
         OutputView,
         PhaseView,
+        QuestionView,
         RunSummary,
         RunView,
     )
     from .views.workers import WorkerView
+    from .waits import NoAnswer, RetryLater
 
 #: Public name -> the private module that defines it.
 _WHERE: dict[str, str] = {
@@ -121,9 +127,15 @@ _WHERE: dict[str, str] = {
             "PhaseStateName",
             "RunStatus",
             "RunStatusName",
+            "WaitKind",
+            "WaitKindName",
         ),
         ".states",
     ),
+    "RetryLater": ".waits",
+    "NoAnswer": ".waits",
+    "QuestionView": ".views.models",
+    "NO_VALUE": ".decide.fit",
     "PhaseContext": ".run.phasecontext",
     "AsyncPhaseContext": ".run.asynccontext",
     "StopRequest": ".run.stopping",
@@ -147,6 +159,8 @@ _WHERE: dict[str, str] = {
             "PhasegateError",
             "RunHeld",
             "RunNotFound",
+            "RunPaused",
+            "RunCancelled",
             "SameOperator",
             "StoreError",
             "UsageError",
@@ -215,6 +229,8 @@ __all__ = [
     "LeaseView",
     "LostOutput",
     "NO_RESULT",
+    "NO_VALUE",
+    "NoAnswer",
     "Outcome",
     "OutcomeStatus",
     "OutputView",
@@ -226,9 +242,13 @@ __all__ = [
     "Policy",
     "Preview",
     "PruneCandidate",
+    "QuestionView",
     "Reconciled",
+    "RetryLater",
+    "RunCancelled",
     "RunHeld",
     "RunNotFound",
+    "RunPaused",
     "RunStatus",
     "RunStatusName",
     "RunSummary",
@@ -239,6 +259,8 @@ __all__ = [
     "UnknownSchema",
     "UsageError",
     "VerifyReport",
+    "WaitKind",
+    "WaitKindName",
     "WorkerView",
     "Workflow",
     "WorkflowError",

@@ -168,6 +168,10 @@ FLUSH_MS = Range(0.0, 3_600_000.0, "milliseconds")
 (`PHASEGATE_EFFECT_FLUSH_MS`): 0 commits it at once; the tests hold it for
 minutes to see a completion ride with the next commit; past an hour it is an
 in-doubt window nobody means."""
+PARK_SECONDS = Range(0.0, DAY)
+"""A wait at least this long parks the run (`PHASEGATE_PARK_SECONDS`): it
+gives up its lease and process, and a worker resumes it when due. A shorter
+one sleeps in the process, holding the lease. 0 parks every wait."""
 RETENTION_DAYS = Range(0.0, 36_500.0, "days")
 """Days a completed run is kept whole before pruning may take it."""
 RETRIES = Count(0, 100)
@@ -186,6 +190,7 @@ __all__ = [
     "INTERVAL_SECONDS",
     "JOBS",
     "LEASE_SECONDS",
+    "PARK_SECONDS",
     "RETENTION_DAYS",
     "RETRIES",
     "ROW_ID",

@@ -67,6 +67,8 @@ class Engine:
             nothing is written, not even an upgrade.
         effect_flush: Seconds an effect's completion may wait to commit with
             the run's next transaction (`PHASEGATE_EFFECT_FLUSH_MS` / 1000).
+        park_seconds: A wait at least this long parks the run instead of
+            sleeping in its process (`PHASEGATE_PARK_SECONDS`, 30).
 
     Raises:
         UsageError: A setting that is not a number or is out of its range.
@@ -86,6 +88,7 @@ class Engine:
         create: bool = True,
         readonly: bool = False,
         effect_flush: float | None = None,
+        park_seconds: float | None = None,
     ) -> None:
         # Settings first: a bad one is refused before any store is created.
         settings = Settings.read(
@@ -94,7 +97,10 @@ class Engine:
             retention_days=retention_days,
             claim_seconds=claim_seconds,
             archive_dir=archive_dir,
+            park_seconds=park_seconds,
         )
+        self.park_seconds = settings.park_seconds
+        """A wait at least this long parks the run (`ctx.sleep`, `ctx.ask`, `RetryLater`)."""
         self.lease_seconds = settings.lease_seconds
         """How long a run's lease lasts unrenewed, in seconds."""
         self.effect_flush = settings.effect_flush
@@ -248,6 +254,7 @@ class Engine:
             stop=stop,
             loop=loop,
             distinct=distinct,
+            park_seconds=self.park_seconds,
         )
 
     # -- decisions ------------------------------------------------------------
@@ -265,6 +272,8 @@ class Engine:
         force: bool = False,
         expect_env: str | None = None,
         override_claim: bool = False,
+        question: str | None = None,
+        value: Any = _fit.NO_VALUE,
     ) -> _fit.Decision:
         """Record an operator's decision on a stopped run. It is checked against
         the run as it is inside the recording transaction (`fit` (decide/fit.py)),
@@ -276,9 +285,16 @@ class Engine:
         (state "proposed"): nothing changes until another operator seconds it
         (`phasegate decide RUN second`).
 
+        `answer` answers the question a run asked (`ctx.ask`): the value is
+        checked against the question's schema, and a worker resumes the run
+        with it. `pause` and `cancel` fit a running run too: it stops at its
+        next step (run/holds.py); a stopped one is paused or cancelled at
+        once. `unpause` puts a paused run back where it was.
+
         Args:
             run_id: The run.
-            action: approve, degrade, rewind, reset, confirm_effect or retry_effect.
+            action: approve, degrade, rewind, reset, confirm_effect,
+                retry_effect, answer, pause, unpause or cancel.
             reason: Why, in the operator's words (required, stored forever).
             operator: Who decides; None: `$PHASEGATE_OPERATOR`, else the login name.
             phase: For rewind: the phase to re-run from.
@@ -290,6 +306,9 @@ class Engine:
             expect_env: For approve: the `env_hash` of the preview the operator
                 saw; refused if the run's changed values differ now.
             override_claim: Decide on a run someone else claimed.
+            question: For answer: the question's name (or `phase/name`).
+            value: For answer (required): the answer, JSON; None is JSON null,
+                `NO_VALUE` means none was given.
 
         Returns:
             The decision as recorded ("pending", "applied" for a reset, or
@@ -315,7 +334,18 @@ class Engine:
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             view = self._view(conn, run, now, with_candidates=False)
-            chosen = _fit.fit(view, act, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force)
+            chosen = _fit.fit(
+                view,
+                act,
+                phase=phase,
+                effect=effect,
+                result=result,
+                expect_env=expect_env,
+                force=force,
+                question=question,
+                value=value,
+                now=now,
+            )
             _fit.require_result(act, result)
             state, expires = self._oversight.admit(conn, view, act, chosen, who, now, override_claim=override_claim)
             (done,) = record(
@@ -486,6 +516,8 @@ class Engine:
         reason: str | None = None,
         force: bool = False,
         expect_env: str | None = None,
+        question: str | None = None,
+        value: Any = _fit.NO_VALUE,
     ) -> _previews.Preview:
         """What a decision would do, without recording it; refused exactly
         as `decide` would refuse it, in the same order (`phasegate decide
@@ -500,6 +532,8 @@ class Engine:
             reason: When given, checked as `decide` checks it.
             force: As `decide` takes it.
             expect_env: As `decide` takes it.
+            question: As `decide` takes it.
+            value: As `decide` takes it.
 
         Returns:
             What the decision would do: the phases that run again, the effects
@@ -519,7 +553,15 @@ class Engine:
             _fit.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
         return _previews.preview(
-            view, action, phase=phase, effect=effect, result=result, expect_env=expect_env, force=force
+            view,
+            action,
+            phase=phase,
+            effect=effect,
+            result=result,
+            expect_env=expect_env,
+            force=force,
+            question=question,
+            value=value,
         )
 
     def run_ids(self) -> Iterator[str]:

@@ -26,6 +26,11 @@ class ExitCode(IntEnum):
     (alive on this host past its lease: `resume --force` / `decide --force`),
     or this process lost its lease, or someone else claimed the run
     (`--force`)."""
+    WAITING = 5
+    """`run`/`resume`: the run is waiting (for an answer, a timer or a rate
+    limit; a worker resumes it) or paused by an operator."""
+    CANCELLED = 6
+    """`run`/`resume`: the run is cancelled (final)."""
     INTERRUPTED = 130
     """Stopped by Ctrl-C (Python's own code for SIGINT); for `worker`, stopped
     at once by a second signal, the current run left resumable."""
@@ -151,6 +156,20 @@ class HolderStalled(PhasegateError):
         """The run whose holder is stalled."""
         self.holder = holder
         """The holder (`host:pid`)."""
+
+
+class RunPaused(PhasegateError):
+    """The run is paused by an operator: only `phasegate unpause` lets it go on."""
+
+    title = "run paused"
+    exit_code = ExitCode.WAITING
+
+
+class RunCancelled(PhasegateError):
+    """The run is cancelled: final, nothing runs it again."""
+
+    title = "run cancelled"
+    exit_code = ExitCode.CANCELLED
 
 
 class LeaseLost(PhasegateError):

@@ -35,6 +35,11 @@ def validate_run_id(run_id: Any) -> str:
     return run_id
 
 
+#: Kinds of name whose saved key could be mistaken for phasegate's own
+#: durable records ("@ask:NAME", "@sleep:NAME": run/parking.py).
+_RESERVED_AT = frozenset({"step", "map"})
+
+
 def validate_name(kind: str, name: Any, error: type[UsageError] = UsageError) -> str:
     """Check a name a workflow declares: of the workflow, a phase, a probe,
     an effect or a durable step.
@@ -57,6 +62,8 @@ def validate_name(kind: str, name: Any, error: type[UsageError] = UsageError) ->
             printable characters.
     """
     if isinstance(name, str) and name.isascii() and name.isprintable() and 0 < len(name) <= 200 and name.strip():
+        if name[0] == "@" and kind in _RESERVED_AT:
+            raise error(f"a {kind} name must not begin with '@' ({name!r}): those keys are phasegate's own records")
         return name  # the common case, checked without a look at each character
     if not isinstance(name, str) or not name.strip():
         raise error(f"a {kind} name must be a non-empty string")
@@ -67,4 +74,6 @@ def validate_name(kind: str, name: Any, error: type[UsageError] = UsageError) ->
         raise error(
             f"{kind} name {safe(name)!r} must not contain control, format or invisible characters (found {safe(bad)})"
         )
+    if name[0] == "@" and kind in _RESERVED_AT:
+        raise error(f"a {kind} name must not begin with '@': those keys are phasegate's own records")
     return name

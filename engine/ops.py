@@ -27,6 +27,11 @@ tool asks the same function the engine's own command line asks:
 - `WAIT_SECONDS`: the range of a wait for a person (a proposal, a claim, an
   idle session: 1 s to a year), with `.argtype()` for a flag, so a tool's
   own flags refuse what the engine's refuse, in the same words.
+- `JsonFormatter`: `--log-format json`'s formatter (one JSON object a
+  line, stored text escaped), for a tool's own log; `trace_runs`: every run
+  this process executes traced with OpenTelemetry (the `otel` extra);
+  `verify_webhook`: a webhook receiver's check of `watch
+  --webhook-secret-file`'s signature and timestamp.
 - `correctable_effects`: which confirmed effects of a run may be corrected
   now, for a tool that offers that choice; `Engine.preview` and
   `Engine.decide` apply the same rule and refuse what does not fit.
@@ -44,9 +49,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._dbpath import default_db
+    from .alerts.signing import verify_webhook
     from .authoring.sources import printable
     from .bounds import WAIT_SECONDS
     from .decide.fit import correctable_effects
+    from .observe.logs import JsonFormatter
+    from .observe.tracing import trace_runs
     from .oversight.identity import WEB_USER_ENV, Who, whoami
     from .safefiles import new_private_file
     from .safetext import SafeFormatter, safe, safe_json
@@ -67,9 +75,13 @@ _WHERE: dict[str, str] = {
     "safe_json": ".safetext",
     "store_files": ".views.feed",
     "watch_store": ".views.feed",
+    "JsonFormatter": ".observe.logs",
+    "trace_runs": ".observe.tracing",
+    "verify_webhook": ".alerts.signing",
 }
 
 __all__ = [
+    "JsonFormatter",
     "SafeFormatter",
     "WAIT_SECONDS",
     "WEB_USER_ENV",
@@ -81,6 +93,8 @@ __all__ = [
     "safe",
     "safe_json",
     "store_files",
+    "trace_runs",
+    "verify_webhook",
     "watch_store",
     "whoami",
 ]

@@ -69,7 +69,12 @@ class Outcome:
     """The phases this call executed, in order (a resume skips done ones)."""
     stopped: str = ""
     """For an interrupted run: where it stopped ("stopped by SIGTERM in phase
-    agent, after step llm:7"); it is resumable from there."""
+    agent, after step llm:7"); it is resumable from there. For a waiting,
+    paused or cancelled run: the line that says what it waits for, or who
+    paused or cancelled it and why."""
     degraded: str = ""
     """For a completed run whose phases did not all run whole: what is
     missing ("enrich skipped; report ran without fetch"); empty otherwise."""
+    waiting: dict[str, Any] | None = None
+    """For a waiting run: what it waits for (`kind` answer, timer or
+    retry_later, with the question or the time), as `status --json` shows it."""

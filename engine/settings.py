@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from . import bounds
 from .oversight import claims
 from .run.completions import DEFAULT_DELAY
+from .run.parking import DEFAULT_PARK_SECONDS
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,9 @@ class Settings:
     (`PHASEGATE_RETENTION_DAYS`)."""
     claim_seconds: float
     """How long an operator's claim on a run lasts (`PHASEGATE_CLAIM_SECONDS`)."""
+    park_seconds: float
+    """A wait at least this long parks the run instead of sleeping in the
+    process (`PHASEGATE_PARK_SECONDS`)."""
     archive_dir: str | None
     """The archive folder as configured (`PHASEGATE_ARCHIVE_DIR`), or None for
     the one beside the store (`history.archive.archive_dir` resolves it)."""
@@ -43,6 +47,7 @@ class Settings:
         retention_days: float | None = None,
         claim_seconds: float | None = None,
         archive_dir: str | None = None,
+        park_seconds: float | None = None,
     ) -> Settings:
         """The settings from these arguments, with the environment's for those not given.
 
@@ -52,6 +57,7 @@ class Settings:
             retention_days: Days, or None for `PHASEGATE_RETENTION_DAYS` (30).
             claim_seconds: Seconds, or None for `PHASEGATE_CLAIM_SECONDS`.
             archive_dir: A folder, or None (or "") for `PHASEGATE_ARCHIVE_DIR`.
+            park_seconds: Seconds, or None for `PHASEGATE_PARK_SECONDS` (30).
 
         Returns:
             The settings, each checked.
@@ -71,6 +77,7 @@ class Settings:
             claim_seconds=_one(
                 claim_seconds, bounds.WAIT_SECONDS, "PHASEGATE_CLAIM_SECONDS", claims.DEFAULT_CLAIM_SECONDS
             ),
+            park_seconds=_one(park_seconds, bounds.PARK_SECONDS, "PHASEGATE_PARK_SECONDS", DEFAULT_PARK_SECONDS),
             archive_dir=archive_dir or os.environ.get("PHASEGATE_ARCHIVE_DIR"),
         )
 

@@ -35,9 +35,21 @@ class RunStatus(StrEnum):
     """Stored `running`, its holder alive on this host but past its lease
     (frozen, starved or stuck on a lock): not dead, not to be taken over
     lightly (`resume --force`)."""
+    WAITING = "waiting"
+    """Parked with no process held: for a person's answer (`ctx.ask`), a
+    timer (`ctx.sleep`) or a rate limit (`RetryLater`). A worker resumes it
+    by itself once it is answered or due (`RunView.waiting` says for what)."""
+    PAUSED = "paused"
+    """Paused by an operator (`phasegate pause`): nothing resumes it, and its
+    timer does not fire, until an operator unpauses it (`RunView.paused`)."""
+    CANCELLED = "cancelled"
+    """Cancelled by an operator (`phasegate cancel`): final. Nothing runs it
+    again; effects it left in doubt stay listed for a check outside."""
 
 
-RunStatusName = Literal["running", "completed", "failed", "interrupted", "blocked", "reset", "stalled"]
+RunStatusName = Literal[
+    "running", "completed", "failed", "interrupted", "blocked", "reset", "stalled", "waiting", "paused", "cancelled"
+]
 """`RunStatus`'s values as plain strings: the type of a stored or `--json` run status."""
 
 
@@ -53,6 +65,28 @@ class OutcomeStatus(StrEnum):
     INTERRUPTED = "interrupted"
     """Only when asked to stop (a signal, a worker's shutdown): it stopped at
     its next step, resumable; `Outcome.stopped` says where."""
+    WAITING = "waiting"
+    """It parked, holding no process, for an answer, a timer or a rate limit
+    (`Outcome.waiting` says which); a worker resumes it when it is due."""
+    PAUSED = "paused"
+    """An operator paused it (at its next step, if it was running)."""
+    CANCELLED = "cancelled"
+    """An operator cancelled it: final."""
+
+
+class WaitKind(StrEnum):
+    """What a `waiting` run waits for (`RunView.waiting["kind"]`)."""
+
+    ANSWER = "answer"
+    """A person's answer to its question (`ctx.ask`): it needs a person."""
+    TIMER = "timer"
+    """A time (`ctx.sleep`, `ctx.sleep_until`)."""
+    RETRY_LATER = "retry_later"
+    """The time a rate limit named (`RetryLater`)."""
+
+
+WaitKindName = Literal["answer", "timer", "retry_later"]
+"""`WaitKind`'s values as plain strings."""
 
 
 class PhaseState(StrEnum):
@@ -141,10 +175,36 @@ class Action(StrEnum):
     it corrects the result, and the phases that read it run again."""
     RETRY_EFFECT = "retry_effect"
     """An effect in doubt did not happen: the next start calls it again, with the same key."""
+    ANSWER = "answer"
+    """Answer the question a run asked (`ctx.ask`; `--question NAME --value
+    JSON`): the value is checked against the question's schema, and the run
+    is resumed with it."""
+    PAUSE = "pause"
+    """Pause the run: a running one stops at its next step, a stopped one at
+    once; nothing resumes it until it is unpaused."""
+    UNPAUSE = "unpause"
+    """Put a paused run back where it was (a due timer fires then)."""
+    CANCEL = "cancel"
+    """Cancel the run, for good: a running one stops at its next step."""
 
 
-ActionName = Literal["approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect"]
+ActionName = Literal[
+    "approve",
+    "degrade",
+    "rewind",
+    "reset",
+    "confirm_effect",
+    "retry_effect",
+    "answer",
+    "pause",
+    "unpause",
+    "cancel",
+]
 """`Action`'s values as plain strings: a decision's stored `action`."""
+
+#: Decisions that answer no block: a question's answer, and an operator's
+#: hold on a run (pause, unpause, cancel), which may be taken while it runs.
+HOLDS: frozenset[Action] = frozenset({Action.PAUSE, Action.UNPAUSE, Action.CANCEL})
 
 #: Which decisions answer which reason for a block. `rewind` and `reset` answer
 #: any block; they are the operator's heavier tools.

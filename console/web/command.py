@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from phasegate import PhasegateError, UsageError
-from phasegate.ops import WAIT_SECONDS, SafeFormatter, default_db
+from phasegate.ops import WAIT_SECONDS, JsonFormatter, SafeFormatter, default_db
 
 from . import guard
 
@@ -44,6 +44,12 @@ def add_serve(subparsers: Any) -> None:
         default=900.0,
         metavar="SECONDS",
         help="close a session after this long without input (1 s to a year; default 900)",
+    )
+    p.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="log lines as text (default) or as one JSON object a line (time, level, event, run_id, phase, message)",
     )
     p.set_defaults(fn=cmd_serve)
 
@@ -86,7 +92,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         idle_timeout=args.idle_timeout,
         login=_login(),
     )
-    _log_to_stderr()
+    _log_to_stderr(json_lines=args.log_format == "json")
     server = ConsoleServer(config, console_argv(read_only=config.read_only))
     try:
         import asyncio
@@ -108,12 +114,12 @@ def _login() -> str:
         return "unknown"
 
 
-def _log_to_stderr() -> None:
+def _log_to_stderr(*, json_lines: bool = False) -> None:
     # Sessions opened and refused are worth seeing; aiohttp's access log is
     # off (its lines would carry the token in the path).
     handler = logging.StreamHandler(sys.stderr)
     # One event, one line: a name from a header or a path cannot forge a line.
-    handler.setFormatter(SafeFormatter("%(asctime)s serve %(message)s"))
+    handler.setFormatter(JsonFormatter() if json_lines else SafeFormatter("%(asctime)s serve %(message)s"))
     log = logging.getLogger("phasegate.serve")
     log.addHandler(handler)
     log.setLevel(logging.INFO)

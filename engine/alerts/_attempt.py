@@ -24,6 +24,8 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from . import signing
+
 
 class Attempt:
     """A send in progress. `error` is None once it arrived, else why not."""
@@ -137,15 +139,20 @@ class PostAttempt(Attempt):
     3xx is a failure like any other status outside 2xx. The answer counts
     once its status line and headers arrived; its body is not read."""
 
-    def __init__(self, url: str, body: bytes, timeout: float) -> None:
+    def __init__(self, url: str, body: bytes, timeout: float, secret: bytes | None = None) -> None:
         super().__init__("hook-webhook")
         self.url = url
         self.body = body
         self.timeout = timeout
+        self._secret = secret
+        """Signs the POST (signing.py) when given."""
 
     def send(self) -> str | None:
         url, headers = _split_credentials(self.url)
         headers.update({"Content-Type": "application/json", "User-Agent": "phasegate-watch"})
+        if self._secret is not None:
+            # Signed at each attempt: a retry carries its own, fresh, timestamp.
+            headers.update(signing.sign(self._secret, self.body))
         req = urllib.request.Request(url, data=self.body, headers=headers, method="POST")
         opener = urllib.request.build_opener(_NoRedirect(), _HTTPHandler(self), _HTTPSHandler(self))
         try:

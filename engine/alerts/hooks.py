@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
@@ -69,12 +69,16 @@ class Hooks:
     timeout: float = 10.0
     """Seconds a single attempt may take in all: the command to its exit, or
     the request from connecting to the last header of the answer."""
+    secret: bytes | None = field(default=None, repr=False)
+    """Signs each POST (signing.py): `--webhook-secret-file`'s content. Never shown."""
 
     def __post_init__(self) -> None:
         if not self.command and not self.webhook:
             raise UsageError("watch needs --exec CMD and/or --webhook URL: where should alerts go?")
         if self.webhook:
             check_url(self.webhook)
+        if self.secret is not None and not self.webhook:
+            raise UsageError("--webhook-secret-file signs webhooks: give --webhook URL too")
         if self.retries < 0 or self.backoff < 0 or self.timeout <= 0:
             raise UsageError("--retries and --backoff must be >= 0, --timeout > 0")
 
@@ -158,7 +162,7 @@ def _start(hooks: Hooks, name: str, body: bytes) -> _attempt.Attempt:
         assert hooks.command is not None
         return _attempt.CommandAttempt(hooks.command, body).start()
     assert hooks.webhook is not None
-    return _attempt.PostAttempt(hooks.webhook, body, hooks.timeout).start()
+    return _attempt.PostAttempt(hooks.webhook, body, hooks.timeout, hooks.secret).start()
 
 
 class _Clock:

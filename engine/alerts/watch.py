@@ -10,7 +10,6 @@ watches on one store never both send (the claim is the table's primary key).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shlex
 import threading
@@ -25,6 +24,9 @@ from ..authoring import runbooks as _runbooks
 from ..authoring.sources import printable
 from ..engine import Engine
 from ..errors import ExitCode, StoreError
+from ..history import stops as _stops
+from ..history.stops import stop_key
+from ..observe import hooks as observing
 from ..safetext import safe
 from ..store import _rowcheck
 from ..timefmt import iso
@@ -35,24 +37,14 @@ log = logging.getLogger("phasegate.watch")
 #: "Already announced" lines: shown with -v only (a restart would list every old stop).
 skip_log = logging.getLogger("phasegate.watch.skip")
 
-#: The statuses that are a stop worth telling someone about.
-STOPS = ("blocked", "failed")
+#: The statuses that are a stop worth telling someone about (a waiting run
+#: only when it waits for a person's answer, not for a time).
+STOPS = ("blocked", "failed", "waiting")
 #: A claim older than this whose watch never settled it (killed mid-send) is
 #: taken over. A watch renews its claim while it sends (`hooks.KEEPALIVE_EVERY`),
 #: so only a claim whose watch died ages this far.
 CLAIM_SECONDS = 300.0
 _CHUNK = 500
-
-
-def stop_key(row: Any) -> str:
-    """One stop of one run. The attempt that ended in it is told apart by its
-    last heartbeat (every start takes a new one; an operator's decision or a
-    prune does not touch it), and the status and block kinds say which stop:
-    a run that stops again after a resume is a new stop, a decision recorded
-    on a stopped run is not."""
-    kinds = sorted(str(b.get("kind")) for b in _json.loads(row.blocked_json or "[]"))
-    ident = [row.run_id, row.status, int(row.epoch), row.heartbeat_at or row.created_at, kinds]
-    return hashlib.sha256(_json.dumps(ident).encode()).hexdigest()[:32]
 
 
 def event(row: Any, where: str) -> dict[str, Any]:
@@ -69,7 +61,20 @@ def event(row: Any, where: str) -> dict[str, Any]:
     books = _runbooks.for_stop(shape, blocked, error, row.frontier_phase)
     texts = list(dict.fromkeys(b["runbook"] for b in books))
     summary = f"{row.run_id} ({row.workflow}) {row.status}: {row.attention or 'no reason recorded'}"
-    return {
+    question = _stops.asking(row)
+    asked = None
+    if question is not None:
+        summary = f"{row.run_id} ({row.workflow}) needs a person: {question.get('prompt')!s}"
+        asked = {
+            "name": safe(str(question.get("name"))),
+            "phase": safe(str(question.get("phase"))),
+            "prompt": safe(printable(str(question.get("prompt")).replace("\n", " "))[:400]),
+            "answer": safe(
+                f"phasegate decide --db {shlex.quote(where)} {shlex.quote(row.run_id)} answer"
+                f" --question {shlex.quote(str(question.get('name')))} --value JSON --reason ..."
+            ),
+        }
+    out = {
         "run_id": safe(row.run_id),
         "workflow": safe(row.workflow),
         "status": safe(row.status),
@@ -87,6 +92,11 @@ def event(row: Any, where: str) -> dict[str, Any]:
         "runbook": safe("; ".join(texts)) if texts else None,
         "console": safe(f"phasegate console --db {shlex.quote(where)} --run {shlex.quote(row.run_id)}"),
     }
+    if asked is not None:
+        # A run that asks a person (`ctx.ask`): its question, and how to answer
+        # it (only then: a stop's event keeps the fields it always had).
+        out["question"] = asked
+    return out
 
 
 class Watch:
@@ -157,8 +167,8 @@ class Watch:
             except StoreError as exc:
                 log.warning("a run row is damaged, not announced: %s", exc.message)
                 continue
-            if row is None:
-                continue
+            if row is None or (row.status == "waiting" and _stops.asking(row) is None):
+                continue  # a timer or a rate limit is no one's to answer
             key = stop_key(row)
             if key not in self._settled:
                 stops[key] = row
@@ -203,6 +213,8 @@ class Watch:
             skip_log.info("%s (%s): claimed by another watch", row.run_id, row.status)
             return 0
         result = hooks.deliver(self.hooks, ev, self.stop, keepalive=lambda: self._renew(key, row))
+        if not result.interrupted:
+            observing.OBSERVER.alert(result.ok)
         with self.store.write() as conn:
             if result.interrupted:
                 # Nothing is known to have arrived: let the next watch send it.

@@ -10,6 +10,7 @@ import logging
 from ..errors import ExitCode, UsageError
 from ..safetext import safe, safe_json
 from ..timefmt import iso
+from . import observing
 from .args import open_engine
 
 
@@ -20,8 +21,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     # it is shown without -v; -v adds the engine's own lines.
     if not args.verbose:
         logging.getLogger("phasegate.worker").setLevel(logging.INFO)
-    with open_patiently(lambda: open_engine(args)) as eng:
-        return Worker(eng, poll=args.poll, jobs=args.jobs, heartbeat=args.heartbeat).serve(once=args.once)
+    stop = observing.start(args)
+    try:
+        with open_patiently(lambda: open_engine(args)) as eng:
+            return Worker(eng, poll=args.poll, jobs=args.jobs, heartbeat=args.heartbeat).serve(once=args.once)
+    finally:
+        stop()
 
 
 def cmd_workers(args: argparse.Namespace) -> int:
@@ -54,11 +59,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
     import threading
 
     from ..alerts.hooks import Hooks
+    from ..alerts.signing import load_secret
     from ..alerts.watch import run_watch
 
     hooks = Hooks(
         command=args.exec_cmd,
         webhook=args.webhook,
+        secret=load_secret(args.webhook_secret_file) if args.webhook_secret_file is not None else None,
         retries=args.retries,
         backoff=args.backoff,
         timeout=args.timeout,
@@ -74,5 +81,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     # cleanly: a send in progress finishes or is left for the next watch.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    with open_engine(args) as eng:
-        return run_watch(eng, hooks, stop, poll=args.poll, use_events=not args.no_events, once=args.once)
+    undo = observing.start(args)
+    try:
+        with open_engine(args) as eng:
+            return run_watch(eng, hooks, stop, poll=args.poll, use_events=not args.no_events, once=args.once)
+    finally:
+        undo()

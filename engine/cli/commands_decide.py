@@ -33,7 +33,7 @@ def _decide_args(args: argparse.Namespace) -> None:
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
-    from ..decide.fit import CONFIRM_NEEDS_RESULT, NO_RESULT
+    from ..decide.fit import CONFIRM_NEEDS_RESULT, NO_RESULT, NO_VALUE
     from ..oversight.identity import whoami
 
     _decide_args(args)
@@ -47,6 +47,10 @@ def cmd_decide(args: argparse.Namespace) -> int:
     result: Any = NO_RESULT
     if args.result is not None:
         result = parse_json(args.result, "--result")
+    if args.value is not None:
+        args.answer_value = parse_json(args.value, "--value")
+    else:
+        args.answer_value = NO_VALUE
     if args.cause is not None:
         return _decide_cause(args, result)
     with open_engine(args) as eng:
@@ -60,6 +64,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
                 reason=args.reason,
                 force=args.force,
                 expect_env=args.expect_env,
+                question=args.question,
+                value=args.answer_value,
             )
             if pv.action is Action.CONFIRM_EFFECT and result is NO_RESULT:
                 raise UsageError(CONFIRM_NEEDS_RESULT)  # refused as the decision itself would be
@@ -83,17 +89,39 @@ def cmd_decide(args: argparse.Namespace) -> int:
             force=args.force,
             expect_env=args.expect_env,
             override_claim=args.force,
+            question=args.question,
+            value=args.answer_value,
         )
+    return _said(args.run_id, d)
+
+
+def _said(run_id: str, d: Any) -> int:
+    """The line a recorded decision prints."""
     if d.state == "proposed":
         print(
-            f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} proposed (decision {d.id}); the store's policy"
+            f"{safe(run_id)}: {d.action} by {safe(d.operator)} proposed (decision {d.id}); the store's policy"
             " needs a second operator (another account):"
-            f" phasegate decide {safe(args.run_id)} second --decision {d.id} --reason ..."
+            f" phasegate decide {safe(run_id)} second --decision {d.id} --reason ..."
         )
         return ExitCode.OK
-    when = "applied" if d.state == "applied" else "recorded; it applies at the next run"
-    print(f"{safe(args.run_id)}: {d.action} by {safe(d.operator)} {when} (decision {d.id})")
+    if d.state == "applied":
+        when = "applied"
+    elif d.action in (Action.PAUSE, Action.CANCEL):
+        when = "asked; the run stops at its next step"
+    elif d.action is Action.ANSWER:
+        when = "recorded; the run goes on with it at its next start (a worker takes it up)"
+    else:
+        when = "recorded; it applies at the next run"
+    print(f"{safe(run_id)}: {d.action} by {safe(d.operator)} {when} (decision {d.id})")
     return ExitCode.OK
+
+
+def cmd_hold(args: argparse.Namespace) -> int:
+    """`phasegate pause|unpause|cancel RUN --reason TEXT`: the decision of that name."""
+    _no_web_identity(args.command)
+    with open_engine(args) as eng:
+        d = eng.decide(args.run_id, args.command, reason=args.reason, operator=args.operator, override_claim=args.force)
+    return _said(args.run_id, d)
 
 
 def _decide_cause(args: argparse.Namespace, result: Any) -> int:
@@ -106,6 +134,8 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
         "result": result,
         "force": args.force,
         "expect_env": args.expect_env,
+        "question": args.question,
+        "value": args.answer_value,
     }
     with open_engine(args) as eng:
         if args.dry_run:
@@ -166,7 +196,8 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
 def _second(args: argparse.Namespace) -> int:
     if args.decision is None:
         raise UsageError("second needs --decision N: the proposal to second (phasegate status RUN lists it)")
-    extra = [f"--{k.replace('_', '-')}" for k in ("phase", "effect", "result", "expect_env") if getattr(args, k)]
+    keys = ("phase", "effect", "result", "expect_env", "question", "value")
+    extra = [f"--{k.replace('_', '-')}" for k in keys if getattr(args, k)]
     if extra or args.dry_run:
         raise UsageError(f"{(extra or ['--dry-run'])[0]} is not for second: it seconds the proposal as proposed")
     with open_engine(args) as eng:

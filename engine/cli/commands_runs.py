@@ -9,6 +9,7 @@ import time
 from .._dbpath import default_db
 from ..errors import ExitCode, UsageError
 from ..safetext import safe_json
+from . import observing
 from .args import open_engine, read_inputs
 from .render import print_causes, print_diffs, print_outcome, print_runs, print_view
 from .signals import stop_at_next_step
@@ -22,8 +23,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     inputs = read_inputs(args)
     target = normalise(args.target)
     wf = load(target)
-    with open_engine(args, create=True) as eng, stop_at_next_step(eng):
-        return print_outcome(eng.run(wf, args.run_id, inputs, target=target))
+    undo = observing.start(args)  # PHASEGATE_OTEL=1: the run's attempt traced
+    try:
+        with open_engine(args, create=True) as eng, stop_at_next_step(eng):
+            return print_outcome(eng.run(wf, args.run_id, inputs, target=target))
+    finally:
+        undo()
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -34,8 +39,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if not view.target:
             raise UsageError(f"run {args.run_id!r} has no stored target; run it from code with Engine.run")
         wf = load(view.target)
-        with stop_at_next_step(eng):
-            return print_outcome(eng.run(wf, args.run_id, target=view.target, force=args.force))
+        undo = observing.start(args)
+        try:
+            with stop_at_next_step(eng):
+                return print_outcome(eng.run(wf, args.run_id, target=view.target, force=args.force))
+        finally:
+            undo()
 
 
 def cmd_status(args: argparse.Namespace) -> int:

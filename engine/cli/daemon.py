@@ -139,8 +139,9 @@ class Worker:
                     self._warned.add(("stalled", r.run_id))
                     log.warning("run %s: its holder %s is stalled; leaving it", r.run_id, holder_name(r))
                 continue
-            if self._handled.get(r.run_id) == r.updated_at:
-                continue  # nothing changed since this worker last ran it
+            due = r.status == RunStatus.WAITING.value and r.wake_at is not None and r.wake_at <= now
+            if self._handled.get(r.run_id) == r.updated_at and not due:
+                continue  # nothing changed since this worker last ran it (a parked run's time may have come)
             if not r.target:
                 if r.run_id not in self._warned:
                     self._warned.add(r.run_id)
@@ -156,6 +157,8 @@ class Worker:
     def _why(eng: Engine, row: Any) -> str:
         if row.status == RunStatus.RESET.value:
             return "reset: starting over from its original inputs"
+        if row.status == RunStatus.WAITING.value and row.wake_at is not None and row.wake_at <= eng.clock():
+            return f"due: it was {row.attention}" if row.attention else "due"
         with eng.store.read() as conn:
             pending = [d for d in eng.store.decisions.of_run(conn, row.run_id) if d.state == "pending"]
         if pending:
@@ -257,6 +260,7 @@ class Worker:
                 archive_dir=str(e.archive_dir),
                 create=False,
                 effect_flush=e.effect_flush,
+                park_seconds=e.park_seconds,
             )
         except PhasegateError as exc:
             log.error("run %s: cannot open the store: %s", row.run_id, exc)
@@ -281,6 +285,8 @@ class Worker:
             log.warning("run %s: blocked for an operator%s: %s", o.run_id, ran, "; ".join(str(r) for r in o.blocked))
         elif o.status is OutcomeStatus.INTERRUPTED:
             log.info("run %s: interrupted: %s; resumable (worker stopping)%s", o.run_id, o.stopped, ran)
+        elif o.status in (OutcomeStatus.WAITING, OutcomeStatus.PAUSED, OutcomeStatus.CANCELLED):
+            log.info("run %s: %s: %s%s", o.run_id, o.status.value, o.stopped, ran)
         else:
             err = o.error or {}
             log.error(

@@ -19,7 +19,7 @@ from .parser import build_parser
 #: Arguments that name files or commands: bytes the file system takes as
 #: they are. Every other text argument is stored or compared, so it must be
 #: valid Unicode (argv bytes that are not UTF-8 arrive as lone surrogates).
-_BYTES_ARGS = frozenset({"target", "input_file", "exec_cmd", "fn"})
+_BYTES_ARGS = frozenset({"target", "input_file", "exec_cmd", "fn", "webhook_secret_file"})
 
 
 def _check_text_args(args: argparse.Namespace) -> None:

@@ -12,9 +12,10 @@ from typing import Any, NoReturn
 from .. import bounds
 from ..errors import ExitCode, UsageError
 from .commands_background import cmd_watch, cmd_worker, cmd_workers
-from .commands_decide import cmd_claim, cmd_decide, cmd_policy
+from .commands_decide import cmd_claim, cmd_decide, cmd_hold, cmd_policy
 from .commands_runs import cmd_resume, cmd_run, cmd_status
 from .commands_upkeep import cmd_prune, cmd_reseal, cmd_verify
+from .observing import add_log_format, add_metrics_flags, cmd_metrics
 
 #: Commands that live outside the engine (they need a screen), imported only
 #: when invoked so `import engine` never loads a UI toolkit.
@@ -52,6 +53,11 @@ _EXIT_MEANINGS: dict[int, str] = {
         "the run is held by another live process, or its holder is stalled (alive on this host, past its"
         " lease: --force); or this process lost its lease; or someone else claimed the run (--force)"
     ),
+    ExitCode.WAITING: (
+        "`run`/`resume`: the run is waiting (for an answer, a timer or a rate limit: a worker resumes it)"
+        " or paused by an operator"
+    ),
+    ExitCode.CANCELLED: "`run`/`resume`: the run is cancelled (final)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C); `worker`: stopped at once by a second signal, the current run left resumable",
 }
 
@@ -121,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "action",
         nargs="?",
-        help="approve, degrade, rewind, reset, confirm_effect or retry_effect; second seconds a proposal",
+        help="approve, degrade, rewind, reset, confirm_effect, retry_effect, answer, pause, unpause or cancel;"
+        " second seconds a proposal",
     )
     s.add_argument(
         "--cause",
@@ -151,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="for confirm_effect (required): the effect's result as JSON; null when it returned nothing",
     )
+    s.add_argument("--question", default=None, help="for answer: the question's name (or PHASE/NAME)")
+    s.add_argument(
+        "--value", default=None, help="for answer (required): the answer as JSON, checked against the question's schema"
+    )
     s.add_argument("--operator", default=None, help="who decides (default: $PHASEGATE_OPERATOR or the login name)")
     s.add_argument("--dry-run", action="store_true", help="say what the decision would do; record nothing")
     s.add_argument(
@@ -163,6 +174,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help=_FORCE_HELP + "; also: decide on a run someone else claimed")
     _db_arg(s)
     s.set_defaults(fn=cmd_decide)
+
+    for name, said in (
+        ("pause", "pause a run: a running one stops at its next step; nothing resumes it until unpaused"),
+        ("unpause", "let a paused run go on from where it was (a due timer fires then)"),
+        ("cancel", "cancel a run for good: a running one stops at its next step"),
+    ):
+        s = sub.add_parser(name, help=said)
+        s.add_argument("run_id")
+        s.add_argument("--reason", required=True)
+        s.add_argument("--operator", default=None, help="who decides (default: $PHASEGATE_OPERATOR or the login name)")
+        s.add_argument("--force", action="store_true", help="decide on a run someone else claimed")
+        _db_arg(s)
+        s.set_defaults(fn=cmd_hold)
 
     s = sub.add_parser("claim", help="say you are looking at a run (others then need --force to decide on it)")
     s.add_argument("run_id")
@@ -244,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="seconds between this worker's heartbeats in the store (default 5; alive within 3 of them)",
     )
+    add_metrics_flags(s)
+    add_log_format(s)
     _db_arg(s)
     s.set_defaults(fn=cmd_worker)
 
@@ -262,6 +288,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--webhook", default=None, metavar="URL", help="POST each stop's event as JSON to URL")
     s.add_argument(
+        "--webhook-secret-file",
+        default=None,
+        metavar="FILE",
+        help="sign each POST with HMAC-SHA256 under this file's secret (0600, yours, 32 bytes or more)",
+    )
+    s.add_argument(
         "--retries", type=bounds.RETRIES.argtype(), default=4, help="attempts after the first, per hook (default 4)"
     )
     s.add_argument("--backoff", type=seconds, default=1.0, help="seconds before the first retry, doubled each time")
@@ -269,8 +301,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--poll", type=seconds, default=2.0, help="seconds between looks when no change event arrives")
     s.add_argument("--no-events", action="store_true", help="poll only (no file events)")
     s.add_argument("--once", action="store_true", help="announce what is waiting, then exit")
+    add_metrics_flags(s)
+    add_log_format(s)
     _db_arg(s)
     s.set_defaults(fn=cmd_watch)
+
+    s = sub.add_parser("metrics", help="serve the store-wide gauges to Prometheus (one process per store)")
+    s.add_argument(
+        "--listen",
+        default="127.0.0.1:9464",
+        metavar="ADDR",
+        help="HOST:PORT to serve /metrics on (default 127.0.0.1:9464; port 0 picks one; needs the metrics extra)",
+    )
+    s.add_argument("--allow-remote", action="store_true", help="allow listening on an address other than loopback")
+    add_log_format(s)
+    _db_arg(s)
+    s.set_defaults(fn=cmd_metrics)
 
     for _name, ref in EXTERNAL.items():
         mod, _, fn = ref.partition(":")

@@ -44,6 +44,8 @@ class Options:
     result: Any = _fit.NO_RESULT
     force: bool = False
     expect_env: str | None = None
+    question: str | None = None
+    value: Any = _fit.NO_VALUE
 
     def _given(self) -> dict[str, Any]:
         """The options as `fit.fit` and `preview.preview` take them."""
@@ -53,6 +55,8 @@ class Options:
             "result": self.result,
             "force": self.force,
             "expect_env": self.expect_env,
+            "question": self.question,
+            "value": self.value,
         }
 
     def fit(self, view: RunView, act: Action) -> _fit.Fit:

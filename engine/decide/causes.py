@@ -57,6 +57,8 @@ class CauseKind(StrEnum):
     """Its process died (or froze) with nothing in doubt: a worker resumes it."""
     STALLED = "stalled"
     """Its holder is alive on this host, past its lease."""
+    QUESTION = "question"
+    """It waits for a person's answer to the same question (phase and name): one answer may answer them all."""
     OTHER = "other"
     """Blocked for a reason this engine does not know (a newer writer, damage)."""
 
@@ -70,6 +72,7 @@ CauseKindName = Literal[
     "below_floor",
     "interrupted",
     "stalled",
+    "question",
     "other",
 ]
 
@@ -85,6 +88,7 @@ _PRIORITY = (
     CauseKind.EXCEPTION,
     CauseKind.INTERRUPTED,
     CauseKind.STALLED,
+    CauseKind.QUESTION,
     CauseKind.OTHER,
 )
 
@@ -254,12 +258,20 @@ def reasons(
     blocked: Sequence[Mapping[str, Any]],
     error: Mapping[str, Any] | None,
     in_doubt: Iterable[tuple[str, str, str]] = (),
+    waiting: Mapping[str, Any] | None = None,
 ) -> list[Reason]:
     """Why one run needs a person, reason by reason, from its row: the block
-    reasons of a blocked run, the exception of a failed one, and for an
-    interrupted or stalled one its effects in doubt (`in_doubt`: key, phase, name)."""
+    reasons of a blocked run, the exception of a failed one, for an
+    interrupted or stalled one its effects in doubt (`in_doubt`: key, phase,
+    name), and for a waiting one the question it asked (`waiting`)."""
     out: list[Reason] = []
-    if status is RunStatus.BLOCKED:
+    if status is RunStatus.WAITING:
+        q = (waiting or {}).get("question") if (waiting or {}).get("kind") == "answer" else None
+        if isinstance(q, Mapping):
+            phase, name = str(q.get("phase")), str(q.get("name"))
+            said = f"question {name} (phase {phase}) waits for an answer: {q.get('prompt')!s}"
+            out.append(Reason(CauseKind.QUESTION, ("question", phase, name), said))
+    elif status is RunStatus.BLOCKED:
         for b in blocked:
             if isinstance(b, Mapping):
                 out += _block_reasons(run_id, b)
@@ -286,7 +298,9 @@ def reasons(
 def reasons_of_view(view: RunView) -> list[Reason]:
     """`reasons` of a run's view: the same signature the row gives."""
     doubts = [(e.key, e.phase, e.name) for e in view.effects if e.state is EffectState.IN_DOUBT]
-    return reasons(view.run_id, view.status, view.blocked, view.error, doubts)
+    asking = view.asking
+    waiting = view.waiting if asking is not None else None
+    return reasons(view.run_id, view.status, view.blocked, view.error, doubts, waiting)
 
 
 def signature(found: Sequence[Reason]) -> tuple[Any, ...]:
@@ -378,7 +392,10 @@ def row_reasons(store: Store, conn: Any, run: Any, status: RunStatus) -> list[Re
             for e in store.effects.of_run(conn, run.run_id)
             if effect_state(e, holder_alive=False) is EffectState.IN_DOUBT
         ]
-    return reasons(run.run_id, status, blocked, error, doubts)
+    waiting = None
+    if status is RunStatus.WAITING and run.waiting_json:
+        waiting = _json.loads(run.waiting_json)
+    return reasons(run.run_id, status, blocked, error, doubts, waiting if isinstance(waiting, dict) else None)
 
 
 _DAMAGED = Reason(CauseKind.INTEGRITY, ("integrity", "run record"), "integrity failure: damaged run record")
@@ -395,9 +412,12 @@ def collect(store: Store, conn: Any, now: float, view_of: ViewOf | None = None) 
         try:
             run = _rowcheck.check(row)
             status = effective_status(run, now)
-            if status not in NEEDS_ATTENTION:
+            if status not in NEEDS_ATTENTION and status is not RunStatus.WAITING:
                 continue  # running, its holder alive
-            found.append((run, row_reasons(store, conn, run, status)))
+            why = row_reasons(store, conn, run, status)
+            if not why:
+                continue  # waiting for a time, not a person
+            found.append((run, why))
         except StoreError:
             # Shown, not hidden: its own row (or a row of its own) is damaged.
             grouping.add(str(row._mapping.get("run_id"))[:200], "?", [_DAMAGED], [])

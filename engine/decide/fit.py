@@ -7,6 +7,7 @@ ask, so none of them can accept what another refuses.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,9 +16,13 @@ from .. import _json
 from ..errors import AlreadyDecided, DecisionError, HolderStalled, PhasegateError, UsageError
 from ..history.seals import UNNAMED, split_key
 from ..run.lease import FORCE_RISK
-from ..states import ANSWERS, Action, BlockKind, EffectState, RunStatus
+from ..states import ANSWERS, HOLDS, Action, BlockKind, EffectState, RunStatus
 from ..views.models import RunView
+from . import answers as _answers
 from . import effectref
+
+NO_VALUE: Any = _answers.NO_VALUE
+"""`decide(..., value=NO_VALUE)`: no `--value` given (an answer needs one; JSON null is a value)."""
 
 
 @dataclass(frozen=True)
@@ -148,15 +153,35 @@ def fit(
     result: Any = NO_RESULT,
     force: bool = False,
     expect_env: str | None = None,
+    question: str | None = None,
+    value: Any = NO_VALUE,
+    now: float | None = None,
 ) -> Fit:
     """The one rule for "does this decision fit this run now". `decide`
     records only what fits, `--dry-run` and `preview` refuse what it would
     refuse, and the console offers only what fits. Raises the error the
-    operator sees: UsageError, DecisionError or AlreadyDecided."""
+    operator sees: UsageError, DecisionError or AlreadyDecided.
+
+    `question` and `value` are an answer's (`now`: the time its deadline is
+    checked against; None: the clock's)."""
     act = parse_action(action)
     run_id = view.run_id
     if expect_env is not None and act is not Action.APPROVE:
         raise UsageError("--expect-env is for approve: it names the environment the approval accepts")
+    if view.status is RunStatus.CANCELLED:
+        raise DecisionError(f"run {run_id!r} is cancelled: a cancelled run is final, and no decision changes it")
+    if act is not Action.ANSWER and (question is not None or value is not NO_VALUE):
+        raise UsageError(f"--question and --value are for answer, not {act.value}")
+    if act is Action.ANSWER or act in HOLDS:
+        for opt, given in (("--phase", phase is not None), ("--effect", effect is not None)):
+            if given:
+                raise UsageError(f"{opt} is not for {act.value}")
+        if result is not NO_RESULT:
+            raise UsageError(f"--result is for confirm_effect, not {act.value}")
+        if act is Action.ANSWER:
+            _q, said = _answers.fit_answer(view, question, value, time.time() if now is None else now)
+            return Fit(act, None, None, said)
+        return _fit_hold(view, act)
     if view.lease is not None and view.lease.alive:
         raise DecisionError(f"run {run_id!r} is running (held by {view.lease.holder}); decide once it stops")
     # An option the action does not take is refused, not silently recorded.
@@ -176,6 +201,9 @@ def fit(
     pending = view.pending_decisions
 
     if act is Action.RESET:
+        if view.status is RunStatus.PAUSED:
+            # A reset starts the run over at once: that is the unpause's to say.
+            raise DecisionError(f"run {run_id!r} is paused: unpause it first (phasegate unpause), then reset it")
         if view.status is RunStatus.RESET:
             raise AlreadyDecided(f"run {run_id!r} has already been reset")
         return Fit(act)
@@ -238,6 +266,26 @@ def fit(
                 f"run {run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
             )
     return Fit(act, answers, key, detail)
+
+
+def _fit_hold(view: RunView, act: Action) -> Fit:
+    """A pause, an unpause or a cancel: it fits a running run too (it is
+    asked of its process, run/holds.py), never a finished one."""
+    run_id, held = view.run_id, view.held or {}
+    asked = held.get("state") == "asked"
+    if act is Action.UNPAUSE:
+        if view.status is RunStatus.PAUSED or (asked and held.get("action") == Action.PAUSE.value):
+            return Fit(act)
+        raise DecisionError(f"run {run_id!r} is {view.status.value}, not paused; there is nothing to unpause")
+    if view.status in (RunStatus.COMPLETED, RunStatus.CANCELLED):
+        raise DecisionError(f"run {run_id!r} is {view.status.value}; there is nothing to {act.value}")
+    if asked and (held.get("action") == act.value or act is Action.PAUSE):
+        raise AlreadyDecided(
+            f"run {run_id!r} was already asked to {held.get('action')} by {held.get('by')}; it stops at its next step"
+        )
+    if act is Action.PAUSE and view.status is RunStatus.PAUSED:
+        raise AlreadyDecided(f"run {run_id!r} is already paused by {held.get('by')}")
+    return Fit(act)
 
 
 def _damaged(reasons: list[Mapping[str, Any]]) -> list[str]:
@@ -321,6 +369,9 @@ def allowed_actions(view: RunView) -> list[Action]:
     of `fit`, for every effect in doubt and (for a rewind) the phases done."""
     if view.status is RunStatus.RUNNING:
         return []
+    if view.asking is not None:
+        # A waiting run's question is answered; a block's decisions do not fit it.
+        return [Action.ANSWER]
     out: list[Action] = []
     doubts = [str(b["effect"]) for b in waiting_reasons(view) if b["kind"] == BlockKind.IN_DOUBT_EFFECT.value]
     doubts += _damaged(waiting_reasons(view))

@@ -28,7 +28,7 @@ from ..views.build import decision_view
 from ..views.models import ClaimView, DecisionView, RunView
 from ..views.status import PROPOSED, shown_state
 from . import fit as _fit
-from .recording import carry
+from .recording import carry, takes_effect_now
 
 
 class ViewOf(Protocol):
@@ -79,7 +79,7 @@ class Oversight:
         if rules.needs_second(act):
             self._one_proposal(conn, view, act, chosen.effect_key, now)
             return PROPOSED, now + rules.proposal_seconds
-        return ("applied" if act is Action.RESET else "pending"), None
+        return ("applied" if takes_effect_now(act, view) else "pending"), None
 
     def _one_proposal(self, conn: Any, view: RunView, act: Action, effect: str | None, now: float) -> None:
         """One proposal of an action (of an effect) at a time: a second is
@@ -166,13 +166,20 @@ class Oversight:
                     "policy_id": rules.id,
                 },
             )
-            state = "applied" if act is Action.RESET else "pending"
+            state = "applied" if takes_effect_now(act, view) else "pending"
             self.store.decisions.update(
                 conn,
                 int(decision_id),
                 {"state": state, "seconded_by": second_id, **({"applied_at": now} if state == "applied" else {})},
             )
-            carry(self.store, conn, [(run, view, act)], f"{prop.operator}, seconded by {who.operator}", now)
+            carry(
+                self.store,
+                conn,
+                [(run, view, act, int(decision_id))],
+                f"{prop.operator}, seconded by {who.operator}",
+                now,
+                reason=str(prop.reason),
+            )
         return _fit.Decision(
             int(decision_id), run_id, act, str(prop.operator), str(prop.reason), prop.phase, prop.effect_key, state
         )
@@ -276,12 +283,15 @@ def _refit(view: RunView, row: Any) -> _fit.Fit:
     changed values (its env hash)."""
     act = Action(row.action)
     detail = _json.loads(row.detail_json or "{}")
+    answer = act is Action.ANSWER
     return _fit.fit(
         view,
         act,
         phase=row.phase,
         effect=row.effect_key,
         result=detail.get("result", _fit.NO_RESULT),
+        question=f"{detail.get('phase')}/{detail.get('question')}" if answer else None,
+        value=detail.get("value") if answer else _fit.NO_VALUE,
         expect_env=detail.get("env_hash") if act is Action.APPROVE else None,
         force=True,  # a stalled holder was the proposer's to weigh; its lease is revoked when it applies
     )

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import _json
-from ..states import Action, BlockKind, EffectState
+from ..states import HOLDS, Action, BlockKind, EffectState
 from ..views.models import RunView
-from .fit import NO_RESULT, Fit, env_changes, env_hash, fit, waiting_reasons
+from .fit import NO_RESULT, NO_VALUE, Fit, env_changes, env_hash, fit, waiting_reasons
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,24 @@ def preview(
     result: Any = NO_RESULT,
     force: bool = False,
     expect_env: str | None = None,
+    question: str | None = None,
+    value: Any = NO_VALUE,
 ) -> Preview:
     """What the decision would do. Refuses, with `decide`'s own error, what
     `decide` would refuse."""
-    chosen = fit(view, action, phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
+    chosen = fit(
+        view,
+        action,
+        phase=phase,
+        effect=effect,
+        result=result,
+        force=force,
+        expect_env=expect_env,
+        question=question,
+        value=value,
+    )
+    if chosen.action is Action.ANSWER or chosen.action in HOLDS:
+        return _preview_wait(view, chosen)
     pv = _preview(view, chosen, phase, effect)
     # What this decision leaves unanswered still stops the next run: say so.
     if chosen.action in (Action.APPROVE, Action.DEGRADE, Action.REWIND):
@@ -163,6 +177,30 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
         effects_again=keys,
         kept=kept,
     )
+
+
+def _preview_wait(view: RunView, chosen: Fit) -> Preview:
+    """An answer, a pause, an unpause or a cancel: what it does to the run."""
+    act = chosen.action
+    live = view.lease is not None and view.lease.alive
+    kept = [f"{sum(1 for e in view.effects if e.state is EffectState.DONE)} completed effect(s) and every saved step"]
+    if act is Action.ANSWER:
+        q = chosen.detail
+        said = f"Answer {q['question']!s} with {_shown(q['value'])}: a worker resumes the run, and phase {q['phase']!s}"
+        said += " receives the answer."
+        return Preview(act, said, rerun=[str(q["phase"])], kept=kept)
+    if act is Action.UNPAUSE:
+        was = (view.held or {}).get("was") or "where it was"
+        return Preview(act, f"Let the run go on: it is {was} again, and a worker takes it up when it is due.")
+    verb = "Pause" if act is Action.PAUSE else "Cancel"
+    when = "at its next step (its process is running it)" if live else "now"
+    said = f"{verb} the run {when}; nothing resumes it" + (
+        " until an operator unpauses it." if act is Action.PAUSE else ", ever: a cancel is final."
+    )
+    doubts = [e.key for e in view.effects if e.state is EffectState.IN_DOUBT]
+    if act is Action.CANCEL and doubts:
+        said += f" Effects in doubt stay listed for a check outside: {', '.join(doubts)}."
+    return Preview(act, said, kept=kept)
 
 
 def _preview_correction(view: RunView, act: Action, key: str) -> Preview:

@@ -15,8 +15,9 @@ from typing import Any
 
 from .. import _json
 from ..oversight.identity import Who
+from ..run import holds
 from ..run.applying import apply_reset
-from ..states import Action
+from ..states import Action, RunStatus
 from ..store.store import LEASE_CLEARED, Store
 from ..views.models import RunView
 from ..views.status import PROPOSED
@@ -72,26 +73,73 @@ def record(
     # state, not why it stopped (the list and the detail say it waits, read
     # from the proposal itself, so they stop when it lapses).
     if state != PROPOSED:
-        carry(store, conn, [(run, view, fit.action) for run, view, fit in chosen], who.operator, now)
+        carry(
+            store,
+            conn,
+            [(run, view, fit.action, i) for i, (run, view, fit) in zip(ids, chosen, strict=True)],
+            who.operator,
+            now,
+            reason=str(reason),
+        )
     return [
         Decision(i, view.run_id, fit.action, who.operator, reason, phase, fit.effect_key, state, batch_id)
         for i, (_run, view, fit) in zip(ids, chosen, strict=True)
     ]
 
 
-def carry(store: Store, conn: Any, items: Sequence[tuple[Any, RunView, Action]], who: str, now: float) -> None:
+def live(view: RunView) -> bool:
+    """Whether the run's process holds it now (a hold is then asked of it, not applied)."""
+    return view.lease is not None and view.lease.alive
+
+
+def takes_effect_now(act: Action, view: RunView) -> bool:
+    """Whether a decision is applied as it is recorded (state "applied"),
+    not at the run's next start: a reset, an unpause, and a pause or cancel
+    of a run no process holds."""
+    if act in (Action.RESET, Action.UNPAUSE):
+        return True
+    return act in (Action.PAUSE, Action.CANCEL) and not live(view)
+
+
+def carry(
+    store: Store,
+    conn: Any,
+    items: Sequence[tuple[Any, RunView, Action, int]],
+    who: str,
+    now: float,
+    *,
+    reason: str,
+) -> None:
     """What recording a decision that takes effect does to each run, in the
     recording transaction: the old holder's lease ends here (nothing it does
-    after this can be recorded); a reset is applied at once; any other
-    decision marks the run decided."""
+    after this can be recorded); a reset is applied at once; a pause or a
+    cancel is applied at once, or asked of the process that runs it
+    (run/holds.py); an answer wakes the run; any other decision marks the
+    run decided."""
     marked: dict[str, list[str]] = {}
-    for run, view, act in items:
+    for run, view, act, decision in items:
         damaged = _damaged_decisions(view)
         if damaged is not None:
             # A person decided on a run whose decision history is damaged: the
             # damaged decisions are never carried out, and the rest are sealed
             # anew, vouched for by this decision (history/trail.py).
             store.decisions.repair(conn, view.run_id, damaged, now)
+        if act in (Action.PAUSE, Action.CANCEL):
+            hold = holds.Hold(act, holds.ASKED, who, reason, now, decision, None)
+            if live(view):
+                holds.ask(store, conn, view.run_id, hold, now)
+            else:
+                holds.apply_now(store, conn, run, hold, now)
+            continue
+        if act is Action.UNPAUSE:
+            holds.unpause(store, conn, run, now)
+            continue
+        if act is Action.ANSWER:
+            if view.status is RunStatus.WAITING:
+                # A worker takes it up now (a pending decision), and the phase is handed the answer.
+                line = f"answered by {who}; a worker resumes it"
+                store.runs.update(conn, view.run_id, {"updated_at": now, "attention": line})
+            continue
         if act is Action.RESET:
             store.lease.revoke(conn, view.run_id)
             pending = [d.id for d in view.pending_decisions]

@@ -93,6 +93,8 @@ class Triage:
         force: bool = False,
         expect_env: str | None = None,
         override_claim: bool = False,
+        question: str | None = None,
+        value: Any = _fit.NO_VALUE,
     ) -> _batch.BatchResult:
         """One decision for many runs (`run_ids`, or every run of `cause`;
         both: those runs, each refused unless it still has that cause):
@@ -101,11 +103,20 @@ class Triage:
         not fit refuses the whole group (`GroupRefused`, nothing recorded)
         unless `skip_unfit`; a run of `cause` that stopped again for another
         reason since does not fit, nor one someone else claimed (without
-        `override_claim`). An action the policy lists is proposed for each run."""
+        `override_claim`). An action the policy lists is proposed for each run.
+        An answer (`question`, `value`) is checked against each run's own question."""
         act, runs = self.group(run_ids, action, reason, cause)
         who = whoami(operator)
         now = self.clock()
-        opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
+        opts = _batch.Options(
+            phase=phase,
+            effect=effect,
+            result=result,
+            force=force,
+            expect_env=expect_env,
+            question=question,
+            value=value,
+        )
 
         def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
             return self._view(conn, run, now, with_candidates=False, own=own)
@@ -149,13 +160,23 @@ class Triage:
         expect_env: str | None = None,
         operator: str | None = None,
         override_claim: bool = False,
+        question: str | None = None,
+        value: Any = _fit.NO_VALUE,
     ) -> list[_batch.PreviewLine]:
         """What `decide_many` would do to each run, or why it would refuse it
         (a run someone else claimed included)."""
         act, runs = self.group(run_ids, action, reason, cause)
         now = self.clock()
         who = whoami(operator)
-        opts = _batch.Options(phase=phase, effect=effect, result=result, force=force, expect_env=expect_env)
+        opts = _batch.Options(
+            phase=phase,
+            effect=effect,
+            result=result,
+            force=force,
+            expect_env=expect_env,
+            question=question,
+            value=value,
+        )
 
         def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
             return self._view(conn, run, now, with_candidates=False, own=own)

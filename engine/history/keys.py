@@ -71,11 +71,13 @@ def id_of(seal: str | None) -> str | None:
     return parts[1] if len(parts) == 3 else None
 
 
-def load(path: str | os.PathLike[str]) -> SealKey:
+def load(path: str | os.PathLike[str], name: str = KEY_FILE_ENV) -> SealKey:
     """Read a key file, refusing one that others could read or write.
 
     Args:
         path: The key file.
+        name: What named it, for the refusal (the variable, or a flag such
+            as `watch --webhook-secret-file`, whose secret is read the same way).
 
     Returns:
         The key.
@@ -86,7 +88,7 @@ def load(path: str | os.PathLike[str]) -> SealKey:
             shorter than 32 bytes.
     """
     p = Path(path)
-    where = f"{KEY_FILE_ENV} {str(p)!r}"
+    where = f"{name} {str(p)!r}"
     try:
         # O_NOFOLLOW: a link planted in the key's place is not followed.
         fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
@@ -105,7 +107,7 @@ def load(path: str | os.PathLike[str]) -> SealKey:
         os.close(fd)
     secret = secret.strip()
     if len(secret) < _MIN_BYTES:
-        raise UsageError(f"{where} holds {len(secret)} bytes; a seal key needs at least {_MIN_BYTES}")
+        raise UsageError(f"{where} holds {len(secret)} bytes; a key needs at least {_MIN_BYTES}")
     if len(secret) > _MAX_BYTES:
         raise UsageError(f"{where} is larger than {_MAX_BYTES} bytes: not a key file")
     return SealKey(secret, key_id(secret))

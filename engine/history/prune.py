@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from .. import _json
 from . import archive, chain
+from .stops import stop_key
 
 Safety = Literal["no_future_value", "archive"]
 
@@ -32,12 +33,14 @@ class PruneCandidate:
     """Why removing it loses nothing a run or an operator needs."""
     safety: Safety
     """How that is known: no future value, or exported to an archive read back and hash-matched."""
-    kind: Literal["superseded_output", "step_records", "unneeded_output", "finished_run"]
-    """superseded_output, step_records, unneeded_output or finished_run."""
+    kind: Literal["superseded_output", "step_records", "unneeded_output", "finished_run", "sent_alerts"]
+    """superseded_output, step_records, unneeded_output, finished_run or sent_alerts."""
     refs: tuple[int, ...] = field(default=(), compare=False)
     """Row ids (checkpoints, or steps for step_records) the candidate covers."""
     step_refs: tuple[int, ...] = field(default=(), compare=False)
     """For a finished run: the step records removed with it."""
+    alert_keys: tuple[str, ...] = field(default=(), compare=False)
+    """For sent_alerts: the stop keys of the alert rows removed."""
 
     def as_dict(self) -> dict[str, Any]:
         """The candidate as `prune --json` and `status --json` print it.
@@ -48,6 +51,7 @@ class PruneCandidate:
         d = asdict(self)
         d["refs"] = list(self.refs)
         del d["step_refs"]
+        del d["alert_keys"]
         return d
 
 
@@ -163,3 +167,34 @@ def candidates(
             )
         )
     return out
+
+
+def alert_candidates(run: Any, alerts: list[Any]) -> list[PruneCandidate]:
+    """A run's alert rows that served their purpose: each was sent, and the
+    stop it announced is over (the run's stop now is another, `stops.stop_key`).
+    A row being sent, or whose send failed, stays: a watch still needs it so
+    as not to send its alert twice, or to say that it failed.
+
+    Args:
+        run: The run's row.
+        alerts: Its alert rows.
+
+    Returns:
+        One candidate covering them, or none.
+    """
+    current = stop_key(run)
+    over = [a for a in alerts if a.state == "sent" and a.stop_key != current]
+    if not over:
+        return []
+    size = sum(len(a.event_json.encode()) for a in over)
+    return [
+        PruneCandidate(
+            run.run_id,
+            f"run {run.run_id}: {len(over)} sent alert record(s)",
+            size,
+            "no future value: each alert was sent and the stop it announced is over",
+            "no_future_value",
+            "sent_alerts",
+            alert_keys=tuple(a.stop_key for a in over),
+        )
+    ]

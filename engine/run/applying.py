@@ -85,6 +85,13 @@ class DecisionApplier:
         self._journal.marker(conn, "rewind", body, probes=self._probes, phase=app.phase, index=app.index)
         self._store.steps.discard(conn, self._journal.run_id, list(app.reopen))
 
+    def settle(self, decisions: Sequence[int]) -> None:
+        """Mark applied the answers this start hands to the phases that asked (parking.py)."""
+        now = self._clock()
+        with self._store.write() as conn:
+            for d in decisions:
+                self._store.decisions.settle(conn, d, "applied", now)
+
     def void(self, decisions: Sequence[int]) -> None:
         """Settle decisions that nothing needed any more (the run goes on without them)."""
         if not decisions:
@@ -116,6 +123,8 @@ def apply_reset(store: Store, conn: Any, run: Any, *, pending: Sequence[int], wh
             "steps_done": 0,
             "blocked_json": "[]",
             "error_json": None,
+            "wake_at": None,
+            "waiting_json": None,
             "updated_at": now,
             "attention": f"reset by {who}: waiting to start over from its original inputs",
         },

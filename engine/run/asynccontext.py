@@ -35,10 +35,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import _json
-from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
+from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy
 from ..errors import UsageError
 from ..ids import validate_name
+from ..waits import seconds_arg
 from .ledger import Pending, Saved
+from .parking import Parking, after_failure, epoch_of
 from .stepcalls import StepCalls, check_effect_options, is_async_callable, rehydrate, returns
 from .stopping import Interrupted, StopRequest
 
@@ -111,6 +113,7 @@ class AsyncPhaseContext:
         effects: EffectLedger,
         attempts: list[Attempt] | None = None,
         stop: StopRequest | None = None,
+        parking: Parking | None = None,
     ) -> None:
         """Made by the runner for each execution of a phase; a phase only uses it.
 
@@ -123,9 +126,11 @@ class AsyncPhaseContext:
             effects: The run's effect ledger.
             attempts: Where failed attempts of retried steps are recorded.
             stop: The request that stops the run at its next step.
+            parking: What the run knows of its waits (answers, a retry it parked for).
         """
         self._steps = steps
         self._effects = effects
+        self._parking = parking
         self._attempts: list[Attempt] = attempts if attempts is not None else []
         self._stop = stop
         self._calls = StepCalls(phase, stop, _here)
@@ -225,18 +230,21 @@ class AsyncPhaseContext:
     ) -> Any:
         attempt = 1
         coro_fn = is_async_callable(fn)
+        resumed = self._parking.resumed_retry(self.phase, name) if self._parking is not None else None
+        if resumed is not None:
+            # A retry this step parked for (`RetryLater`): its next attempt, once due.
+            attempt = resumed[0] + 1
+            await asyncio.sleep(resumed[1])
         while True:
             try:
                 if coro_fn:
                     return await fn(*args, **kwargs)
                 return await _in_thread(fn, *args, **kwargs)
             except Exception as exc:
-                again = policy.retryable(exc, attempt)
-                if again or attempt > 1:
-                    self._attempts.append(Attempt(self.phase, name, attempt, policy.attempts, describe(exc), again))
-                if not again:
+                wait = after_failure(self._parking, self.phase, name, policy, exc, attempt, self._attempts)
+                if wait is None:
                     raise
-            await asyncio.sleep(policy.delay(attempt))
+            await asyncio.sleep(wait)
             attempt += 1
 
     async def map(
@@ -449,6 +457,71 @@ class AsyncPhaseContext:
         """(the driver) Wait for effect calls still in flight, so each is recorded before the phase ends."""
         while self._inflight:
             await asyncio.wait(set(self._inflight))
+
+    async def ask(
+        self,
+        name: str,
+        prompt: str,
+        schema: Any = None,
+        *,
+        payload: Any = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """`PhaseContext.ask`, awaited: ask a person and park until answered.
+
+        Args:
+            name: the question's name, unique in the phase.
+            prompt: what the person reads.
+            schema: what the answer must be (a pydantic model or a type); None for any JSON value.
+            payload: JSON shown with the question.
+            timeout: seconds to wait; past it, `NoAnswer` is raised here.
+
+        Returns:
+            The answer, rebuilt as `schema`.
+
+        Raises:
+            NoAnswer: `timeout` passed with no answer.
+            UsageError: a bad argument.
+            Interrupted: a stop was requested.
+        """
+        return self._parked().ask(self._steps, self._calls, name, prompt, schema, payload, timeout)
+
+    async def sleep(self, name: str, seconds: float) -> None:
+        """`PhaseContext.sleep`, awaited: a durable wait (parks when long).
+
+        Args:
+            name: the timer's name.
+            seconds: how long, from the first call.
+
+        Raises:
+            UsageError: not a number of seconds >= 0.
+            Interrupted: a stop was requested.
+        """
+        wait = seconds_arg(f"sleep {name!r}", seconds)
+        left = self._parked().timer(self._steps, self._calls, name, lambda now: now + wait)
+        if left > 0:
+            await asyncio.sleep(left)
+
+    async def sleep_until(self, name: str, when: Any) -> None:
+        """`PhaseContext.sleep_until`, awaited.
+
+        Args:
+            name: the timer's name.
+            when: an aware `datetime`, or UNIX seconds.
+
+        Raises:
+            UsageError: a naive datetime, or not a time.
+            Interrupted: a stop was requested.
+        """
+        at = epoch_of(f"sleep_until {name!r}", when)
+        left = self._parked().timer(self._steps, self._calls, name, lambda _now: at)
+        if left > 0:
+            await asyncio.sleep(left)
+
+    def _parked(self) -> Parking:
+        if self._parking is None:
+            raise UsageError("this context cannot wait: it was not made by a run")
+        return self._parking
 
     def close(self) -> None:
         """The phase returned: a task it left running stops at its next step."""

@@ -24,12 +24,13 @@ from typing import Any
 from .._stop import Stop
 from ..errors import LeaseLost, StoreError
 from .asynccontext import AsyncPhaseContext
+from .parking import Park
 from .stopping import Interrupted, StopRequest, where
 
 #: Which of several failures in one phase (a `TaskGroup`'s group) the run
 #: reports: an effect in doubt before a lost lease, before the store
 #: failing, before a stop, before the phase's own errors.
-_SERIOUS: tuple[type[BaseException], ...] = (Stop, LeaseLost, StoreError, Interrupted)
+_SERIOUS: tuple[type[BaseException], ...] = (Stop, LeaseLost, StoreError, Interrupted, Park)
 
 
 def most_serious(group: BaseExceptionGroup[Any]) -> BaseException:

@@ -18,6 +18,7 @@ import concurrent.futures
 import threading
 from collections.abc import Callable
 
+from ..observe import hooks
 from ..outcome import Outcome
 from .runner import Runner
 from .stopping import StopRequest
@@ -33,8 +34,8 @@ def execute(runner: Runner) -> Outcome:
         How this execution ended.
     """
     if loop_running():
-        return in_own_thread(runner.execute, f"phasegate-run-{runner.run_id}").result()
-    return runner.execute()
+        return in_own_thread(observed(runner), f"phasegate-run-{runner.run_id}").result()
+    return observed(runner)()
 
 
 async def execute_awaited(
@@ -56,7 +57,7 @@ async def execute_awaited(
     stop = StopRequest()
     forget = outer.on_request(lambda: stop.request(outer.why or "stopped")) if outer is not None else None
     runner = make(stop, loop)
-    done = asyncio.wrap_future(in_own_thread(runner.execute, f"phasegate-run-{runner.run_id}"))
+    done = asyncio.wrap_future(in_own_thread(observed(runner), f"phasegate-run-{runner.run_id}"))
     try:
         try:
             return await asyncio.shield(done)
@@ -73,6 +74,28 @@ async def execute_awaited(
     finally:
         if forget is not None:
             forget()
+
+
+def observed(runner: Runner) -> Callable[[], Outcome]:
+    """`runner.execute` as the installed observer sees it (observe/hooks.py):
+    one run attempt, a child of the caller's span when it was started inside
+    one, even when it goes on in a thread of its own.
+
+    Args:
+        runner: the run, ready to start.
+
+    Returns:
+        What executes the run, in whichever thread calls it.
+    """
+    observer = hooks.OBSERVER
+    enter = observer.capture(runner.run_id)
+
+    def go() -> Outcome:
+        if enter is not None:
+            enter()
+        return observer.attempt(runner.run_id, runner.wf.name, runner.execute)
+
+    return go
 
 
 def in_own_thread(fn: Callable[[], Outcome], name: str) -> concurrent.futures.Future[Outcome]:

@@ -18,6 +18,7 @@ from .. import _json
 from .._pause import pause_point
 from ..authoring.workflow import Phase, Workflow
 from ..history import chain
+from ..observe import hooks
 from ..store.store import Store
 from . import environment
 from .completions import Completions
@@ -178,6 +179,7 @@ class RunJournal:
                     raise self._lost(p)
                 pause_point("in-commit", p.name)
         self._fence.verified(began)
+        hooks.OBSERVER.checkpoint(self.run_id, self._wf.name, p.name, began[0])
         self.next_seq = seq + 1
         self.head = env_hash
         self.shape = shape

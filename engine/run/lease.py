@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._host import HOST, pid_alive
 from ..errors import LeaseLost
+from ..observe import hooks
 
 if TYPE_CHECKING:  # the store's module loads SQLAlchemy: `phasegate status` reads leases without it
     from ..store.store import HotTx, Store
@@ -198,6 +199,7 @@ class Heartbeat:
                 if n == 0:
                     self.lost = True
                     return
+                hooks.OBSERVER.heartbeat()
             except Exception as exc:  # noqa: BLE001 - a missed beat is retried; the fence protects writes
                 log.warning("heartbeat for %s failed: %s", self._run_id, exc)
 

@@ -24,6 +24,7 @@ from .._stop import Stop, damaged, read_saved
 from ..authoring.reconcile import Reconciled, ask
 from ..errors import StoreError, UsageError
 from ..history import seals
+from ..observe import hooks
 from ..outcome import BlockReason
 from ..states import Action, BlockKind
 from .completions import Completions
@@ -408,6 +409,7 @@ class EffectLedger:
             self.effects[pending.key] = done
         # Committed with the run's next transaction, or by the timer (completions.py).
         self.completions.add(done)
+        hooks.OBSERVER.effect(done.run_id, done.phase, done.key, "done", done.intent_at)
         # The phase gets a copy as a resume would read it: the one parsed
         # while encoding, or a parse as encode wrote it (`_json.loads_canonical`).
         if encoded.parsed is not _json.MISSING:
@@ -512,6 +514,7 @@ class EffectLedger:
                 self._store.effects.update(conn, key, columns)
             self._fence.check(conn, now)
         self.effects[key] = rec
+        hooks.OBSERVER.effect(rec.run_id, phase, key, "done", now)
         if row is None:
             self.head = key
             self.count += 1
@@ -572,6 +575,7 @@ class EffectLedger:
             shown = _json.dumps({**got.as_dict(), "at": now})
             self._store.effects.update(conn, row.key, {"reconcile_json": shown})
             self.effects[row.key]["reconcile_json"] = shown
+        hooks.OBSERVER.effect(row.run_id, row.phase, row.key, f"reconciled_{got.answer}", now)
         return got
 
     # -- answers (called by applying.py, inside its transaction) ------------------

@@ -1,5 +1,6 @@
 """What a sync phase function sees: `ctx.inputs`, `ctx.missing`,
-`ctx.step`, `ctx.effect` and `ctx.map`.
+`ctx.step`, `ctx.effect`, `ctx.map`, and the waits `ctx.ask`, `ctx.sleep`
+and `ctx.sleep_until` (parking.py).
 
 Ordinary steps are counted and nothing more: a phase interrupted midway is
 redone from its start, which is cheap for them. Durable steps and effects
@@ -21,10 +22,12 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .. import _json
-from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
+from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy
 from ..errors import UsageError
 from ..ids import validate_name
+from ..waits import seconds_arg
 from .ledger import Pending
+from .parking import Parking, after_failure, epoch_of
 from .stepcalls import StepCalls, check_effect_options, is_async_callable, refuse_coroutine, rehydrate, returns
 from .stopping import StopRequest
 
@@ -61,6 +64,7 @@ class PhaseContext:
         effects: EffectLedger,
         attempts: list[Attempt] | None = None,
         stop: StopRequest | None = None,
+        parking: Parking | None = None,
     ) -> None:
         """Made by the runner for each execution of a phase; a phase only uses it.
 
@@ -73,9 +77,11 @@ class PhaseContext:
             effects: The run's effect ledger.
             attempts: Where failed attempts of retried steps are recorded.
             stop: The request that stops the run at its next step.
+            parking: What the run knows of its waits (answers, a retry it parked for).
         """
         self._steps = steps
         self._effects = effects
+        self._parking = parking
         self._attempts: list[Attempt] = attempts if attempts is not None else []
         """Where failed attempts of retried steps are recorded (the runner's list)."""
         self._calls = StepCalls(phase, stop, threading.get_ident)
@@ -171,16 +177,19 @@ class PhaseContext:
         self, name: str, policy: RetryPolicy, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> T:
         attempt = 1
+        resumed = self._parking.resumed_retry(self.phase, name) if self._parking is not None else None
+        if resumed is not None:
+            # A retry this step parked for (`RetryLater`): its next attempt, once due.
+            attempt = resumed[0] + 1
+            self._calls.wait(resumed[1])
         while True:
             try:
                 return fn(*args, **kwargs)
             except Exception as exc:
-                again = policy.retryable(exc, attempt)
-                if again or attempt > 1:
-                    self._attempts.append(Attempt(self.phase, name, attempt, policy.attempts, describe(exc), again))
-                if not again:
+                wait = after_failure(self._parking, self.phase, name, policy, exc, attempt, self._attempts)
+                if wait is None:
                     raise
-            self._calls.wait(policy.delay(attempt))
+            self._calls.wait(wait)
             attempt += 1
 
     def map(
@@ -352,6 +361,80 @@ class PhaseContext:
             self._effects.retract(began)
             raise
         return self._effects.finish(began, result)
+
+    def ask(
+        self,
+        name: str,
+        prompt: str,
+        schema: Any = None,
+        *,
+        payload: Any = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Ask a person, and wait for the answer without holding a process.
+
+        The first call records the question and parks the run (status
+        `waiting`, its lease released). An operator answers with `phasegate
+        decide RUN answer --question NAME --value JSON` (or
+        `Engine.decide(run_id, "answer", ...)`), checked against `schema`;
+        a worker then resumes the run, the phase runs again from its start
+        (its durable steps from the store), and this call returns the answer.
+
+        Args:
+            name: the question's name, unique in the phase: how an operator answers it.
+            prompt: what the person reads.
+            schema: what the answer must be: a pydantic model or a type
+                (`bool`, `int`, a `Literal`, an `Enum`...); None for any JSON value.
+            payload: JSON shown with the question (the tool call to approve).
+            timeout: seconds to wait for an answer; past it, `NoAnswer` is raised here.
+
+        Returns:
+            The answer, rebuilt as `schema`.
+
+        Raises:
+            NoAnswer: `timeout` passed with no answer.
+            UsageError: a bad argument (a payload that is not JSON, a schema pydantic cannot describe).
+            Interrupted: a stop was requested.
+        """
+        return self._parked().ask(self._steps, self._calls, name, prompt, schema, payload, timeout)
+
+    def sleep(self, name: str, seconds: float) -> None:
+        """Wait `seconds`, durably: the wake time is recorded on the first
+        call, so a kill and a resume never restart the wait.
+
+        A wait shorter than `PHASEGATE_PARK_SECONDS` (30) sleeps here, holding
+        the lease; a longer one parks the run (status `waiting`) and a worker
+        resumes it when due.
+
+        Args:
+            name: the timer's name (a second call of the name in the phase is `name#2`).
+            seconds: how long, from the first call.
+
+        Raises:
+            UsageError: not a number of seconds >= 0.
+            Interrupted: a stop was requested.
+        """
+        wait = seconds_arg(f"sleep {name!r}", seconds)
+        self._calls.wait(self._parked().timer(self._steps, self._calls, name, lambda now: now + wait))
+
+    def sleep_until(self, name: str, when: Any) -> None:
+        """`sleep` until a moment: an aware `datetime`, or UNIX seconds.
+
+        Args:
+            name: the timer's name.
+            when: the moment to wake at.
+
+        Raises:
+            UsageError: a naive datetime, or not a time.
+            Interrupted: a stop was requested.
+        """
+        at = epoch_of(f"sleep_until {name!r}", when)
+        self._calls.wait(self._parked().timer(self._steps, self._calls, name, lambda _now: at))
+
+    def _parked(self) -> Parking:
+        if self._parking is None:
+            raise UsageError("this context cannot wait: it was not made by a run")
+        return self._parking
 
     def close(self) -> None:
         """The phase returned: a thread it left running stops at its next step."""

@@ -25,6 +25,7 @@ import re
 import time
 import traceback
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -36,14 +37,16 @@ from .._stop import Stop
 from ..authoring import retry, sources
 from ..authoring.retry import Attempt
 from ..authoring.workflow import Phase, Workflow
-from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
+from ..errors import HolderStalled, LeaseLost, RunCancelled, RunHeld, RunPaused, StoreError, UsageError
 from ..history import trail
 from ..ids import validate_run_id
+from ..observe import hooks
 from ..outcome import BlockReason, Outcome
 from ..safetext import sanitised
-from ..states import BlockKind, OutcomeStatus, RunStatus
+from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus
 from ..store.store import Store
-from . import environment, takeover
+from ..waits import RetryLater
+from . import environment, holds, parking, takeover, traceid
 from .applying import DecisionApplier
 from .asynccontext import AsyncPhaseContext
 from .asyncdriver import PhaseLoop
@@ -53,6 +56,7 @@ from .journal import RunJournal
 from .lease import FORCE_RISK, Fence, Heartbeat, HolderState, holder_name, holder_state
 from .ledger import EffectLedger
 from .outputs import PhaseOutputs
+from .parking import Park, Parking
 from .phasecontext import PhaseContext
 from .planner import Pending, StartFacts, StartPlan, plan_start
 from .stepcalls import refuse_coroutine
@@ -85,6 +89,7 @@ class Runner:
         stop: StopRequest | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
         distinct: trail.Distinct,
+        park_seconds: float = parking.DEFAULT_PARK_SECONDS,
     ) -> None:
         self.store = store
         self._distinct = distinct
@@ -95,8 +100,17 @@ class Runner:
         self.lease_seconds = lease_seconds
         self.should_stop = should_stop
         """Asked between phases (legacy): True stops the run there."""
-        self.stop = stop
-        """Asked at every step: stops the run at its next step (stopping.py)."""
+        self._asked_stop = stop
+        """The caller's stop request (a signal, a worker's shutdown), forwarded to `stop`."""
+        self.stop = StopRequest()
+        """Asked at every step: stops the run at its next step (stopping.py);
+        made by the caller's request or by an operator's hold (holds.py)."""
+        self.parking = Parking(clock, park_seconds)
+        """What this execution knows of the run's waits (parking.py)."""
+        self._held: holds.Hold | None = None
+        """A hold this start applied instead of running (a pause asked of a run whose process died)."""
+        self._answers: list[int] = []
+        """Answer decisions waiting to be marked applied once the run goes on."""
         self._loops = PhaseLoop(loop)
         """Where async phases run (asyncdriver.py)."""
         self.inputs_given = inputs_given
@@ -142,8 +156,15 @@ class Runner:
         except IntegrityError:
             # Two processes created the same new run at once; the other won.
             row = self._acquire()
+        if self._held is not None:
+            return self._outcome(RunStatus.PAUSED if self._held.action is Action.PAUSE else RunStatus.CANCELLED)
+        hooks.OBSERVER.acquired(self.run_id, row, self.fence.owner, partial(traceid.record, self.store, self.run_id))
         beat = Heartbeat(self.store, self.run_id, self.fence.owner, self.lease_seconds, self.clock)
         beat.start()
+        watch = holds.HoldWatch(self.store, self.run_id, self.stop)
+        watch.start()
+        asked = self._asked_stop
+        forget = asked.on_request(lambda: self.stop.request(asked.why or "stopped")) if asked is not None else None
         try:
             try:
                 return self._start(row)
@@ -159,6 +180,9 @@ class Runner:
             self.fence.release()
             raise
         finally:
+            if forget is not None:
+                forget()
+            watch.stop()
             self.completions.close()
             beat.stop()
             self._loops.close()
@@ -212,11 +236,30 @@ class Runner:
                     f"run {self.run_id!r} already exists with other inputs; resume it without inputs or use a new run id"
                 )
             held = holder_state(row, now)
+            self._refuse_held(row)
             if held is HolderState.LIVE:
                 raise RunHeld(self.run_id, holder_name(row), (row.lease_expires_at or now) - now)
             if held is HolderState.STALLED and not self.force:
                 raise HolderStalled(self.run_id, holder_name(row), "resume", FORCE_RISK)
+            hold = holds.read(row.held_json)
+            if hold is not None and hold.state == holds.ASKED:
+                # A pause or cancel asked of a run whose process died before
+                # it met it: it takes effect now, and nothing runs.
+                holds.apply_now(self.store, conn, row, hold, now)
+                if hold.decision is not None:
+                    self.store.decisions.settle(conn, hold.decision, "applied", now)
+                self._held = hold
+                return row
             self.fence.epoch = int(row.epoch)
+            if row.status == RunStatus.WAITING.value and row.waiting_json:
+                # What it waited for: a retry it parked for is met by its
+                # attempt (parking.py); a wait is taken up again by its own record.
+                try:
+                    resumed = _json.loads(row.waiting_json)
+                except ValueError:
+                    resumed = None
+                self.parking.resumed = resumed if isinstance(resumed, dict) else None
+                self.attempts.extend(_attempts(self.parking.resumed))
             # The shape as this process declares it, but each phase's code as
             # recorded: it changes only once phases run with the new code
             # (`_start`), so a start that blocks leaves no trace in it.
@@ -229,14 +272,32 @@ class Runner:
                 "shape_json": self._shape_text(),
                 # An earlier failure's error is history once the run is taken up again.
                 "error_json": None,
+                "wake_at": None,
+                "waiting_json": None,
             }
-            if (row.attention or "").startswith(STOPPED_PREFIX):
+            if (row.attention or "").startswith(STOPPED_PREFIX) or row.status == RunStatus.WAITING.value:
                 values["attention"] = ""  # where an earlier stop left it: history once resumed
             if self.target and not row.target:
                 values["target"] = self.target
             takeover.record(row, held, now, self.notes, values)  # issue 28: a dead holder's run taken over, said
             self.store.runs.update(conn, self.run_id, values)
             return row
+
+    def _refuse_held(self, row: Any) -> None:
+        """A paused run goes on only once unpaused; a cancelled one never.
+
+        Raises:
+            RunPaused: it is paused.
+            RunCancelled: it is cancelled.
+        """
+        hold = holds.read(row.held_json)
+        said = f" ({hold.line()})" if hold is not None else ""
+        if row.status == RunStatus.PAUSED.value:
+            raise RunPaused(
+                f"run {self.run_id!r} is paused{said}; `phasegate unpause {self.run_id} --reason TEXT` lets it go on"
+            )
+        if row.status == RunStatus.CANCELLED.value:
+            raise RunCancelled(f"run {self.run_id!r} is cancelled{said}; a cancelled run is final")
 
     def _start(self, row: Any) -> Outcome:
         actual = _json.sha256(row.inputs_json)
@@ -278,6 +339,8 @@ class Runner:
             sources.remember_drift(self.store, self.wf, plan.blocks)
             return self._block(list(plan.blocks))
         applier.void(plan.void)
+        if self._answers:
+            applier.settle(self._answers)
         if self._proposed:
             with self.store.write() as conn:
                 self.store.decisions.void_proposals(conn, self._proposed, self.clock())
@@ -337,7 +400,13 @@ class Runner:
                 # What needed a second is the policy's to say: its history must be whole too.
                 trail_damage += trail.check_policy(policies, *policy_head)
         # A "second" is no decision to carry out: one pending is damage (trail.py), never applied.
-        pending = [Pending.from_row(d) for d in rows if d.state == "pending" and d.action != "second"]
+        # An answer is read by its question (parking.py), and a hold is the
+        # start's own (`_acquire`): neither is the planner's to apply or void.
+        kept = {"second", Action.ANSWER.value, *(a.value for a in HOLDS)}
+        pending = [Pending.from_row(d) for d in rows if d.state == "pending" and d.action not in kept]
+        if not trail_damage:
+            self.parking.answers = Parking.answers_of(rows)
+            self._answers = [int(d.id) for d in rows if d.state == "pending" and d.action == Action.ANSWER.value]
         # Proposals wait for a second operator and are never carried out here;
         # a run that goes on without them leaves nothing for them to answer.
         self._proposed = [int(d.id) for d in rows if d.state == "proposed"]
@@ -373,7 +442,7 @@ class Runner:
 
     def _run_phases(self, journal: RunJournal, to_run: list[Phase], probes: dict[str, Any], inputs: Any) -> Outcome:
         for i, p in enumerate(to_run):
-            if self.stop is not None and self.stop.why is not None:
+            if self.stop.why is not None:
                 return self._stopped(f"{self.stop.why} before phase {p.name}")
             if self.should_stop is not None and self.should_stop():
                 return self._stopped(f"stopped by a shutdown before phase {p.name}")
@@ -400,9 +469,13 @@ class Runner:
                 "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
             )
             try:
-                called = self._attempt_phase(p, missing)
+                called = hooks.OBSERVER.phase(
+                    self.run_id, self.wf.name, p.name, partial(self._attempt_phase, p, missing)
+                )
             except Interrupted as stop:
                 return self._stopped(stop.reason)
+            except Park as park:
+                return self._park(park)
             if isinstance(called, Outcome):
                 return called
             out, ctx = called
@@ -443,6 +516,13 @@ class Runner:
         effects are not repeated (an effect it left unfinished against a
         target that does not deduplicate stops the run as in doubt)."""
         attempt = 1
+        resumed = self.parking.resumed_retry(p.name, None)
+        if resumed is not None:
+            # The phase parked for a `RetryLater`: this is its next attempt, once due.
+            attempt = resumed[0] + 1
+            if not self._retry_wait(resumed[1]):
+                assert self.stop.why is not None
+                raise Interrupted(f"{self.stop.why} in phase {p.name}, before its attempt {attempt}")
         while True:
             # Each attempt gets its own copy of the inputs and the outputs it
             # needs: a phase that mutates them must not change what a later
@@ -457,16 +537,28 @@ class Runner:
                 effects=self.effects,
                 attempts=self.attempts,
                 stop=self.stop,
+                parking=self.parking,
             )
+            wait: float | None = None
             try:
                 return self._call_phase(p, ctx, missing), ctx
-            except (Stop, LeaseLost, StoreError, KeyboardInterrupt, Interrupted):
+            except (Stop, LeaseLost, StoreError, KeyboardInterrupt, Interrupted, Park):
                 # The store failing is not the phase failing (exit 2,
                 # resumable); Ctrl-C and a stop are the operator's, not the phase's.
                 raise
             except UsageError as exc:
                 # The author's mistake (an async function in a sync phase): retrying cannot help.
                 return self._fail(p.name, exc)
+            except RetryLater as exc:
+                # Counted by the phase's policy (or RetryLater's default when it declares none).
+                declared = bool(p.retry.retries) or exc.spent
+                policy = p.retry if declared else retry.RetryPolicy(RetryLater.DEFAULT_ATTEMPTS - 1)
+                again = attempt <= policy.retries
+                self.attempts.append(Attempt(p.name, None, attempt, policy.attempts, retry.describe(exc), again))
+                if not again:
+                    return self._fail(p.name, exc)
+                wait = self.parking.retry_later(p.name, None, exc, attempt, policy.attempts)
+                log.warning("run %s: phase %s attempt %d: %s", self.run_id, p.name, attempt, exc)
             except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
                 again = p.retry.retryable(exc, attempt)
                 if again or attempt > 1:
@@ -476,8 +568,8 @@ class Runner:
                 log.warning("run %s: phase %s attempt %d failed: %s", self.run_id, p.name, attempt, exc)
             except BaseException as exc:  # noqa: BLE001 - SystemExit, CancelledError: recorded, never retried
                 return self._fail(p.name, exc)
-            if not self._retry_wait(p.retry.delay(attempt)):
-                assert self.stop is not None and self.stop.why is not None
+            if not self._retry_wait(p.retry.delay(attempt) if wait is None else wait):
+                assert self.stop.why is not None
                 raise Interrupted(f"{self.stop.why} in phase {p.name}, before its attempt {attempt + 1}")
             self.steps.load()
             self.effects.load()
@@ -514,10 +606,43 @@ class Runner:
 
     def _stopped(self, reason: str) -> Outcome:
         """A stop was asked for: the run is left interrupted, resumable, its
-        lease released, with where it stopped as its reason."""
-        self._finish(RunStatus.RUNNING, {"attention": reason[:300]})
+        lease released, with where it stopped as its reason (or, when an
+        operator's hold asked for it, paused or cancelled: holds.py)."""
+        final = self._finish(RunStatus.RUNNING, {"attention": reason[:300]})
+        if final is not RunStatus.RUNNING:
+            return self._outcome(final)
         log.info("run %s: %s; resume it", self.run_id, reason)
         return Outcome(self.run_id, OutcomeStatus.INTERRUPTED, phases_run=self.phases_run, stopped=reason)
+
+    def _park(self, park: Park) -> Outcome:
+        """The run waits without its process: for an answer, a time or a
+        rate limit (parking.py). A worker wakes it at `park.until` (an
+        answer, as any decision, wakes it at once)."""
+        line = parking.attention(park.waiting)
+        waiting = dict(park.waiting)
+        if waiting.get("kind") == "retry_later":
+            # The attempts so far go with the wait: the execution that makes
+            # the next one shows them among the run's notes, as one execution would.
+            waiting["tried"] = [a.as_dict() for a in self.attempts]
+        final = self._finish(
+            RunStatus.WAITING,
+            {"waiting_json": _json.dumps(waiting), "wake_at": park.until, "attention": line[:300]},
+        )
+        if final is not RunStatus.WAITING:
+            return self._outcome(final)
+        log.info("run %s: %s", self.run_id, line)
+        return Outcome(
+            self.run_id, OutcomeStatus.WAITING, phases_run=self.phases_run, stopped=line, waiting=park.waiting
+        )
+
+    def _outcome(self, final: RunStatus) -> Outcome:
+        """The outcome of an execution an operator's hold ended (paused or cancelled)."""
+        with self.store.read() as conn:
+            row = self.store.runs.get(conn, self.run_id)
+        line = str(row.attention) if row is not None else final.value
+        log.info("run %s: %s", self.run_id, line)
+        status = OutcomeStatus.PAUSED if final is RunStatus.PAUSED else OutcomeStatus.CANCELLED
+        return Outcome(self.run_id, status, phases_run=self.phases_run, stopped=line)
 
     def _inputs_copy(self) -> Any:
         """A fresh parse of the run's inputs (canonical text, hash-checked
@@ -541,11 +666,17 @@ class Runner:
 
     # -- endings --------------------------------------------------------------
 
-    def _finish(self, status: RunStatus, values: dict[str, Any], *, stopped: bool = False) -> None:
+    def _finish(self, status: RunStatus, values: dict[str, Any], *, stopped: bool = False) -> RunStatus:
         """Record the run's end. A stop (`stopped`) also rewrites the run
         row's frontier from the verified chain, so the runs list shows the
         frontier that the detail and `status --json` show (after an integrity
-        failure the head is past what is trusted)."""
+        failure the head is past what is trusted). A pause or cancel an
+        operator asked meanwhile is recorded instead, in the same
+        transaction (holds.py).
+
+        Returns:
+            The status recorded: `status`, or paused or cancelled.
+        """
         # The run's end is observable: what its effects did is recorded first.
         self.completions.flush()
         now = self.clock()
@@ -560,9 +691,12 @@ class Runner:
             "lease_expires_at": None,
             "shape_json": self._shape_text(),
         }
+        values = dict(values)
         with self.store.write() as conn:
+            # Locked: a hold recorded by a decision's transaction is seen here, or sees this end.
+            run = self.store.runs.get(conn, self.run_id, lock=True)
+            hold = holds.read(run.held_json) if run is not None else None
             if stopped:
-                run = self.store.runs.get(conn, self.run_id)
                 if run is not None:
                     fr = trusted_frontier(
                         run,
@@ -572,12 +706,16 @@ class Runner:
                         self.wf.describe(),
                     )
                     base.update(frontier_columns(fr))
-            if self.store.runs.update(conn, self.run_id, {**base, **values}, owner=self.fence.owner, held_at=now) == 0:
+            values = {**base, **values}
+            if hold is not None and hold.state == holds.ASKED:
+                status = holds.at_end(self.store, conn, self.run_id, hold, status, values, now)
+            if self.store.runs.update(conn, self.run_id, values, owner=self.fence.owner, held_at=now) == 0:
                 raise LeaseLost(f"run {self.run_id!r}: lease lost before the run could record its end")
+        return status
 
     def _block(self, reasons: list[BlockReason]) -> Outcome:
         first = reasons[0]
-        self._finish(
+        final = self._finish(
             RunStatus.BLOCKED,
             {
                 "blocked_json": _json.dumps([r.as_dict() for r in reasons]),
@@ -586,6 +724,8 @@ class Runner:
             },
             stopped=True,
         )
+        if final is not RunStatus.BLOCKED:
+            return self._outcome(final)
         log.warning("run %s blocked: %s", self.run_id, "; ".join(str(r) for r in reasons))
         return Outcome(self.run_id, OutcomeStatus.BLOCKED, blocked=reasons, phases_run=self.phases_run)
 
@@ -603,7 +743,7 @@ class Runner:
         tried = [a.as_dict() for a in self.attempts if a.phase == phase]
         if tried:
             err["attempts"] = tried
-        self._finish(
+        final = self._finish(
             RunStatus.FAILED,
             {
                 "error_json": _json.dumps(err),
@@ -612,6 +752,8 @@ class Runner:
             },
             stopped=True,
         )
+        if final is not RunStatus.FAILED:
+            return self._outcome(final)
         log.error("run %s failed in %s: %s: %s", self.run_id, phase, type(exc).__name__, message)
         return Outcome(self.run_id, OutcomeStatus.FAILED, error=err, phases_run=self.phases_run)
 
@@ -635,3 +777,24 @@ class Runner:
         parts = [f"{n} skipped" for n in skipped]
         parts += [f"{p.name} ran without {', '.join(without[p.name])}" for p in self.wf.phases if without.get(p.name)]
         return "; ".join(parts)
+
+
+def _attempts(waiting: dict[str, Any] | None) -> list[Attempt]:
+    """The attempts a parked retry recorded (`_park`), as stored: a value
+    that is not one is left out (it only feeds the run's notes)."""
+    out: list[Attempt] = []
+    for a in (waiting or {}).get("tried") or ():
+        try:
+            out.append(
+                Attempt(
+                    str(a["phase"]),
+                    None if a.get("step") is None else str(a["step"]),
+                    int(a["attempt"]),
+                    int(a["of"]),
+                    str(a["error"]),
+                    bool(a["retried"]),
+                )
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import _json
 from .._stop import damaged, read_saved
+from ..observe import hooks
 from ..store.store import Store
 from .completions import Completions
 from .lease import Fence
@@ -31,6 +32,8 @@ class StepLog:
         self._fence = fence
         self._clock = clock
         self._saved: dict[str, dict[str, tuple[str, str]]] = {}
+        self._began: dict[tuple[str, str], float] = {}
+        """When each step being computed was found not saved: its span's start (observe/)."""
 
     def load(self) -> None:
         """One read of the run's saved steps, not one per phase."""
@@ -62,6 +65,7 @@ class StepLog:
         """(True, value) when the step was saved (and still verifies); (False, None) otherwise."""
         saved = self._saved.get(phase, {}).get(key)
         if saved is None:
+            self._began[(phase, key)] = self._clock()
             return False, None
         return True, read_saved(saved[0], saved[1], f"durable step {key!r}")
 
@@ -80,6 +84,7 @@ class StepLog:
                 },
             )
             self._fence.check_hot(tx)
+        hooks.OBSERVER.step(self._fence.run_id, phase, key, self._began.pop((phase, key), now))
 
     def discard(self, phases: list[str]) -> None:
         """Forget saved steps of these phases (their code changed since)."""

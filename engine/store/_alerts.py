@@ -29,6 +29,24 @@ class Alerts:
         q = select(alerts).where(alerts.c.stop_key.in_(list(keys)))
         return {r.stop_key: r for r in conn.execute(q)}
 
+    def of_run(self, conn: Connection, run_id: str) -> list[Row[Any]]:
+        """The alert rows of one run, oldest claim first."""
+        if "phasegate_alerts" not in self._db.tables:
+            return []
+        q = select(alerts).where(alerts.c.run_id == run_id).order_by(alerts.c.claimed_at)
+        return list(conn.execute(q))
+
+    def delete(self, conn: Connection, run_id: str, keys: Sequence[str]) -> int:
+        """Remove these alert rows of the run (`prune`: sent, their stop over).
+
+        Returns:
+            How many were removed.
+        """
+        if not keys:
+            return 0
+        q = delete(alerts).where(alerts.c.run_id == run_id, alerts.c.stop_key.in_(list(keys)), alerts.c.state == "sent")
+        return int(conn.execute(q).rowcount or 0)
+
     def insert(self, conn: Connection, values: dict[str, Any]) -> None:
         """Claim a stop's alert for a watch.
 

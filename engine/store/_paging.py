@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, case, func, literal, or_, select
 from sqlalchemy.engine import Connection, Row
 
-from .runorder import LIVE_RANK, PENDING_RANK, RANKS, REST_RANK, Order
+from .runorder import ASKING_PREFIX, LIVE_RANK, NEEDS_PERSON, PENDING_RANK, RANKS, REST_RANK, Order, stored_rank
 from .schema import decisions, runs
 
 
@@ -31,16 +31,19 @@ def pending_exists() -> ColumnElement[bool]:
 def rank_sql() -> ColumnElement[int]:
     """`runorder.stored_rank` of the row as it stands, in SQL (after its decisions changed)."""
     whens: list[Any] = [(runs.c.status == "running", LIVE_RANK), (pending_exists(), PENDING_RANK)]
+    whens.append((and_(runs.c.status == "waiting", runs.c.waiting_json.startswith(ASKING_PREFIX)), NEEDS_PERSON))
     whens += [(runs.c.status == status, rank) for status, rank in RANKS.items() if status != "running"]
     return case(*whens, else_=REST_RANK)
 
 
-def rank_for(status: str) -> ColumnElement[int] | int:
+def rank_for(status: str, waiting_json: str | None = None) -> ColumnElement[int] | int:
     """`runorder.stored_rank` of a row whose status an UPDATE is setting to
-    `status` (its SET clause sees the old status, so the new one is given here)."""
+    `status` (its SET clause sees the old status, so the new one is given
+    here, and for a waiting run what it waits for)."""
     if status == "running":
         return LIVE_RANK
-    return case((pending_exists(), PENDING_RANK), else_=RANKS.get(status, REST_RANK))
+    asking = status == "waiting" and (waiting_json or "").startswith(ASKING_PREFIX)
+    return case((pending_exists(), PENDING_RANK), else_=stored_rank(status, False, asking))
 
 
 def gone_sql(now: float) -> ColumnElement[bool]:

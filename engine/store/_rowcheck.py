@@ -22,6 +22,8 @@ _JSON = {
     "env_json": False,
     "notes_json": False,
     "error_json": True,
+    "waiting_json": True,
+    "held_json": True,
 }
 _INTS = {
     "epoch": False,
@@ -40,6 +42,7 @@ _TIMES = {
     "last_checkpoint_at": True,
     "lease_expires_at": True,
     "heartbeat_at": True,
+    "wake_at": True,
 }
 _TEXT = {
     "run_id": False,
@@ -90,6 +93,8 @@ def problem(row: Any) -> str | None:
             return f"{col} is not readable JSON"
         if col in ("shape_json", "blocked_json", "env_json", "notes_json") and not isinstance(value, list):
             return f"{col} is not a list"
+        if col in ("waiting_json", "held_json") and not isinstance(value, dict):
+            return f"{col} is not an object"
         if col == "shape_json" and not all(isinstance(p, dict) and isinstance(p.get("name"), str) for p in value):
             return "shape_json does not describe phases"
         if col == "blocked_json" and not all(isinstance(b, dict) and isinstance(b.get("kind"), str) for b in value):

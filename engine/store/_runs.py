@@ -45,7 +45,8 @@ class Runs:
         Raises:
             IntegrityError: a run with this id exists.
         """
-        values = {"attention_rank": runorder.stored_rank(str(values.get("status")), False), **values}
+        asking = str(values.get("waiting_json") or "").startswith(runorder.ASKING_PREFIX)
+        values = {"attention_rank": runorder.stored_rank(str(values.get("status")), False, asking), **values}
         conn.execute(insert(runs).values(**values))
 
     def update(
@@ -72,8 +73,14 @@ class Runs:
             cond = and_(cond, runs.c.lease_expires_at > self._db.lease_now(held_at))
         if "status" in values:
             # The stored attention rank follows the status in the same write.
-            values = {**values, "attention_rank": _paging.rank_for(str(values["status"]))}
+            rank = _paging.rank_for(str(values["status"]), values.get("waiting_json"))
+            values = {**values, "attention_rank": rank}
         return conn.execute(update(runs).where(cond).values(**values)).rowcount
+
+    def held(self, conn: Connection, run_id: str) -> str | None:
+        """The run's `held_json` alone (what a running run's hold watch polls: one indexed read)."""
+        v = conn.execute(select(runs.c.held_json).where(runs.c.run_id == run_id)).scalar()
+        return v if isinstance(v, str) else None
 
     def update_many(self, conn: Connection, run_ids: Sequence[str], values: dict[str, Any]) -> int:
         """The same change to several runs' rows, in one statement (never their status)."""
@@ -167,8 +174,8 @@ class Runs:
         return rows
 
     def needing_attention(self, conn: Connection) -> list[Row[Any]]:
-        """Rows of the runs that may need a person (blocked, failed, or running
-        with a holder that may be dead) and have no decision waiting, through
+        """Rows of the runs that may need a person (blocked, failed, running
+        with a holder that may be dead, or waiting for an answer) and have no decision waiting, through
         the status index: what `causes.collect` groups. Unchecked, as
         `all`: the caller checks each and shows a damaged one as such."""
         pending = (
@@ -176,7 +183,12 @@ class Runs:
             .where(and_(decisions.c.run_id == runs.c.run_id, decisions.c.state == "pending"))
             .exists()
         )
-        q = select(runs).where(runs.c.status.in_(["blocked", "failed", "running"]), ~pending).order_by(runs.c.run_id)
+        asking = and_(runs.c.status == "waiting", runs.c.waiting_json.startswith(runorder.ASKING_PREFIX))
+        q = (
+            select(runs)
+            .where(or_(runs.c.status.in_(["blocked", "failed", "running"]), asking), ~pending)
+            .order_by(runs.c.run_id)
+        )
         return list(conn.execute(q))
 
     def count_matching(
@@ -198,11 +210,16 @@ class Runs:
 
     def waiting(self, conn: Connection, now: float, limit: int = 100, *, host: str = "") -> list[Row[Any]]:
         """Runs a worker may pick up: decided and reset runs first, then
-        `running` runs whose holder may be dead (the caller asks `holder_state`
+        waiting runs that are due, then `running` runs whose holder may be dead (the caller asks `holder_state`
         of those on this host). A run held by a live lease on another host is
         never in the page, so a hundred of them cannot starve the rest."""
         pending = select(decisions.c.run_id).where(decisions.c.state == "pending")
-        decided = or_(runs.c.status == "reset", runs.c.run_id.in_(pending))
+        # A paused or cancelled run is an operator's to let go on, whatever
+        # is pending for it (an answer to a paused run waits for its unpause).
+        held = runs.c.status.in_(("paused", "cancelled"))
+        decided = and_(~held, or_(runs.c.status == "reset", runs.c.run_id.in_(pending)))
+        # A waiting run whose time has come (through ix_runs_status_wake).
+        due = and_(runs.c.status == "waiting", runs.c.wake_at.is_not(None), runs.c.wake_at <= now)
         dead_maybe = and_(
             runs.c.status == "running",
             or_(
@@ -214,8 +231,8 @@ class Runs:
         )
         q = (
             select(runs)
-            .where(or_(decided, dead_maybe))
-            .order_by(case((decided, 0), else_=1), runs.c.updated_at)
+            .where(or_(decided, due, dead_maybe))
+            .order_by(case((decided, 0), (due, 1), else_=2), runs.c.updated_at)
             .limit(limit)
         )
         return list(conn.execute(q))

@@ -17,6 +17,8 @@ last of each. As with version 3, the upgrade vouches for those rows as they
 are at that moment; what it cannot vouch for is a state no recorded
 transition explains (a decision of a listed action applied without a
 second), which `verify` and the start sequence still find afterwards.
+Version 6 adds the columns of waiting, paused and cancelled runs (when a
+waiting run is due, what it waits for, an operator's hold): nothing to fill.
 """
 
 from __future__ import annotations

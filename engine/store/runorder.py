@@ -24,14 +24,31 @@ NEEDS_PERSON, PENDING_RANK, LIVE_RANK, REST_RANK = 0, 1, 2, 3
 #: By stored status. A pending decision ranks a stopped run PENDING_RANK; a
 #: running run is LIVE_RANK while its holder lives, and once it is gone
 #: `interrupted_rank`.
-RANKS: dict[str, int] = {"running": LIVE_RANK, "blocked": NEEDS_PERSON, "failed": NEEDS_PERSON, "reset": PENDING_RANK}
+#: A waiting run's rank is its kind's: a question needs a person, a timer
+#: does not (it sorts with the live runs). A paused run waits for an operator
+#: to let it go on; a cancelled one is over.
+RANKS: dict[str, int] = {
+    "running": LIVE_RANK,
+    "blocked": NEEDS_PERSON,
+    "failed": NEEDS_PERSON,
+    "reset": PENDING_RANK,
+    "waiting": LIVE_RANK,
+    "paused": PENDING_RANK,
+}
+#: How a waiting run's `waiting_json` begins when it waits for an answer
+#: (run/parking.py writes "kind" first): the SQL rank reads it so.
+ASKING_PREFIX = '{"kind":"answer"'
 
 
-def stored_rank(status: str, pending: bool) -> int:
-    """A run's stored `attention_rank`."""
+def stored_rank(status: str, pending: bool, asking: bool = False) -> int:
+    """A run's stored `attention_rank` (`asking`: a waiting run's question is open)."""
     if status == "running":
         return LIVE_RANK
-    return PENDING_RANK if pending else RANKS.get(status, REST_RANK)
+    if pending:
+        return PENDING_RANK
+    if status == "waiting" and asking:
+        return NEEDS_PERSON
+    return RANKS.get(status, REST_RANK)
 
 
 def interrupted_rank(pending: bool) -> int:

@@ -86,6 +86,15 @@ runs = Table(
     # else names it.
     Column("decisions_last", Integer),
     Column("decisions_count", Integer, nullable=False, default=0),
+    # Version 6 (run/parking.py, run/holds.py): what a `waiting` run waits
+    # for and when a worker wakes it; an operator's hold (a pause or cancel
+    # asked of a running run, or in force on a paused or cancelled one).
+    Column("wake_at", Float),
+    Column("waiting_json", Text),
+    Column("held_json", Text),
+    # Version 6 (observe/tracing.py): the OpenTelemetry trace id of the run's
+    # latest traced attempt, for `status --json` and the console's detail.
+    Column("trace_id", String),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
 
@@ -94,6 +103,8 @@ runs = Table(
 #: without reading the live ones.
 ix_runs_rank = Index("ix_runs_rank", runs.c.attention_rank, runs.c.updated_at.desc(), runs.c.run_id)
 ix_runs_status_lease = Index("ix_runs_status_lease", runs.c.status, runs.c.lease_expires_at)
+#: Version 6: the waiting runs that are due, found without reading the others.
+ix_runs_status_wake = Index("ix_runs_status_wake", runs.c.status, runs.c.wake_at)
 
 
 # One entry of a run's hash chain. `envelope` is the hashed record (position,
@@ -339,10 +350,15 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_decisions", "policy_id"): (5, "INTEGER"),
     ("phasegate_policy", "prev_id"): (5, "INTEGER"),
     ("phasegate_policy", "seal"): (5, "TEXT"),
+    ("phasegate_runs", "wake_at"): (6, "FLOAT"),
+    ("phasegate_runs", "waiting_json"): (6, "TEXT"),
+    ("phasegate_runs", "held_json"): (6, "TEXT"),
+    ("phasegate_runs", "trace_id"): (6, "TEXT"),
 }
 
 #: Indexes added to existing tables, by the version that added them.
 ADDED_INDEXES: dict[str, tuple[int, Index]] = {
     "ix_runs_rank": (4, ix_runs_rank),
     "ix_runs_status_lease": (4, ix_runs_status_lease),
+    "ix_runs_status_wake": (6, ix_runs_status_wake),
 }

@@ -51,7 +51,9 @@ class Pruner:
                     raise RunNotFound(f"no run {rid!r} in {self.store.where}")
                 rows = self.store.checkpoints.of_run(conn, rid)
                 steps = self.store.steps.of_run(conn, rid)
+                sent = self.store.alerts.of_run(conn, rid)
             out.extend(_prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days))
+            out.extend(_prune.alert_candidates(run, sent))
         return out
 
     def apply(
@@ -91,11 +93,15 @@ class Pruner:
             rows = self.store.checkpoints.of_run(conn, run_id)
             steps = self.store.steps.of_run(conn, run_id)
             cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days)
+            cands += _prune.alert_candidates(run, self.store.alerts.of_run(conn, run_id))
             by_id = {int(r.id): r for r in rows}
             folder = self.archive_dir / archive.safe_name(run_id)
             for c in cands:
                 if c.kind == "step_records":
                     self.store.steps.delete(conn, list(c.refs))
+                    continue
+                if c.kind == "sent_alerts":
+                    self.store.alerts.delete(conn, run_id, list(c.alert_keys))
                     continue
                 for ref in c.refs:
                     row = by_id[ref]

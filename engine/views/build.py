@@ -11,6 +11,7 @@ from .. import _json
 from ..authoring import runbooks as _runbooks
 from ..history import chain
 from ..history.prune import PruneCandidate
+from ..run import holds
 from ..run.frontier import frontier_of
 from ..run.lease import HolderState, holder_name, holder_state
 from ..shapes import BlockedReason, EffectRow, EnvCheck, IntegrityReason, ReconcileAnswer, RunError
@@ -18,6 +19,7 @@ from ..states import PhaseState, RunStatus
 from ..timefmt import iso
 from .liveness import Liveness
 from .models import RESULT_SHOWN, DecisionView, EffectView, LeaseView, OutputView, PhaseView, RunView
+from .questions import questions_of
 from .status import effect_state, effective_status, shown_state, status_text
 
 
@@ -160,6 +162,18 @@ def build(
             liveness=Liveness.from_row(run),
         )
     attention = status_text(status, run.attention or "")
+    waiting = None
+    if status is RunStatus.WAITING and getattr(run, "waiting_json", None):
+        w = _json.loads(run.waiting_json)  # an object: checked as the row left the store (_rowcheck)
+        # ("tried": the attempts a parked retry carries for the next execution, not a view.)
+        waiting = {k: v for k, v in w.items() if k != "tried"} if isinstance(w, dict) else None
+    hold = holds.read(getattr(run, "held_json", None))
+    hold_view: dict[str, Any] | None = None
+    if hold is not None:
+        hold_view = {"action": hold.action.value, "state": hold.state, "by": hold.by, "reason": hold.reason}
+        hold_view["at"] = hold.at
+        if hold.was is not None:
+            hold_view["was"] = hold.was.get("status")
     return RunView(
         run_id=run.run_id,
         workflow=run.workflow,
@@ -183,6 +197,7 @@ def build(
         notes=tuple(_json.loads(run.notes_json or "[]")),
         attention=attention,
         epoch=int(run.epoch),
+        trace_id=getattr(run, "trace_id", None),
         pending_decisions=tuple(d for d in decs if d.state == "pending"),
         degraded=status is RunStatus.COMPLETED and any(p.state is PhaseState.DEGRADED for p in phases),
         runbooks=tuple(
@@ -193,6 +208,9 @@ def build(
                 frontier_phase,
             )
         ),
+        waiting=waiting,
+        held=hold_view,
+        questions=questions_of(steps, decisions),
     )
 
 

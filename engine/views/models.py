@@ -54,11 +54,13 @@ class RunSummary:
     """Its place in the order it was listed in: `Engine.runs(after=...)` pages on from it."""
     liveness: Liveness | None = None
     """The stored status and lease it was judged from, to judge it again (`at`)."""
+    waiting_for: str | None = None
+    """For a waiting run, what it waits for (`WaitKind`: answer, timer, retry_later); else None."""
 
     @property
     def needs_attention(self) -> bool:
-        """Blocked, failed, interrupted or stalled: a person is needed."""
-        return self.status in NEEDS_ATTENTION
+        """Blocked, failed, interrupted or stalled, or waiting for a person's answer: a person is needed."""
+        return self.status in NEEDS_ATTENTION or (self.status is RunStatus.WAITING and self.waiting_for == "answer")
 
     def at(self, now: float) -> RunSummary:
         """The line with its status judged again at `now`, from the lease it
@@ -135,10 +137,15 @@ class RunSummary:
         """
         # A checked row's reasons are objects, each with a text kind (`_rowcheck`).
         blocked: list[BlockedReason] = _json.loads(row.blocked_json or "[]")
+        status = effective_status(row, now)
+        waiting_for = None
+        if status is RunStatus.WAITING:
+            w = _json.loads(getattr(row, "waiting_json", None) or "{}")
+            waiting_for = str(w.get("kind")) if isinstance(w, dict) and w.get("kind") else None
         return cls(
             run_id=row.run_id,
             workflow=row.workflow,
-            status=effective_status(row, now),
+            status=status,
             frontier_phase=row.frontier_phase,
             frontier_index=int(row.frontier_index),
             phase_count=int(row.phase_count),
@@ -150,6 +157,7 @@ class RunSummary:
             pending_decision=bool(getattr(row, "pending_decision", False)),
             sort_key=sort_key,
             liveness=Liveness.from_row(row),
+            waiting_for=waiting_for,
         )
 
 
@@ -299,6 +307,58 @@ class LeaseView:
     """live, stalled (alive on this host, past its lease) or gone."""
     liveness: Liveness | None = None
     """The stored status and lease columns it was judged from (not in the JSON; `RunView.at`)."""
+
+
+def _waiting_json(waiting: dict[str, Any]) -> dict[str, Any]:
+    """A run's wait as `status --json` shows it: times ISO 8601."""
+    out = {**waiting, "until": iso(waiting.get("until")) if isinstance(waiting.get("until"), int | float) else None}
+    q = waiting.get("question")
+    if isinstance(q, dict):
+        out["question"] = {
+            **q,
+            "asked_at": iso(q.get("asked_at")) if isinstance(q.get("asked_at"), int | float) else None,
+            "deadline": iso(q.get("deadline")) if isinstance(q.get("deadline"), int | float) else None,
+        }
+    return out
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    """A question a run asked (`ctx.ask`), and its answer (`RunView.questions`)."""
+
+    name: str
+    """The question's name: how an operator answers it (`--question NAME`)."""
+    phase: str
+    """The phase that asked it."""
+    prompt: str
+    """What the person reads."""
+    schema: dict[str, Any] | None
+    """The JSON Schema the answer must meet, or None for any JSON value."""
+    payload: Any
+    """What the run shows with the question (the tool call to approve), as stored."""
+    asked_at: float
+    """When it was first asked (UNIX seconds; ISO 8601 in the JSON)."""
+    deadline: float | None
+    """When `NoAnswer` is raised in the phase if nobody answered, or None."""
+    state: Literal["open", "answered", "timed_out"]
+    """open (waiting for a person), answered, or timed_out (the phase was told `NoAnswer`)."""
+    answer: Any = None
+    """The answer recorded, once answered."""
+    answered_by: str | None = None
+    """Who answered it."""
+    decision: int | None = None
+    """The answer's decision id."""
+
+    def to_json(self) -> dict[str, Any]:
+        """As `status --json` prints it.
+
+        Returns:
+            Every field, times as ISO 8601.
+        """
+        d = asdict(self)
+        d["asked_at"] = iso(self.asked_at)
+        d["deadline"] = iso(self.deadline)
+        return d
 
 
 @dataclass(frozen=True)
@@ -464,6 +524,27 @@ class RunView:
     """Who is looking at the run now (`phasegate claim`), filled by `Engine.status`."""
     claims: tuple[ClaimEvent, ...] = ()
     """The run's claim audit: claims, releases, takeovers and expiries."""
+    waiting: dict[str, Any] | None = None
+    """For a waiting run, what it waits for: `kind` (answer, timer or
+    retry_later), `until` (when a worker wakes it, or None), `phase`, and by
+    kind `question`, the timer's `name`, or the rate limit's `reason`,
+    `step` and `attempt` of `of`."""
+    held: dict[str, Any] | None = None
+    """An operator's hold: `action` (pause or cancel), `state` (asked of a
+    running run, or in_force), `by`, `reason`, `at`."""
+    questions: tuple[QuestionView, ...] = ()
+    """Every question the run asked, open or answered, oldest first."""
+
+    trace_id: str | None = None
+    """The OpenTelemetry trace id of its latest traced attempt (32 hex digits), or None."""
+
+    @property
+    def asking(self) -> QuestionView | None:
+        """The open question a waiting run waits for an answer to, if any."""
+        if self.status is not RunStatus.WAITING or not self.waiting or self.waiting.get("kind") != "answer":
+            return None
+        name = (self.waiting.get("question") or {}).get("name")
+        return next((q for q in self.questions if q.name == name and q.state == "open"), None)
 
     @property
     def proposals(self) -> tuple[DecisionView, ...]:
@@ -516,6 +597,8 @@ class RunView:
             del d["runbooks"]
         if not self.degraded:
             del d["degraded"]
+        if self.trace_id is None:
+            del d["trace_id"]  # added after 0.2: only for a run that was traced
         d["claim"] = self.claim.to_json() if self.claim is not None else None
         if self.claims:
             d["claims"] = [c.to_json() for c in self.claims]
@@ -546,4 +629,20 @@ class RunView:
                 del d["lease"]["state"]  # said only when it says more than `alive`
         for k in ("created_at", "updated_at", "last_checkpoint_at"):
             d[k] = iso(d[k])
+        # Added with format 6 (waits and holds): present only when there is something to say.
+        if self.waiting is None:
+            del d["waiting"]
+        else:
+            d["waiting"] = _waiting_json(self.waiting)
+        held = d.pop("held")
+        if held is not None:
+            held = {**held, "at": iso(held.get("at"))}
+            key = {"asked": "hold_asked"}.get(
+                str(held.get("state")), "paused" if held["action"] == "pause" else "cancelled"
+            )
+            d[key] = held
+        if self.questions:
+            d["questions"] = [q.to_json() for q in self.questions]
+        else:
+            del d["questions"]
         return d

@@ -58,9 +58,13 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
         "PostgreSQL runs drained",
         "decide --cause",
         "async ctx.step overhead",
+        "pause of a live run",
+        "cancel of a live run",
         "20 concurrent durable steps",
         "fan-out of 20 effects",
         "keyed seal",
+        "1 KB checkpoint, metrics on",
+        "1 KB checkpoint, traced",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
     # --quick runs no peers; they are reported as skipped, never faked.

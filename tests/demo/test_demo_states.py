@@ -166,3 +166,71 @@ def test_list_and_detail_show_one_frontier_for_every_run(demo: tuple[Path, Any, 
         listed = {r.run_id: (r.frontier_index, r.phase_count, r.frontier_phase) for r in eng.runs()}
     detail = {r["run_id"]: (r["frontier"]["index"], r["frontier"]["of"], r["frontier"]["phase"]) for r in runs}
     assert listed == detail
+
+
+def test_store_gauges_match_status_json(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    """`phasegate metrics --listen 127.0.0.1:0` on the demo store, scraped over
+    HTTP, says what `status --json` says: runs by status and by block kind,
+    the oldest run needing a person, the proposals waiting for a second."""
+    import re
+    import time
+    import urllib.request
+
+    pytest.importorskip("prometheus_client", reason="the metrics extra is not installed")
+    from demo_support import start, stop
+    from prometheus_client.parser import text_string_to_metric_families
+
+    db = demo[0]
+    proc = start("metrics", "--listen", "127.0.0.1:0", "--db", str(db))
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        m = re.search(r"metrics on (http://127\.0\.0\.1:\d+/metrics)", line)
+        assert m, line
+
+        def scrape() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+            with urllib.request.urlopen(m.group(1), timeout=10) as resp:
+                text = resp.read().decode()
+            return {
+                (s.name, tuple(sorted(s.labels.items()))): s.value
+                for fam in text_string_to_metric_families(text)
+                for s in fam.samples
+            }
+
+        # The demo's live run moves on meanwhile: compare a scrape with the
+        # status read just before and after it, until the two agree.
+        for _ in range(20):
+            before = status(db)
+            got = scrape()
+            after = status(db)
+            if [r["status"] for r in before] == [r["status"] for r in after]:
+                break
+            time.sleep(0.2)
+        runs = after
+    finally:
+        stop(proc)
+
+    assert got[("phasegate_store_up", ())] == 1
+    by_status: dict[str, int] = {}
+    for r in runs:
+        by_status[r["status"]] = by_status.get(r["status"], 0) + 1
+    for s in ("completed", "failed", "blocked", "interrupted", "running", "stalled", "reset"):
+        assert got[("phasegate_runs", (("status", s),))] == by_status.get(s, 0), s
+    kinds: dict[str, int] = {}
+    for r in runs:
+        if r["status"] == "blocked":
+            for k in {b["kind"] for b in r["blocked"]}:
+                kinds[k] = kinds.get(k, 0) + 1
+    assert kinds, "the demo has blocked runs"
+    for k in ("integrity", "env_mismatch", "in_doubt_effect", "below_floor"):
+        assert got[("phasegate_runs_blocked", (("kind", k),))] == kinds.get(k, 0), k
+    proposed = sum(d["state"] == "proposed" for r in runs for d in r["decisions"])
+    assert got[("phasegate_proposals_unanswered", ())] == proposed
+    # The oldest blocked or failed run with no decision waiting: its age, give or take the scrape's moment.
+    waiting = [r for r in runs if r["status"] in ("blocked", "failed") and not r["pending_decisions"]]
+    assert waiting
+    from datetime import datetime
+
+    oldest = min(datetime.fromisoformat(r["updated_at"]).timestamp() for r in waiting)
+    assert abs(got[("phasegate_oldest_needing_person_seconds", ())] - (time.time() - oldest)) < 120
+    assert got[("phasegate_runs_waiting_for_answer", ())] == 0

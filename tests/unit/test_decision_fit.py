@@ -25,6 +25,7 @@ from phasegate import (
 )
 from phasegate.decide.fit import allowed_actions, env_hash, fit
 from phasegate.decide.preview import preview
+from phasegate.states import HOLDS
 
 
 def phase(name: str, state: PhaseState = PhaseState.DONE) -> PhaseView:
@@ -97,12 +98,19 @@ def test_what_does_not_fit_is_refused_with_the_reason() -> None:
         fit(v, "rewind")
 
 
-def test_a_live_holder_refuses_every_decision() -> None:
+def test_a_live_holder_refuses_every_decision_but_a_hold() -> None:
     v = view(RunStatus.RUNNING, lease=LeaseView("host:1", None, True, None))
     for act in Action:
+        if act in HOLDS or act is Action.ANSWER:
+            continue
         with pytest.raises(DecisionError, match="is running"):
             fit(v, act, phase="load")
     assert allowed_actions(v) == []
+    # A pause or a cancel is asked of the running process (run/holds.py).
+    assert fit(v, "pause").action is Action.PAUSE
+    assert fit(v, "cancel").action is Action.CANCEL
+    with pytest.raises(DecisionError, match="not paused"):
+        fit(v, "unpause")
 
 
 def test_an_effect_answer_names_one_effect_in_doubt() -> None:

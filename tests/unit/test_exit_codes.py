@@ -19,7 +19,7 @@ from phasegate.cli import build_parser
 from tests.support.cli import ROOT, child_env
 
 #: The numbers scripts rely on (docs/reference/cli.md's table): a member renumbered breaks them.
-CONTRACT = {"OK": 0, "FAILED": 1, "USAGE": 2, "BLOCKED": 3, "HELD": 4, "INTERRUPTED": 130}
+CONTRACT = {"OK": 0, "FAILED": 1, "USAGE": 2, "BLOCKED": 3, "HELD": 4, "WAITING": 5, "CANCELLED": 6, "INTERRUPTED": 130}
 
 #: The errors whose code is not the base's USAGE.
 NOT_USAGE = {
@@ -28,6 +28,8 @@ NOT_USAGE = {
     "LeaseLost": ExitCode.HELD,
     "ClaimedByOther": ExitCode.HELD,
     "DemoError": ExitCode.FAILED,
+    "RunPaused": ExitCode.WAITING,
+    "RunCancelled": ExitCode.CANCELLED,
 }
 
 

@@ -36,8 +36,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "timefmt",
             "shapes",
             "safefiles",
+            "waits",
         ),
     ),
+    # The engine's hooks: called by the run layer, they import nothing above the base.
+    ("observe", ("observe",)),
     ("history", ("history",)),
     ("store", ("store",)),
     ("authoring", ("authoring",)),
