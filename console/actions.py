@@ -152,6 +152,11 @@ class Choice:
     expect_env: str | None = None
     """For an approval: the hash of the values shown, so the engine refuses
     it if the run was blocked on other values since the modal was read."""
+    template: str = ""
+    """For a confirmation: the result a sibling effect recorded (JSON text),
+    offered as the shape of this one's (`service.sibling_result`)."""
+    template_from: str = ""
+    """Which effect recorded it (its name and key), said beside the field."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,9 @@ class ActionRequest:
     """What the result field starts with (what the outside system reported, when known)."""
     override_claim: bool = False
     """Someone else claimed the run: confirming (the run id typed) acts anyway."""
+    proposal: str = ""
+    """Said when the store's policy makes this decision a proposal that waits
+    for a second operator; empty when it applies as decided."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
@@ -26,7 +27,7 @@ from phasegate import (
     RunView,
     UsageError,
 )
-from phasegate.ops import correctable_effects, new_private_file
+from phasegate.ops import correctable_effects, new_private_file, safe
 
 from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice
@@ -294,9 +295,61 @@ def _typed_why(view: RunView, name: str, effect: str | None, claim: str = "") ->
     return ""
 
 
+#: The console's actions that are decisions (a policy can ask a second for them).
+DECISIONS: dict[str, Action] = {str(a): a for a in Action}
+
+
+def proposal_words(engine: Engine, name: str, runs: int = 1) -> str:
+    """What a modal says when the store's policy makes the decision `name` a
+    proposal (empty when it applies as decided): before Enter, not after."""
+    if name not in DECISIONS or not engine.oversight.policy().needs_second(DECISIONS[name]):
+        return ""
+    them = "it" if runs == 1 else "them"
+    return (
+        f"the store's policy needs a second operator for {name}: Enter records a PROPOSAL;"
+        f" nothing happens to the run until another account seconds {them} (key 2 there)"
+    )
+
+
+def name_pattern(name: str) -> str:
+    """An effect name with its varying part taken out: digits become "#" and
+    what follows its last ":" or "/" goes ("charge:inv-7" -> "charge:")."""
+    cut = max(name.rfind(":"), name.rfind("/"))
+    return name[: cut + 1] if cut > 0 else re.sub(r"[0-9]+", "#", name)
+
+
+def sibling_result(view: RunView, key: str) -> tuple[str, str] | None:
+    """The result a sibling of effect `key` recorded (same phase, same name
+    pattern, done), the latest first: what a confirmation's result usually
+    looks like. (its name, JSON text), or None when no sibling recorded one."""
+    eff = next((e for e in view.effects if e.key == key), None)
+    if eff is None:
+        return None
+    pattern = name_pattern(eff.name)
+    done = [
+        e
+        for e in view.effects
+        if e.key != key
+        and e.phase == eff.phase
+        and e.state == "done"
+        and e.result_text is not None
+        and name_pattern(e.name) == pattern
+    ]
+    if not done:
+        return None
+    last = max(done, key=lambda e: e.done_at or "")
+    return last.name, str(last.result_text)
+
+
 def build_request(engine: Engine, run_id: str, name: str, now: float = 0.0) -> ActionRequest:
     """What the modal for `name` on `run_id` will say, from a fresh read
     (`now`: the console's clock, for how long ago someone claimed the run)."""
+    request = _build_request(engine, run_id, name, now)
+    proposal = proposal_words(engine, name)
+    return replace(request, proposal=proposal) if proposal else request
+
+
+def _build_request(engine: Engine, run_id: str, name: str, now: float) -> ActionRequest:
     spec = BY_NAME[name]
     view = engine.status(run_id)
     override = claimed_by_other(engine, view)
@@ -399,7 +452,16 @@ def _second_request(engine: Engine, view: RunView, claim: str) -> ActionRequest:
 
 
 def _choice(view: RunView, pv: Preview, value: str | None, label: str, *, effect: str | None = None) -> Choice:
-    return Choice(value, label, pv.summary, _sections(pv, view, effect), expect_env=pv.env_hash)
+    sibling = sibling_result(view, effect) if effect is not None and pv.action == "confirm_effect" else None
+    return Choice(
+        value,
+        label,
+        pv.summary,
+        _sections(pv, view, effect),
+        expect_env=pv.env_hash,
+        template=sibling[1] if sibling else "",
+        template_from=sibling[0] if sibling else "",
+    )
 
 
 def apply(engine: Engine, result: ActionResult) -> str:
@@ -430,11 +492,15 @@ def apply(engine: Engine, result: ActionResult) -> str:
     elif d.state == "proposed":
         when = "proposed; it waits for a second operator (another account)"
     elif workers_alive(engine):
-        when = "recorded; a worker is alive and carries it out at its next look"
+        when = f"recorded; {WORKER_WILL}"
     else:
         # Nothing will pick it up on its own: say so, and what moves it now.
         when = "recorded; NO WORKER IS ALIVE, so it waits: press e to resume the run now (or start phasegate worker)"
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"
+
+
+WORKER_WILL = "a worker is alive and carries it out at its next look"
+"""What a decision's notice says while a worker is to carry it out (withdrawn once it has)."""
 
 
 def can_resume(view: RunView) -> str:
@@ -462,29 +528,82 @@ class Resumed:
     run_id: str
     pid: int
     log: Path
+    proc: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
+    """The child, watched until it ends (`watch_resume`)."""
+
+
+@dataclass(frozen=True)
+class ResumeEnded:
+    """How a resume the console started ended."""
+
+    run_id: str
+    pid: int
+    code: int
+    """Its exit status (negative: the signal that ended it)."""
+    last_line: str
+    """Its log's last line, made safe (what it said last, an error's message)."""
+    log: Path
+
+
+def resume_command(db: Path, run_id: str) -> list[str]:
+    """The argv of a resume the console starts: our own command, an argv
+    list (no shell); "--" so a run id that starts with "-" is a run id, never
+    an option; `-P` so that a folder named `phasegate` (a clone) in the
+    working directory cannot shadow the installed package."""
+    return [sys.executable, "-P", "-m", "phasegate", "resume", "--db", str(db), "--", run_id]
 
 
 def resume_now(engine: Engine, run_id: str) -> Resumed:
     """Start `phasegate resume RUN` detached from the console (it goes on if
-    the console quits), its output appended to a log beside the store."""
+    the console quits), its output appended to a log beside the store. It
+    starts in the store's folder, not the operator's: nothing there is on
+    its path (`-P`), and a relative path it writes lands beside the store."""
     db = engine.db_file
     if db is None:
         raise UsageError(f"resume from the console needs an SQLite store; run: phasegate resume {run_id}")
+    db = db.resolve()
     logs = db.parent / f"{db.name}.logs"
     log, out = _new_log(logs, run_id)
     with out:
         proc = subprocess.Popen(
-            # Our own command, an argv list (no shell); "--" so a run id that
-            # starts with "-" is a run id, never an option.
-            [sys.executable, "-m", "phasegate", "resume", "--db", str(db), "--", run_id],
+            resume_command(db, run_id),
+            cwd=db.parent,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # not stopped by the console's Ctrl-C or its exit
         )
-    # Reaped when it ends, so a long console session leaves no zombie behind.
-    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
-    return Resumed(run_id, proc.pid, log)
+    return Resumed(run_id, proc.pid, log, proc)
+
+
+def watch_resume(started: Resumed, on_end: Callable[[ResumeEnded], None]) -> None:
+    """Wait for the child from a thread of its own (so a long console session
+    leaves no zombie behind) and say how it ended: its exit status and its
+    log's last line."""
+    proc = started.proc
+    if proc is None:
+        return
+
+    def wait() -> None:
+        code = proc.wait()
+        on_end(ResumeEnded(started.run_id, started.pid, code, last_line(started.log), started.log))
+
+    threading.Thread(target=wait, name=f"resume-{proc.pid}", daemon=True).start()
+
+
+def last_line(log: Path, limit: int = 200) -> str:
+    """The last non-empty line of a log, made safe and cut to `limit`
+    characters (stored and child output alike: never sent raw to a terminal)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 8192))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"(its log could not be read: {exc.strerror or exc})"
+    lines = [ln for ln in tail.splitlines() if ln.strip()]
+    said = safe(lines[-1].strip()) if lines else "(its log is empty)"
+    return said if len(said) <= limit else said[: limit - 3] + "..."
 
 
 def _new_log(logs: Path, run_id: str) -> tuple[Path, BinaryIO]:

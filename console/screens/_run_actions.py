@@ -52,6 +52,8 @@ class RunActions(Screen[None]):
         run_id: str
         text: str
         """One line saying what landed."""
+        title: str = "decision recorded"
+        """The notice's title ("claim" for a claim or its release: not a decision)."""
 
     @dataclass
     class Resumed(Message):
@@ -61,6 +63,12 @@ class RunActions(Screen[None]):
         pid: int
         log: str
         """Where its output goes."""
+
+    @dataclass
+    class ResumeEnded(Message):
+        """A resume the console started has ended (posted to the app)."""
+
+        ended: service.ResumeEnded
 
     @dataclass
     class ActionFailed(Message):
@@ -81,6 +89,8 @@ class RunActions(Screen[None]):
         self.answerer = Answerer(self, ctx, failed=self.ActionFailed, decided=self.Decided)
 
     def set_target(self, view: RunView | None, allowed: list[str]) -> None:
+        if view is not None:
+            self.ctx.seen(view)
         before = self._offered()
         self.run_view, self.allowed = view, allowed
         # Keys that stay the same leave the footer alone: over a slow link a
@@ -148,7 +158,7 @@ class RunActions(Screen[None]):
         except PhasegateError as exc:
             self.failed(exc)
             return
-        self.app.post_message(self.Decided(run_id, text))
+        self.app.post_message(self.Decided(run_id, text, title="claim"))
 
     def action_copy(self) -> None:
         view = self.run_view
@@ -172,6 +182,12 @@ class RunActions(Screen[None]):
             self.app.post_message(self.ActionFailed(title, text))
             return
         self.app.post_message(self.Resumed(started.run_id, started.pid, str(started.log)))
+        app = self.app  # the app outlives this screen: the child may end after the operator went back
+
+        def ended(end: service.ResumeEnded) -> None:
+            app.post_message(self.ResumeEnded(end))
+
+        service.watch_resume(started, ended)
 
     def action_decide(self, name: str) -> None:
         if self.run_view is None or not self.action_fits(name):

@@ -23,6 +23,7 @@ from .._format import plain
 from ..actions import BY_KEY, BY_NAME
 from ..context import ConsoleContext
 from ..widgets import KeyBar
+from ..widgets.refill import refill, selected_key
 from ._answering import Answerer
 from ._group_actions import GroupDecider
 from ._run_actions import RunActions
@@ -166,17 +167,15 @@ class CausesScreen(CauseActions):
         if message.generation != self._generation:
             return
         table = self.query_one("#causes", DataTable)
-        keep = self.cause.cause if self.cause is not None else None
         self._causes = message.causes
-        table.clear()
-        for c in message.causes:
-            table.add_row(Text(str(len(c.runs)), justify="right"), plain(c.kind.value), plain(c.summary), key=c.cause)
-        row = next((i for i, c in enumerate(message.causes) if c.cause == keep), 0)
-        if message.causes:
-            table.move_cursor(row=row, animate=False)
-            self._select(message.causes[row].cause)
-        else:
-            self._select(None)
+        refill(
+            table,
+            [
+                (c.cause, (Text(str(len(c.runs)), justify="right"), plain(c.kind.value), plain(c.summary)))
+                for c in message.causes
+            ],
+        )
+        self._select(selected_key(table))
         total = sum(len(c.runs) for c in message.causes)
         head = f"causes: {len(message.causes)}, {total} run(s) need attention"
         if self.ctx.read_only:
@@ -254,13 +253,13 @@ class CauseRunsScreen(CauseActions):
     def _show(self, cause: Cause | None) -> None:
         table = self.query_one("#cause-runs", DataTable)
         header = self.query_one("#header", Static)
-        table.clear()
+        # The run under the cursor stays under it across refreshes (a worker's
+        # heartbeat refreshes the screen): Enter opens the run aimed at.
+        refill(table, [(rid, (plain(rid),)) for rid in (cause.runs if cause is not None else ())])
         if cause is None:
             header.update(Text(f"cause {self.cause_id}: no run needs attention for it now (decided?)"))
             self.query_one("#why", Static).update(Text(""))
             return
-        for rid in cause.runs:
-            table.add_row(plain(rid), key=rid)
         header.update(Text(f"cause {cause.cause}: {len(cause.runs)} run(s) ({cause.kind.value})"))
         fits = ", ".join(a.value for a in cause.allowed_actions) or "nothing fits every run"
         why = Text(safe(cause.summary), style="bold")

@@ -28,9 +28,12 @@ from .runs import RunsScreen
 
 NOTES = (
     "Actions are offered only where they fit why the run is stopped; --read-only offers none.",
-    "Marks: !! blocked  ~~ interrupted  XX failed  => decided (waits to be carried out)  >> running  ok completed  << reset.",
+    "Marks: !! blocked  ~~ interrupted  || stalled (alive, past its lease)  XX failed  => decided (waits to be carried out)"
+    "  >> running  ok completed  << reset.",
     "?? waiting for an answer (i answers it)  .. waiting on a timer or a rate limit (a worker wakes it)  == paused  -- cancelled.",
     "p pauses a run (a running one stops at its next step) or unpauses a paused one; on a finished run it prunes.",
+    "A running run's holder (host:pid) and its heartbeat's age are in its detail; the list re-checks every 2 s.",
+    "n jumps to a run that stopped since you looked (the header counts them).",
     "Frontier 2/4 charge +3: two of four phases done, three steps done in charge.",
     "The screen refreshes by itself when another process changes the store.",
     "space marks runs in the list; a decision key then decides every marked run at once (one confirmation).",
@@ -115,8 +118,10 @@ class HelpScreen(ModalScreen[None]):
             ("in a confirmation for many runs", [("enter", "confirm"), *rows((GroupModal,), show)]),
             ("everywhere", rows((type(self.app),), show)),
         ]
-        if isinstance(self.under, DetailScreen):
-            listed.insert(0, listed.pop(1))  # the keys of the screen help was opened from first
+        # The keys of the screen help was opened from first.
+        first = {DetailScreen: 1, CausesScreen: 5, CauseRunsScreen: 5}.get(type(self.under), 0)
+        if first:
+            listed.insert(0, listed.pop(first))
         return listed
 
     def compose(self) -> ComposeResult:

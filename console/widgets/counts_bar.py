@@ -138,6 +138,12 @@ class CountsBar(Static):
             self.header = replace(self.header, workers=workers)
             self._draw()
 
+    def set_notice(self, notice: str) -> None:
+        """Say `notice` (reverse video) without waiting for the next read."""
+        if self.header is not None and self.header.notice != notice:
+            self.header = replace(self.header, notice=notice)
+            self._draw()
+
     def on_resize(self) -> None:
         self._draw()
 

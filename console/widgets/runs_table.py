@@ -16,7 +16,7 @@ from textual.widgets import DataTable
 from phasegate import ClaimView, RunSummary
 from phasegate.ops import safe
 
-from .._format import age, age_now, middle, plain, run_status
+from .._format import age, age_now, apart, plain, run_status, shared_ends
 from ..waits import summary_reason, waits_for_answer
 
 #: (key, label, width or None for "what is left", store order when sorted by it)
@@ -77,8 +77,9 @@ class RunsTable(DataTable[Text]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j", "cursor_down", "Down", show=False, id="runs.down"),
         Binding("k", "cursor_up", "Up", show=False, id="runs.up"),
-        Binding("g", "first", "First", show=False, id="runs.first"),
-        Binding("G", "last", "Last", show=False, id="runs.last"),
+        # "Top" and "Bottom", as the detail and help say it.
+        Binding("g", "first", "Top", show=False, id="runs.first"),
+        Binding("G", "last", "Bottom", show=False, id="runs.last"),
     ]
 
     @dataclass
@@ -100,6 +101,8 @@ class RunsTable(DataTable[Text]):
         """The columns shown and their widths (set for the terminal's width)."""
         self.marked: set[str] = set()
         """Runs the operator marked (space): their run id shows `*`."""
+        self._ends: dict[str, tuple[int, int]] = {}
+        """Each shown id's characters shared with its neighbours (`shared_ends`)."""
 
     def set_columns(self, width: int) -> None:
         self.widths = column_widths(width)
@@ -122,6 +125,8 @@ class RunsTable(DataTable[Text]):
         a second operator on which; both said first in the reason."""
         now = age_now(now)
         held, wait = claims or {}, waiting or {}
+        # What tells each id from its neighbours on the page stays when it is cut.
+        self._ends = shared_ends([safe(r.run_id) for r in rows])
         new = {r.run_id: self._cells(r, now, held.get(r.run_id), wait.get(r.run_id, "")) for r in rows}
         keys = [str(row.key.value) for row in self.ordered_rows]
         if keys == list(new) and len(new) == len(rows) and self._shown_cells.keys() == new.keys():
@@ -153,12 +158,14 @@ class RunsTable(DataTable[Text]):
 
     def _cells(self, r: RunSummary, now: float, claim: ClaimView | None = None, waiting: str = "") -> dict[str, Text]:
         id_width = self.widths.get("run_id", 22)
+        shown = safe(r.run_id)
+        ends = self._ends.get(shown, (0, 0))
         if r.run_id in self.marked:
             # A mark, not a colour: it reads the same under NO_COLOR.
-            run_id = Text("* ", style="bold") + plain(middle(safe(r.run_id), id_width - 2), style="bold")
+            run_id = Text("* ", style="bold") + plain(apart(shown, id_width - 2, *ends), style="bold")
         else:
             # Escaped before it is cut, so the cut never splits an escape.
-            run_id = plain(middle(safe(r.run_id), id_width))
+            run_id = plain(apart(shown, id_width, *ends))
         cells = {
             "run_id": run_id,
             "workflow": plain(r.workflow),

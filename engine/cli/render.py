@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from ..authoring.sources import CodeDiff, printable
 from ..errors import ExitCode
 from ..outcome import Outcome
 from ..safetext import safe, safe_json
+from ..states import RunStatus
 from ..timefmt import iso
 from ..views.models import ClaimView, RunSummary, RunView
 
@@ -102,11 +104,20 @@ def print_causes(causes: Sequence[Cause], *, as_json: bool) -> int:
     return ExitCode.OK
 
 
-def print_view(v: RunView) -> None:
-    """`status RUN`: a run's view, a labelled line per fact."""
+def print_view(v: RunView, now: float | None = None) -> None:
+    """`status RUN`: a run's view, a labelled line per fact.
+
+    Args:
+        v: The run's view.
+        now: When it was read (UNIX seconds), for the heartbeat's age; None: now.
+    """
     # Everything here was read from the store: each value goes through `safe`.
     print(f"run       {safe(v.run_id)}  ({safe(v.workflow)})")
     print(f"status    {v.status.value}" + (f"  - {safe(v.attention)}" if v.attention else ""))
+    live = v.lease.liveness if v.lease is not None else None
+    if live is not None and live.status == RunStatus.RUNNING.value:
+        # Who holds it and how lately it renewed: the README's word for "is it alive".
+        print(f"holder    {safe(live.said(time.time() if now is None else now))}")
     fr = v.frontier
     print(f"frontier  {fr.index}/{fr.of} {safe(fr.phase)} ({fr.steps_done} steps done)")
     print("phases    " + "  ".join(f"{safe(p.name)}:{p.state}" for p in v.phases))
