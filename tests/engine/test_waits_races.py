@@ -1,0 +1,74 @@
+"""Runs that wait (issue 27), reviewed: an operator's decision meeting a run
+at a bad moment, and stored wait and hold records that were not written by
+this engine. Through the command line and a real worker, on SQLite and
+PostgreSQL, with the helpers of test_waits.py."""
+
+from __future__ import annotations
+
+import json
+
+from engine_harness import Harness
+from test_second_operator import TwoAccounts, two  # noqa: F401 - the fixture, for the policy test
+from test_waits import names, start
+
+from phasegate import Engine
+
+APPROVE = '{"approved": true, "amount": 7}'
+
+
+def _decisions(h: Harness, run_id: str) -> list[tuple[str, str]]:
+    return [(d["action"], d["state"]) for d in h.status(run_id)["decisions"]]
+
+
+def test_a_forged_hold_never_settles_another_runs_decision(h):
+    # a1 is answered: a worker is to resume it with the answer.
+    assert start(h, "refund", "a1", order="A").returncode == 5
+    assert h.decide("a1", "answer", "--question", "approve_refund", "--value", APPROVE).returncode == 0
+    (answer,) = [d for d in h.status("a1")["decisions"] if d["action"] == "answer"]
+    # t1's row is edited: a pause "asked" of it, naming a1's answer as its decision.
+    assert start(h, "timer", "t1", seconds=3600).returncode == 5
+    forged = {"action": "pause", "state": "asked", "by": "x", "reason": "y", "at": 0, "decision": answer["id"]}
+    h.sql("UPDATE phasegate_runs SET held_json = ? WHERE run_id = 't1'", (json.dumps(forged),))
+    h.resume("t1")
+    assert _decisions(h, "a1") == [("answer", "pending")]  # not t1's to settle
+    assert h.cli("worker", "--once").returncode == 0
+    assert h.status("a1")["status"] == "completed"
+    assert "answered Approval True 7" in names(h)
+
+
+def test_a_proposed_answer_survives_a_resume_of_the_waiting_run(two: TwoAccounts):  # noqa: F811
+    h = two
+    assert start(h, "refund", "r1", order="D-4").returncode == 5
+    assert h.cli("policy", "--require-second", "answer", "--reason", "four eyes").returncode == 0
+    prop = h.decide("r1", "answer", "--question", "approve_refund", "--value", APPROVE)
+    assert prop.returncode == 0 and "proposed" in prop.stdout, prop
+    # Resumed before the second: the run asks the same question again and parks.
+    assert h.resume("r1").returncode == 5
+    (d,) = [d for d in h.status("r1")["decisions"] if d["action"] == "answer"]
+    assert d["state"] == "proposed"  # the question is still open: the proposal still answers it
+    other = h.as_nobody("decide", "r1", "second", "--decision", str(d["id"]), "--reason", "checked the order")
+    assert other.returncode == 0, other
+    assert h.resume("r1").returncode == 0
+    assert "answered Approval True 7" in names(h)
+
+
+def test_a_reset_of_a_paused_run_is_refused(h):
+    assert start(h, "timer", "t1", seconds=3600).returncode == 5
+    assert h.cli("pause", "t1", "--reason", "hold it").returncode == 0
+    before = h.dump()
+    p = h.decide("t1", "reset")
+    assert p.returncode == 2 and "paused" in p.stderr, p
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+    assert h.dump() == before
+    assert h.cli("worker", "--once").returncode == 0
+    s = h.status("t1")
+    assert s["status"] == "paused" and s["paused"]["by"] == "tester"
+
+
+def test_a_forged_wait_record_does_not_break_the_run_s_actions(h):
+    assert start(h, "timer", "t1", seconds=3600).returncode == 5
+    forged = '{"kind":"answer","question":"approve","until":null}'
+    h.sql("UPDATE phasegate_runs SET waiting_json = ? WHERE run_id = 't1'", (forged,))
+    with Engine(h.target, create=False) as eng:
+        assert eng.allowed_actions("t1") is not None  # what the console offers: no crash
+    assert h.cli("status", "t1", "--json").returncode == 0
