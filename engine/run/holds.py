@@ -111,6 +111,18 @@ def ask(store: Store, conn: Any, run_id: str, hold: Hold, now: float) -> None:
     store.runs.update(conn, run_id, {"held_json": _json.dumps(hold.as_dict()), "updated_at": now})
 
 
+def settle(store: Store, conn: Any, run_id: str, hold: Hold, state: str, now: float) -> None:
+    """Settle the hold's decision `state` (applied or void): only when it is
+    this run's own pending decision of the hold's action. The id comes from
+    the run row's `held_json`, which is untrusted: an edited row must not
+    settle another run's decision, or one already settled."""
+    if hold.decision is None:
+        return
+    for d in store.decisions.of_run(conn, run_id):
+        if int(d.id) == hold.decision and d.action == hold.action.value and d.state == "pending":
+            store.decisions.settle(conn, hold.decision, state, now)
+
+
 def _was(values: dict[str, Any]) -> dict[str, Any]:
     return {k: values.get(k) for k in _KEPT}
 
@@ -152,8 +164,7 @@ def unpause(store: Store, conn: Any, run: Any, now: float) -> str:
     if hold is None:
         return str(run.status)
     if hold.state == ASKED:
-        if hold.decision is not None:
-            store.decisions.settle(conn, hold.decision, "void", now)
+        settle(store, conn, run.run_id, hold, "void", now)
         store.runs.update(conn, run.run_id, {"held_json": None, "updated_at": now})
         return str(run.status)
     was = hold.was or {}
@@ -180,14 +191,12 @@ def at_end(
     `values`: what it records instead (in the runner's last transaction,
     `values` changed in place). A completed run completes; the hold is void."""
     if status is RunStatus.COMPLETED:
-        if hold.decision is not None:
-            store.decisions.settle(conn, hold.decision, "void", now)
+        settle(store, conn, run_id, hold, "void", now)
         values["held_json"] = None
         return status
     was = _was({**values, "status": status.value})
     values.update(in_force(hold, was, now))
-    if hold.decision is not None:
-        store.decisions.settle(conn, hold.decision, "applied", now)
+    settle(store, conn, run_id, hold, "applied", now)
     if hold.action is Action.CANCEL:
         for d in store.decisions.of_run(conn, run_id):
             if d.state in ("pending", "proposed") and int(d.id) != hold.decision:

@@ -246,8 +246,7 @@ class Runner:
                 # A pause or cancel asked of a run whose process died before
                 # it met it: it takes effect now, and nothing runs.
                 holds.apply_now(self.store, conn, row, hold, now)
-                if hold.decision is not None:
-                    self.store.decisions.settle(conn, hold.decision, "applied", now)
+                holds.settle(self.store, conn, self.run_id, hold, "applied", now)
                 self._held = hold
                 return row
             self.fence.epoch = int(row.epoch)
