@@ -407,7 +407,10 @@ class Runner:
             self._answers = [int(d.id) for d in rows if d.state == "pending" and d.action == Action.ANSWER.value]
         # Proposals wait for a second operator and are never carried out here;
         # a run that goes on without them leaves nothing for them to answer.
-        self._proposed = [int(d.id) for d in rows if d.state == "proposed"]
+        # Not so a proposed answer (its question is still open when the run
+        # asks it again) or a pause or cancel (it fits a running run too):
+        # their second is checked against the run as it is then (gate.py).
+        self._proposed = [int(d.id) for d in rows if d.state == "proposed" and d.action not in kept]
         return plan_start(
             StartFacts(
                 wf=self.wf,
