@@ -6,10 +6,11 @@ PostgreSQL, with the helpers of test_waits.py."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from engine_harness import Harness
+from engine_harness import ROOT, Harness, Proc
 from test_second_operator import TwoAccounts, two  # noqa: F401 - the fixture, for the policy test
-from test_waits import names, start
+from test_waits import PARK, names, start, status_is, until, worker
 
 from phasegate import Engine
 
@@ -72,3 +73,30 @@ def test_a_forged_wait_record_does_not_break_the_run_s_actions(h):
     with Engine(h.target, create=False) as eng:
         assert eng.allowed_actions("t1") is not None  # what the console offers: no crash
     assert h.cli("status", "t1", "--json").returncode == 0
+
+
+REVIEW = ROOT / "tests" / "workflows" / "waits_review.py"
+
+
+def _review(h: Harness, name: str, run_id: str, env: dict[str, str] | None = None, **inputs: Any) -> Proc:
+    return h.cli(
+        "run", f"{REVIEW}:{name}", "--run-id", run_id, "--input", json.dumps(inputs), env={**PARK, **(env or {})}
+    )
+
+
+def _live(h: Harness, run_id: str) -> bool:
+    s = h.status(run_id)
+    return s["status"] == "running" and s["lease"] is not None
+
+
+def test_an_answer_recorded_while_the_worker_runs_the_run_is_not_lost(h):
+    # Two questions at once; each execution spends its first 2 s before asking.
+    assert _review(h, "two_asks", "q1").returncode == 5
+    assert [q["state"] for q in h.status("q1")["questions"]] == ["open", "open"]
+    assert h.decide("q1", "answer", "--question", "first", "--value", "true").returncode == 0
+    with worker(h, env={"WAITS_SLOW": "2"}):
+        until(lambda: _live(h, "q1"), what="the worker to take the answered run up")
+        # Answered while the worker's execution runs (it read the decisions at its start).
+        assert h.decide("q1", "answer", "--question", "second", "--value", "false").returncode == 0
+        until(status_is(h, "q1", "completed"), timeout=30, what="the worker to resume the run with its second answer")
+    assert "answers True False" in names(h)
