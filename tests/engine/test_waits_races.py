@@ -6,11 +6,13 @@ PostgreSQL, with the helpers of test_waits.py."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
-from engine_harness import ROOT, Harness, Proc
+import pytest
+from engine_harness import ROOT, Harness, Proc, spawn
 from test_second_operator import TwoAccounts, two  # noqa: F401 - the fixture, for the policy test
-from test_waits import PARK, names, start, status_is, until, worker
+from test_waits import PARK, WAITS, names, start, status_is, until, worker
 
 from phasegate import Engine
 
@@ -100,3 +102,46 @@ def test_an_answer_recorded_while_the_worker_runs_the_run_is_not_lost(h):
         assert h.decide("q1", "answer", "--question", "second", "--value", "false").returncode == 0
         until(status_is(h, "q1", "completed"), timeout=30, what="the worker to resume the run with its second answer")
     assert "answers True False" in names(h)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the retry's wait lives only in waiting_json, which the start clears: an execution that ends before "
+    "it meets the retry (killed, paused, stopped) forgets it, and the next calls the API early, from attempt 1",
+)
+def test_a_rate_limit_wait_survives_an_early_resume_killed_before_its_retry(h):
+    counter = h.tmp / "calls.txt"
+    assert _review(h, "slow_limited", "l1", counter=str(counter), times=1, after=3600).returncode == 5
+    until_before = h.status("l1")["waiting"]["until"]
+    # An early resume, killed in the phase's first (not durable) step, before the rate-limited one.
+    child = spawn(["resume", "l1", "--db", h.target], env={**h.env, **PARK, "WAITS_SLOW": "5"})
+    try:
+        until(lambda: _live(h, "l1"), what="the early resume to hold the run")
+    finally:
+        assert child.kill().killed
+    # Resumed again an hour early: it parks for the same time, not calling the API again.
+    p = h.resume("l1", env=PARK)
+    assert p.returncode == 5, p
+    assert [n for n in names(h) if n.startswith("api call")] == ["api call 1"]
+    s = h.status("l1")
+    assert s["waiting"]["kind"] == "retry_later" and s["waiting"]["until"] == until_before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="an unpause withdraws a pause the run's hold watch has already seen: the stop it requested cannot be "
+    "taken back, and the run ends interrupted (exit 130) instead of going on",
+)
+def test_an_unpause_before_the_pause_is_met_lets_the_run_go_on(h):
+    # Steps of 1.5 s: the hold watch (every 0.2 s) sees the pause long before the next step meets it.
+    child = spawn(["run", f"{WAITS}:ticking", "--run-id", "p1", "--input", json.dumps({"steps": 4, "pace": 1.5}),
+                   "--db", h.target], env={**h.env, **PARK})  # fmt: skip
+    until(lambda: len(names(h)) >= 1, what="a first step")
+    assert h.cli("pause", "p1", "--reason", "look").returncode == 0
+    until(lambda: h.status("p1")["lease"] is not None, what="the run to hold its lease")
+    time.sleep(0.5)  # the watch has looked (not a timing assertion: the bug shows however long this is)
+    back = h.cli("unpause", "p1", "--reason", "never mind")
+    assert back.returncode == 0, back
+    ended = child.wait()
+    assert ended.rc == 0, ended
+    assert h.status("p1")["status"] == "completed"
