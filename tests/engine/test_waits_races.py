@@ -145,3 +145,16 @@ def test_an_unpause_before_the_pause_is_met_lets_the_run_go_on(h):
     ended = child.wait()
     assert ended.rc == 0, ended
     assert h.status("p1")["status"] == "completed"
+
+
+@pytest.mark.parametrize("was", [{"status": "completed"}, {"status": "waiting"}])
+def test_an_unpause_restores_only_what_a_pause_could_have_set_aside(h, was: dict[str, Any]):
+    assert start(h, "timer", "t1", seconds=3600).returncode == 5
+    assert h.cli("pause", "t1", "--reason", "hold it").returncode == 0
+    # The row edited: the pause claims the run was completed, or waiting on nothing.
+    held = json.loads(h.sql("SELECT held_json FROM phasegate_runs WHERE run_id = 't1'")[0][0])
+    h.sql("UPDATE phasegate_runs SET held_json = ? WHERE run_id = 't1'", (json.dumps({**held, "from": was}),))
+    assert h.cli("unpause", "t1", "--reason", "go on").returncode == 0
+    assert h.cli("worker", "--once", env=PARK).returncode == 0
+    s = h.status("t1")  # taken up again: its own timer record parks it
+    assert s["status"] == "waiting" and s["waiting"]["kind"] == "timer", s
