@@ -38,6 +38,11 @@ ASKED, IN_FORCE = "asked", "in_force"
 #: 100 ms stops within a second of a pause (bench: "pause reaches a live run").
 POLL_SECONDS = 0.2
 
+#: The statuses a pause takes effect on (at once, or at the run's end), which an unpause restores.
+_RESTORED = frozenset(
+    s.value for s in (RunStatus.RUNNING, RunStatus.WAITING, RunStatus.BLOCKED, RunStatus.FAILED, RunStatus.RESET)
+)
+
 #: The columns a pause sets aside and an unpause restores.
 _KEPT = ("status", "wake_at", "waiting_json", "attention")
 
@@ -169,7 +174,10 @@ def unpause(store: Store, conn: Any, run: Any, now: float) -> str:
         return str(run.status)
     was = hold.was or {}
     status = str(was.get("status") or RunStatus.RUNNING.value)
-    if status not in {s.value for s in RunStatus} or status in (RunStatus.PAUSED, RunStatus.CANCELLED):
+    waits = isinstance(was.get("waiting_json"), str)
+    # Only what a pause sets aside (a stopped run's status; a waiting run's
+    # wait with it): anything else is no status `held_json` may restore.
+    if status not in _RESTORED or (status == RunStatus.WAITING.value and not waits):
         status = RunStatus.RUNNING.value  # no lease: an interrupted run, which a resume takes up
     values: dict[str, Any] = {
         **LEASE_CLEARED,
