@@ -15,6 +15,7 @@ from test_second_operator import TwoAccounts, two  # noqa: F401 - the fixture, f
 from test_waits import PARK, WAITS, names, start, status_is, until, worker
 
 from phasegate import Engine
+from tests.support import cli
 
 APPROVE = '{"approved": true, "amount": 7}'
 
@@ -158,3 +159,19 @@ def test_an_unpause_restores_only_what_a_pause_could_have_set_aside(h, was: dict
     assert h.cli("worker", "--once", env=PARK).returncode == 0
     s = h.status("t1")  # taken up again: its own timer record parks it
     assert s["status"] == "waiting" and s["waiting"]["kind"] == "timer", s
+
+
+def test_a_due_run_the_worker_cannot_resume_is_not_tried_at_every_look(h):
+    flow = h.tmp / "flow.py"
+    flow.write_text((ROOT / "tests" / "workflows" / "waits.py").read_text())
+    p = h.cli("run", f"{flow}:timer", "--run-id", "t1", "--input", json.dumps({"seconds": 0.6}), env=PARK)
+    assert p.returncode == 5, p
+    flow.write_text("raise RuntimeError('a bad deploy')\n")  # its code cannot be loaded now
+    child = cli.start(["worker", "--poll", "0.2", "--db", h.target], env={**h.env, **PARK}, mode="exec")
+    try:
+        until(lambda: "a bad deploy" in child._err.read_text(), what="the worker to try the due run")
+        time.sleep(2.0)  # ten looks
+    finally:
+        ended = child.kill()
+    tries = ended.stderr.count("run t1: resuming")
+    assert tries == 1, ended.stderr  # tried once: nothing changed since, as for any run it could not resume

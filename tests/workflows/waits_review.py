@@ -59,3 +59,19 @@ def call(ctx: PhaseContext) -> dict[str, Any]:
     ctx.step("prep", lambda: (time.sleep(_slow()), trace("prep")))
     counter = Path(ctx.inputs["counter"])
     return ctx.step("model", _call_api, counter, ctx.inputs["times"], ctx.inputs["after"], durable=True, retries=3)
+
+
+ask_then_use = Workflow("ask_then_use")
+
+
+@ask_then_use.phase()
+def ask(ctx: PhaseContext) -> dict[str, Any]:
+    return {"go": ctx.ask("go", "Go on?", bool)}
+
+
+@ask_then_use.phase(needs=["ask"])
+def use(ctx: PhaseContext, ask: dict[str, Any]) -> dict[str, Any]:
+    if os.environ.get("WAITS_FAIL"):
+        raise RuntimeError("the tool refused")
+    trace(f"used {ask['go']}")
+    return {"used": ask["go"]}
