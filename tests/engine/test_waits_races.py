@@ -175,3 +175,16 @@ def test_a_due_run_the_worker_cannot_resume_is_not_tried_at_every_look(h):
         ended = child.kill()
     tries = ended.stderr.count("run t1: resuming")
     assert tries == 1, ended.stderr  # tried once: nothing changed since, as for any run it could not resume
+
+
+def test_a_question_is_answerable_by_the_name_it_was_asked_with(h):
+    # "/" is how an answer names PHASE/NAME: a question named with one could never be answered.
+    assert _review(h, "slashed", "s1", question="tool:refund").returncode == 5
+    assert h.decide("s1", "answer", "--question", "tool:refund", "--value", "true").returncode == 0
+    p = _review(h, "slashed", "s2", question="tool/refund")
+    if p.returncode == 5:
+        ok = h.decide("s2", "answer", "--question", "tool/refund", "--value", "true")
+        assert ok.returncode == 0, ok
+    else:
+        assert p.returncode == 1 and h.status("s2")["error"]["type"] == "UsageError", p
+        assert "'/'" in h.status("s2")["error"]["message"]

@@ -75,3 +75,11 @@ def use(ctx: PhaseContext, ask: dict[str, Any]) -> dict[str, Any]:
         raise RuntimeError("the tool refused")
     trace(f"used {ask['go']}")
     return {"used": ask["go"]}
+
+
+slashed = Workflow("slashed")
+
+
+@slashed.phase()
+def check(ctx: PhaseContext) -> dict[str, Any]:
+    return {"ok": ctx.ask(ctx.inputs["question"], "Go on?", bool)}
