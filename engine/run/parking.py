@@ -185,6 +185,9 @@ class Parking:
         """
         calls.check_stop()
         validate_name("question", name)
+        if "/" in name:
+            # An answer names its question NAME or PHASE/NAME (decide/answers.py).
+            raise UsageError(f"question {name!r}: a question's name has no '/' (an answer names it PHASE/NAME)")
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError(f"ask {name!r}: the prompt is the question a person reads; give it as text")
         if timeout is not None:
