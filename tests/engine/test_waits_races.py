@@ -188,3 +188,16 @@ def test_a_question_is_answerable_by_the_name_it_was_asked_with(h):
     else:
         assert p.returncode == 1 and h.status("s2")["error"]["type"] == "UsageError", p
         assert "'/'" in h.status("s2")["error"]["message"]
+
+
+def test_a_run_that_completes_before_meeting_a_pause_and_a_cancel_leaves_neither_pending(h):
+    # Two steps of 2 s: both holds are asked during the last one, and the run completes without meeting them.
+    child = spawn(["run", f"{WAITS}:ticking", "--run-id", "p1", "--input", json.dumps({"steps": 2, "pace": 2.0}),
+                   "--db", h.target], env={**h.env, **PARK})  # fmt: skip
+    until(lambda: len(names(h)) >= 1, what="the first step")
+    assert h.cli("pause", "p1", "--reason", "look").returncode == 0
+    assert h.cli("cancel", "p1", "--reason", "no, stop it").returncode == 0
+    assert child.wait().rc == 0
+    s = h.status("p1")
+    assert s["status"] == "completed" and s["pending_decisions"] == [], s["decisions"]
+    assert sorted(_decisions(h, "p1")) == [("cancel", "void"), ("pause", "void")]
