@@ -112,7 +112,12 @@ def read(text: str | None) -> Hold | None:
 
 
 def ask(store: Store, conn: Any, run_id: str, hold: Hold, now: float) -> None:
-    """Ask a running run to stop for this hold at its next step (in the recording transaction)."""
+    """Ask a running run to stop for this hold at its next step (in the
+    recording transaction). A hold asked before it and not yet met (a pause,
+    then a cancel) is void: it is never met now."""
+    before = read(store.runs.held(conn, run_id))
+    if before is not None and before.state == ASKED:
+        settle(store, conn, run_id, before, "void", now)
     store.runs.update(conn, run_id, {"held_json": _json.dumps(hold.as_dict()), "updated_at": now})
 
 
