@@ -201,3 +201,21 @@ def test_a_run_that_completes_before_meeting_a_pause_and_a_cancel_leaves_neither
     s = h.status("p1")
     assert s["status"] == "completed" and s["pending_decisions"] == [], s["decisions"]
     assert sorted(_decisions(h, "p1")) == [("cancel", "void"), ("pause", "void")]
+
+
+def test_a_reset_voids_a_cancel_asked_of_a_run_whose_process_died(h):
+    child = spawn(["run", f"{WAITS}:ticking", "--run-id", "c1", "--input", json.dumps({"steps": 3, "pace": 0.5}),
+                   "--db", h.target], env={**h.env, **PARK})  # fmt: skip
+    try:
+        until(lambda: len(names(h)) >= 1, what="the first step")
+        assert h.cli("cancel", "c1", "--reason", "stop it").returncode == 0
+    finally:
+        child.kill()
+    if h.status("c1")["status"] == "cancelled":
+        pytest.skip("the run met its cancel before it was killed (a loaded machine)")
+    # Its process is gone: the operator starts it over instead, which voids what was pending.
+    assert h.decide("c1", "reset").returncode == 0
+    assert [s for a, s in _decisions(h, "c1") if a == "cancel"] == ["void"]
+    p = h.resume("c1")
+    assert p.returncode == 0, p  # started over and completed: not cancelled by a void decision
+    assert h.status("c1")["status"] == "completed"
