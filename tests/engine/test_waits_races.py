@@ -5,6 +5,7 @@ PostgreSQL, with the helpers of test_waits.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from typing import Any
@@ -219,3 +220,29 @@ def test_a_reset_voids_a_cancel_asked_of_a_run_whose_process_died(h):
     p = h.resume("c1")
     assert p.returncode == 0, p  # started over and completed: not cancelled by a void decision
     assert h.status("c1")["status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "nonsense"},
+        {"type": "string", "pattern": "("},
+        {"$ref": "http://127.0.0.1:9/schema.json"},
+        {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}},
+    ],
+    ids=["unknown-type", "bad-pattern", "remote-ref", "ref-loop"],
+)
+def test_a_stored_schema_that_cannot_check_an_answer_refuses_it_in_one_line(h, schema: dict[str, Any]):
+    assert start(h, "refund", "r1", order="x").returncode == 5
+    # The question's record edited (its hash made to match): it names a schema no validator can use.
+    key = "@ask:approve_refund"
+    (text,) = h.sql("SELECT result_json FROM phasegate_steps WHERE run_id = 'r1' AND step_key = ?", (key,))[0]
+    forged = json.dumps({**json.loads(text), "schema": schema}, separators=(",", ":"))
+    digest = hashlib.sha256(forged.encode()).hexdigest()
+    h.sql("UPDATE phasegate_steps SET result_json = ?, result_hash = ? WHERE run_id = 'r1' AND step_key = ?",
+          (forged, digest, key))  # fmt: skip
+    before = h.dump()
+    p = h.decide("r1", "answer", "--question", "approve_refund", "--value", '"abc"')
+    assert p.returncode == 2, p
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p
+    assert h.dump() == before
