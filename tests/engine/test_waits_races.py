@@ -150,15 +150,16 @@ def test_an_unpause_before_the_pause_is_met_lets_the_run_go_on(h):
 
 
 def test_an_unpause_restores_only_what_a_pause_could_have_set_aside(h):
-    # The row edited: the pause claims the run was completed, or waiting on nothing.
-    for rid, was in (("t1", {"status": "completed"}), ("t2", {"status": "waiting"})):
+    # The row edited: the pause claims the run was completed, or waiting on nothing, or is no pause at all.
+    for rid, was in (("t1", {"status": "completed"}), ("t2", {"status": "waiting"}), ("t3", None)):
         assert start(h, "timer", rid, seconds=3600).returncode == 5
         assert h.cli("pause", rid, "--reason", "hold it").returncode == 0
         held = json.loads(h.sql("SELECT held_json FROM phasegate_runs WHERE run_id = ?", (rid,))[0][0])
-        h.sql("UPDATE phasegate_runs SET held_json = ? WHERE run_id = ?", (json.dumps({**held, "from": was}), rid))
+        forged = {**held, "from": was} if was is not None else {"not": "a hold"}
+        h.sql("UPDATE phasegate_runs SET held_json = ? WHERE run_id = ?", (json.dumps(forged), rid))
         assert h.cli("unpause", rid, "--reason", "go on").returncode == 0
     assert h.cli("worker", "--once", env=PARK).returncode == 0
-    for rid in ("t1", "t2"):
+    for rid in ("t1", "t2", "t3"):
         s = h.status(rid)  # taken up again: its own timer record parks it
         assert s["status"] == "waiting" and s["waiting"]["kind"] == "timer", s
 
