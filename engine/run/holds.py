@@ -171,13 +171,14 @@ def unpause(store: Store, conn: Any, run: Any, now: float) -> str:
     """Put a paused run back where it was, or withdraw a pause asked of a
     running run (its decision void). Returns the status it is back in."""
     hold = read(run.held_json)
-    if hold is None:
+    if hold is None and run.status != RunStatus.PAUSED.value:
         return str(run.status)
-    if hold.state == ASKED:
+    if hold is not None and hold.state == ASKED:
         settle(store, conn, run.run_id, hold, "void", now)
         store.runs.update(conn, run.run_id, {"held_json": None, "updated_at": now})
         return str(run.status)
-    was = hold.was or {}
+    # Paused with no hold this engine can read: let go on as an interrupted run.
+    was = (hold.was if hold is not None else None) or {}
     status = str(was.get("status") or RunStatus.RUNNING.value)
     waits = isinstance(was.get("waiting_json"), str)
     # Only what a pause sets aside (a stopped run's status; a waiting run's
