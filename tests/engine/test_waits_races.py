@@ -247,3 +247,17 @@ def test_a_stored_schema_that_cannot_check_an_answer_refuses_it_in_one_line(h):
         assert p.returncode == 2, (schema, p)
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, (schema, p)
         assert h.dump() == before
+
+
+def test_stored_numbers_no_integer_holds_are_no_crash(h):
+    # Python's JSON reads Infinity: an edited row may hold it where the engine wrote an integer.
+    assert start(h, "timer", "t1", seconds=3600).returncode == 5
+    hold = '{"action":"pause","state":"asked","by":"x","reason":"y","at":0,"decision":Infinity}'
+    h.sql("UPDATE phasegate_runs SET held_json = ? WHERE run_id = 't1'", (hold,))
+    assert start(h, "timer", "t2", seconds=3600).returncode == 5
+    wait = '{"kind":"retry_later","phase":"wait","step":null,"attempt":Infinity,"of":5,"until":0,'
+    wait += '"tried":[{"phase":"wait","step":null,"attempt":Infinity,"of":5,"error":"e","retried":true}]}'
+    h.sql("UPDATE phasegate_runs SET waiting_json = ? WHERE run_id = 't2'", (wait,))
+    for args in (("status", "t1", "--json"), ("resume", "t1"), ("status", "t2", "--json"), ("resume", "t2")):
+        p = h.cli(*args, env=PARK)
+        assert "Traceback" not in p.stderr and p.returncode in (0, 2, 5), (args, p)
