@@ -107,7 +107,7 @@ def read(text: str | None) -> Hold | None:
             int(d["decision"]) if d.get("decision") is not None else None,
             was if isinstance(was, dict) else None,
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
 
 

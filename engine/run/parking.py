@@ -132,7 +132,7 @@ class Parking:
             try:
                 detail = _json.loads(d.detail_json or "{}")
                 key = (str(detail["phase"]), str(detail["question"]), float(detail["asked_at"]))
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, OverflowError):
                 continue  # not an answer this engine wrote: nothing to hand a phase
             out[key] = Answer(int(d.id), detail.get("value"), str(d.operator))
         return out
@@ -263,7 +263,7 @@ class Parking:
             return None
         try:
             attempt, until = int(w["attempt"]), float(w["until"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             self.resumed = None
             return None
         left = until - self.clock()

@@ -796,6 +796,6 @@ def _attempts(waiting: dict[str, Any] | None) -> list[Attempt]:
                     bool(a["retried"]),
                 )
             )
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             continue
     return out
