@@ -261,3 +261,18 @@ def test_stored_numbers_no_integer_holds_are_no_crash(h):
     for args in (("status", "t1", "--json"), ("resume", "t1"), ("status", "t2", "--json"), ("resume", "t2")):
         p = h.cli(*args, env=PARK)
         assert "Traceback" not in p.stderr and p.returncode in (0, 2, 5), (args, p)
+
+
+def test_a_question_record_with_a_time_past_any_calendar_is_no_crash(h):
+    assert start(h, "refund", "r1", order="x").returncode == 5
+    key = "@ask:approve_refund"
+    (text,) = h.sql("SELECT result_json FROM phasegate_steps WHERE run_id = 'r1' AND step_key = ?", (key,))[0]
+    q = json.loads(text)
+    # An integer too large for a float, written as its digits (the record's hash made to match).
+    forged = json.dumps({**q, "asked_at": 0}, separators=(",", ":")).replace('"asked_at":0', '"asked_at":' + "9" * 400)
+    digest = hashlib.sha256(forged.encode()).hexdigest()
+    h.sql("UPDATE phasegate_steps SET result_json = ?, result_hash = ? WHERE run_id = 'r1' AND step_key = ?",
+          (forged, digest, key))  # fmt: skip
+    for args in (("status", "r1", "--json"), ("status", "r1")):
+        p = h.cli(*args)
+        assert p.returncode == 0 and "Traceback" not in p.stderr, (args, p)
