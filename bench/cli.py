@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import agents, batch, checkpoint, cli_start, console, effects, observing, postgres, resume, seals, verify
+from . import agents, batch, checkpoint, cli_start, console, effects, observing, postgres, resume, seals, verify, waits
 from ._util import RUNS, Figure, _disk_tmp, scratch
 from .report import machine, markdown, table, write_json
 
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--only",
         default="",
-        help="comma-separated groups: checkpoint,effects,agents,seals,observing,resume,verify,console,live,cli,postgres,wire,batch",
+        help="comma-separated groups: checkpoint,effects,agents,seals,observing,waits,resume,verify,console,live,cli,postgres,wire,batch",
     )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     group("agents", lambda: agents.run(a.quick, rounds))
     group("seals", lambda: seals.run(a.quick, rounds))
     group("observing", lambda: observing.run(a.quick, rounds))
+    group("waits", lambda: waits.run(a.quick, rounds))
     group("postgres", lambda: postgres.run(a.quick, rounds))
     with scratch("pgbench-stores-") as d:
         resume_sizes = [10, 1_000] if a.quick else [10, 1_000, 100_000]

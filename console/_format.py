@@ -20,6 +20,9 @@ RUN_MARKS: dict[str, tuple[str, str]] = {
     "completed": ("ok", "green"),
     "reset": ("<<", "magenta"),
     "decided": ("=>", "bold cyan"),
+    "waiting": ("..", "cyan"),
+    "paused": ("==", "bold magenta"),
+    "cancelled": ("--", "dim"),
 }
 """"decided" is not a stored status: a stopped run whose operator decision
 waits to be carried out (by the worker or `phasegate resume`)."""
@@ -47,8 +50,13 @@ def plain(value: Any, style: str = "") -> Text:
     return Text(safe(value), style=style)
 
 
-def run_status(status: str) -> Text:
-    mark, style = RUN_MARKS.get(status, ("  ", ""))
+ASKING_MARK: tuple[str, str] = ("??", "bold yellow")
+"""A run waiting for a person's answer: its own mark beside the word
+`waiting` (a run waiting on a timer needs nobody, and shows `..`)."""
+
+
+def run_status(status: str, *, asking: bool = False) -> Text:
+    mark, style = ASKING_MARK if asking and status == "waiting" else RUN_MARKS.get(status, ("  ", ""))
     return Text(f"{mark} {status}", style=tone(style))
 
 
@@ -100,6 +108,58 @@ def middle(value: str, width: int) -> str:
         return value[-width:]
     head = (width - 1) * 2 // 5
     return value[:head] + "…" + value[len(value) - (width - 1 - head) :]
+
+
+def shared_ends(values: list[str]) -> dict[str, tuple[int, int]]:
+    """For each value, how many leading and trailing characters it shares with
+    its closest neighbours among `values`: what does not tell it apart."""
+    out = {v: (0, 0) for v in values}
+
+    def common(a: str, b: str) -> int:
+        n = 0
+        for x, y in zip(a, b, strict=False):
+            if x != y:
+                break
+            n += 1
+        return n
+
+    for which in (0, 1):
+        keyed = sorted(set(values), key=lambda v: v if which == 0 else v[::-1])
+        for i, v in enumerate(keyed):
+            w = v if which == 0 else v[::-1]
+            near = [keyed[j] for j in (i - 1, i + 1) if 0 <= j < len(keyed)]
+            n = max((common(w, u if which == 0 else u[::-1]) for u in near), default=0)
+            head, tail = out[v]
+            out[v] = (n, tail) if which == 0 else (head, n)
+    return out
+
+
+def apart(value: str, width: int, head: int, tail: int) -> str:
+    """`value` in `width` characters with what tells it from its neighbours
+    kept whole: the part after its `head` shared leading characters and
+    before its `tail` shared trailing ones. Cut from the middle when that
+    keeps it (`middle`); else inside the shared start, else inside the
+    shared end. `billing-…rella-2026-11` becomes `billi…umbrella-2026-11`."""
+    if len(value) <= width:
+        return value
+    core = len(value) - head - tail
+    cut = middle(value, width)
+    if width < 5 or core <= 0:
+        return cut
+    kept_head = (width - 1) * 2 // 5
+    kept_tail = width - 1 - kept_head
+    if kept_tail >= core + tail or kept_head >= head + core:
+        return cut
+    if core + tail + 4 <= width:
+        return value[: width - 1 - core - tail] + "…" + value[len(value) - core - tail :]
+    if head + core + 4 <= width:
+        return value[: head + core] + "…" + value[len(value) - (width - 1 - head - core) :]
+    if core + 4 <= width:
+        # Both shared ends cut: a little of each, around the part that differs.
+        h = (width - core - 2) // 2
+        t = width - core - 2 - h
+        return value[:h] + "…" + value[head : head + core] + "…" + value[len(value) - t :]
+    return cut
 
 
 #: A hex digest (16 characters or more), with an optional `sha256:` prefix.

@@ -7,7 +7,18 @@ from dataclasses import dataclass
 from typing import Literal
 
 ConsoleActionName = Literal[
-    "approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect", "prune", "second"
+    "answer",
+    "approve",
+    "degrade",
+    "rewind",
+    "reset",
+    "confirm_effect",
+    "retry_effect",
+    "pause",
+    "unpause",
+    "cancel",
+    "prune",
+    "second",
 ]
 
 
@@ -32,6 +43,14 @@ class ActionSpec:
 
 
 ACTIONS: tuple[ActionSpec, ...] = (
+    # First: a run that asked a question is waiting for a person.
+    ActionSpec(
+        "answer",
+        "i",
+        "answer question",
+        "answer the question the run waits on (a form from its schema; checked before it is recorded)",
+        "phasegate decide RUN answer --question NAME --value JSON --reason ...",
+    ),
     ActionSpec(
         "approve",
         "a",
@@ -77,6 +96,31 @@ ACTIONS: tuple[ActionSpec, ...] = (
         "second another operator's proposed decision (the store's policy needs two accounts)",
         "phasegate decide RUN second --decision N --reason ...",
     ),
+    # pause, unpause and prune share `p`: one fits a run at a time in the
+    # common case (pause a run that goes on, unpause a paused one, prune a
+    # finished one); where pause and prune both fit, `p` pauses and the
+    # command palette prunes.
+    ActionSpec(
+        "pause",
+        "p",
+        "pause",
+        "pause the run: a running one stops at its next step; only unpause resumes it",
+        "phasegate pause RUN --reason ...",
+    ),
+    ActionSpec(
+        "unpause",
+        "p",
+        "unpause",
+        "put a paused run back where it was (a worker takes it up again)",
+        "phasegate unpause RUN --reason ...",
+    ),
+    ActionSpec(
+        "cancel",
+        "x",
+        "cancel run",
+        "cancel the run, for good (a running one stops at its next step); the run id typed to confirm",
+        "phasegate cancel RUN --reason ...",
+    ),
     ActionSpec(
         "prune",
         "p",
@@ -87,7 +131,12 @@ ACTIONS: tuple[ActionSpec, ...] = (
 )
 
 BY_NAME: dict[str, ActionSpec] = {a.name: a for a in ACTIONS}
-BY_KEY: dict[str, ActionSpec] = {a.key: a for a in ACTIONS}
+KEYED: dict[str, tuple[ActionSpec, ...]] = {
+    k: tuple(a for a in ACTIONS if a.key == k) for k in dict.fromkeys(a.key for a in ACTIONS)
+}
+"""Each key's actions, in the order its bindings are tried (the first that fits acts)."""
+BY_KEY: dict[str, ActionSpec] = {k: specs[0] for k, specs in KEYED.items()}
+"""Each key's first action (`p`: pause), named when none of its actions fits."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +152,11 @@ class Choice:
     expect_env: str | None = None
     """For an approval: the hash of the values shown, so the engine refuses
     it if the run was blocked on other values since the modal was read."""
+    template: str = ""
+    """For a confirmation: the result a sibling effect recorded (JSON text),
+    offered as the shape of this one's (`service.sibling_result`)."""
+    template_from: str = ""
+    """Which effect recorded it (its name and key), said beside the field."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +181,9 @@ class ActionRequest:
     """What the result field starts with (what the outside system reported, when known)."""
     override_claim: bool = False
     """Someone else claimed the run: confirming (the run id typed) acts anyway."""
+    proposal: str = ""
+    """Said when the store's policy makes this decision a proposal that waits
+    for a second operator; empty when it applies as decided."""
 
 
 @dataclass(frozen=True)

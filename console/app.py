@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 
-from phasegate import Engine
+from phasegate import Engine, ExitCode, RunView
 from phasegate.ops import safe
 
 from . import live, service
@@ -29,6 +29,7 @@ from .screens.causes import CausesScreen
 from .screens.detail import DetailScreen
 from .screens.help import HelpScreen
 from .screens.runs import RunsScreen
+from .service import WORKER_WILL
 
 
 class ConsoleApp(App[int]):
@@ -83,6 +84,7 @@ class ConsoleApp(App[int]):
         self.poll_interval = poll_interval
         self.page_size = page_size
         self._stop_live = threading.Event()
+        self._awaiting = {}
         # No animation by default: over SSH it costs bandwidth and reads badly.
         self.animation_level = "none"
         if read_only:
@@ -161,16 +163,66 @@ class ConsoleApp(App[int]):
     # -- what the screens report --------------------------------------------------
 
     def on_run_actions_decided(self, message: RunActions.Decided) -> None:
-        self.notify(safe(message.text), title="decision recorded", markup=False)
+        text = safe(message.text)
+        self.notify(text, title=message.title, markup=False)
+        if message.run_id and WORKER_WILL in message.text:
+            self._awaiting[message.run_id] = text
         self.post_message(self.DataChanged("decision"))
+
+    _awaiting: dict[str, str]
+
+    def seen(self, view: RunView) -> None:
+        said = self._awaiting.get(view.run_id)
+        if said is None or view.pending_decisions:
+            return
+        # Carried out: "a worker ... carries it out" is no longer true, so it goes.
+        del self._awaiting[view.run_id]
+        for note in list(self._notifications):
+            if note.message == said:
+                self._unnotify(note)
+        self.notify(
+            f"{safe(view.run_id)}: the decision was carried out; the run is {view.status.value} now",
+            title="carried out",
+            markup=False,
+            timeout=6,
+        )
 
     def on_run_actions_resumed(self, message: RunActions.Resumed) -> None:
         self.notify(
-            f"phasegate resume {message.run_id} started (pid {message.pid}); its log: {message.log}",
+            f"phasegate resume {safe(message.run_id)} started (pid {message.pid}); a notice says how it ends;"
+            f" its log: {safe(message.log)}",
             title="resuming",
             markup=False,
             timeout=10,
         )
+
+    def on_run_actions_resume_ended(self, message: RunActions.ResumeEnded) -> None:
+        # How it ended, in its own words: "my fix did not work" must never be
+        # concluded from a notice that only said it started.
+        end = message.ended
+        meaning: dict[int, str] = {
+            ExitCode.OK: "completed",
+            ExitCode.FAILED: "the run failed",
+            ExitCode.USAGE: "refused",
+            ExitCode.BLOCKED: "the run is blocked for an operator",
+            ExitCode.HELD: "held by another process, or it lost its lease",
+            ExitCode.WAITING: "the run waits (an answer, a time) or is paused",
+            ExitCode.CANCELLED: "the run is cancelled",
+            ExitCode.INTERRUPTED: "interrupted",
+        }
+        if end.code < 0:
+            how = f"killed by signal {-end.code}"
+        else:
+            how = f"exited {end.code} ({meaning.get(end.code, 'unexpected')})"
+        ok = end.code in (ExitCode.OK, ExitCode.BLOCKED, ExitCode.WAITING)
+        self.notify(
+            f"phasegate resume {safe(end.run_id)} (pid {end.pid}) {how}: {end.last_line}\nits log: {safe(str(end.log))}",
+            title="resume ended" if ok else "resume FAILED",
+            severity="information" if end.code == ExitCode.OK else ("warning" if ok else "error"),
+            markup=False,
+            timeout=10 if ok else 30,
+        )
+        self.post_message(self.DataChanged("decision"))
 
     def on_run_actions_action_failed(self, message: RunActions.ActionFailed) -> None:
         self.notify(safe(message.text), title=message.title, severity="error", markup=False, timeout=10)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from phasegate import Engine
+from phasegate import Engine, RunView
 
 
 class ConsoleContext(Protocol):
@@ -25,3 +25,7 @@ class ConsoleContext(Protocol):
     @property
     def clock(self) -> Callable[[], float]:
         """Now, in seconds; injectable so ages are stable in snapshots."""
+
+    def seen(self, view: RunView) -> None:
+        """A screen read this run: the console follows up a notice it gave
+        about it (a decision a worker was to carry out, now carried out)."""

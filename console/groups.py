@@ -11,12 +11,13 @@ engine refuses the whole group and nothing is recorded.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from phasegate import NO_RESULT, Cause, Engine
 
 from .actions import BY_NAME, ActionSpec
+from .service import proposal_words
 
 #: The decisions a group can take (prune is per run, and not a decision).
 GROUP_ACTIONS: tuple[str, ...] = ("approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect")
@@ -66,6 +67,8 @@ class GroupRequest:
     typed_why: str = ""
     """Non-empty: the operator types the number of runs to confirm, and why."""
     ask_result: bool = False
+    proposal: str = ""
+    """Said when the store's policy makes each decision a proposal (`service.proposal_words`)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,12 @@ def read_causes(engine: Engine) -> list[Cause]:
 
 def build_request(engine: Engine, name: str, run_ids: tuple[str, ...], cause: str | None, what: str) -> GroupRequest:
     """The group modal for `name` on these runs (each still of `cause`, when given)."""
+    request = _build_request(engine, name, run_ids, cause, what)
+    proposal = proposal_words(engine, name, len(run_ids))
+    return replace(request, proposal=proposal) if proposal else request
+
+
+def _build_request(engine: Engine, name: str, run_ids: tuple[str, ...], cause: str | None, what: str) -> GroupRequest:
     spec = BY_NAME[name]
     if name == "rewind":
         # The phases any of them has done, in the order the first shows them.

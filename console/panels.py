@@ -6,6 +6,9 @@ exactly as stored, escape sequences and bidi overrides as visible escapes."""
 
 from __future__ import annotations
 
+import difflib
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,11 +16,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from phasegate import RunView
-from phasegate.ops import printable, safe
+from phasegate import RunStatus, RunView
+from phasegate.ops import printable, safe, safe_json
 
 from ._format import EFFECT_MARKS, hashes, marked, middle, plain, short, size, tone
 from .service import proposal_line
+from .waits import clock_time, wait_line
 
 NONE = Text("none", style="dim")
 
@@ -37,18 +41,26 @@ def header(v: RunView, now: float) -> Text:
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(safe(v.run_id), style="bold")
     line.append(f"  ({safe(v.workflow)})  ")
-    line.append_text(run_status(v.status.value))
+    line.append_text(run_status(v.status.value, asking=v.asking is not None))
     since = None if v.last_checkpoint_at is None else now - v.last_checkpoint_at
     line.append(f"  last checkpoint {age(since)} ago" if since is not None else "  no checkpoint yet")
     return line
 
 
-def summary(v: RunView, now: float) -> Text:
-    """Why the run stopped, who is looking at it, its runbooks and the
-    decisions waiting (scrolls)."""
+def summary(v: RunView, now: float, exact: float | None = None) -> Text:
+    """Why the run stopped, who holds it (host:pid and its heartbeat's age,
+    counted from `exact`, the unrounded now), who is looking at it, its
+    runbooks and the decisions waiting (scrolls)."""
     line = Text()
-    if v.attention:
+    waiting = wait_line(v, now)  # what it waits for, times in local time
+    if waiting:
+        line.append(hashes(waiting))
+    elif v.attention:
         line.append(hashes(safe(v.attention)))
+    live = v.lease.liveness if v.lease is not None else None
+    if live is not None and live.status == RunStatus.RUNNING.value:
+        line.append("\n" if line else "")
+        line.append(safe(live.said(now if exact is None else exact)), style="bold")
     if v.claim is not None:
         line.append("\n" if line else "")
         line.append(v.claim.said(now), style="bold")
@@ -105,6 +117,33 @@ def code(v: RunView) -> tuple[RenderableType, bool]:
     return Group(*parts), False
 
 
+def question(v: RunView) -> tuple[RenderableType, bool]:
+    """The questions the run asked (`ctx.ask`): the open one first, with its
+    prompt and payload as stored (escaped JSON), then those answered."""
+    if not v.questions:
+        return NONE, True
+    parts: list[RenderableType] = []
+    for q in sorted(v.questions, key=lambda q: q.state != "open"):
+        head = Text()
+        head.append(f"{safe(q.name)} ({safe(q.phase)}): ", style="bold")
+        answering = v.asking is not None and v.asking.name == q.name
+        open_words = "?? waits for an answer" + (" (i answers it)" if answering else " (once the run waits again)")
+        state = {"open": open_words, "answered": "answered", "timed_out": "timed out"}
+        head.append(state.get(q.state, safe(q.state)), style=tone("bold yellow") if q.state == "open" else "")
+        parts.append(head)
+        parts.append(Text("  " + safe(q.prompt)))
+        if q.payload is not None:
+            parts.append(Text("  payload: " + safe_json(json.dumps(q.payload, ensure_ascii=False, sort_keys=True))))
+        asked = f"  asked {clock_time(q.asked_at, q.asked_at)}"
+        if q.deadline is not None:
+            asked += f", no answer by {clock_time(q.deadline, q.asked_at)}: it goes on without one"
+        parts.append(Text(asked, style="dim"))
+        if q.state == "answered":
+            said = safe_json(json.dumps(q.answer, ensure_ascii=False, sort_keys=True))
+            parts.append(Text(f"  answer by {safe(q.answered_by)} (decision {q.decision}): {said}"))
+    return Group(*parts), False
+
+
 def outputs(v: RunView) -> tuple[RenderableType, bool]:
     if not v.outputs:
         return NONE, True
@@ -126,6 +165,7 @@ def integrity(v: RunView) -> tuple[RenderableType, bool]:
         if f.get("phase"):
             head.append(" (")
             head.append(safe(f["phase"]))
+            head.append(phase_place(v, str(f["phase"])))
             head.append(")")
         head.append(f": {safe(f.get('what'))} failure: ")
         head.append(hashes(safe(f.get("message") or "")))
@@ -150,7 +190,12 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
         changed = bool(r.get("changed"))
         mark = Text("CHANGED" if changed else "same", style=tone("bold yellow") if changed else "dim")
         style = "bold" if changed else ""
-        current = Text(hashes(short(r.get("current"), 30)), style=style)
+        current = Text(hashes(cell_value(r.get("current"))), style=style)
+        saved = Text(hashes(cell_value(r.get("saved"))), style=style)
+        if not changed and r.get("saved") is None and r.get("current") is not None:
+            # No finished phase recorded it yet: not "same" as nothing.
+            mark = Text("new", style="dim")
+            saved = Text("not saved yet", style="italic dim")
         if not changed and (str(name).startswith("code:") or name == "shape"):
             # The console does not load the workflow's code: what the code is
             # now is known only to the next start, which compares it.
@@ -159,11 +204,72 @@ def environment(v: RunView) -> tuple[RenderableType, bool]:
         t.add_row(
             mark,
             plain(name),
-            Text(hashes(short(r.get("saved"), 30)), style=style),
+            saved,
             current,
             plain(", ".join(r.get("phases") or []) or "-"),
         )
-    return t, False
+    said = [line for name, r in merged.items() if r.get("changed") for line in value_diff(str(name), r)]
+    return (Group(t, *said) if said else t), False
+
+
+def cell_value(value: Any, n: int = 30) -> str:
+    """A probe's value in a table cell: an object as its `key=value` pairs
+    (where it was read from left to the lines under the table), else as text."""
+    if isinstance(value, dict):
+        # Words before digests: "table=EU-2027-Q1 sha256=5484…" reads at 30 characters.
+        items = sorted(
+            ((k, v) for k, v in value.items() if k not in SOURCE_KEYS),
+            key=lambda kv: isinstance(kv[1], str) and bool(_WHOLE_HASH.fullmatch(kv[1])),
+        )
+        pairs = [f"{k}={v if isinstance(v, str) else short(v, n)}" for k, v in items]
+        return short(" ".join(pairs), n)
+    return short(value, n)
+
+
+#: Keys of a probe's value that say where it was read from.
+SOURCE_KEYS = ("file", "path", "source", "url", "from")
+
+_WHOLE_HASH = re.compile(r"(?:sha256:)?[0-9a-f]{12,}")
+
+
+def value_diff(name: str, r: Mapping[str, Any]) -> list[Text]:
+    """What changed in a probe's value, and where it came from: the keys that
+    differ (an object), the lines that differ (text), both values (other text),
+    or that only a hash was recorded (all the probe gives)."""
+    saved, current = r.get("saved"), r.get("current")
+    head = Text()
+    head.append(f"{safe(name)} changed", style="bold")
+    source = next(
+        (v[k] for v in (current, saved) if isinstance(v, dict) for k in SOURCE_KEYS if isinstance(v.get(k), str)), None
+    )
+    head.append(
+        f", read from {safe(source)}" if source else f" (read by {safe(', '.join(r.get('phases') or []) or '-')})"
+    )
+    out = [head]
+    if isinstance(saved, dict) and isinstance(current, dict):
+        for key in sorted(set(saved) | set(current), key=str):
+            if key in SOURCE_KEYS and saved.get(key) == current.get(key):
+                continue
+            was, now = saved.get(key, "(absent)"), current.get(key, "(absent)")
+            if was != now:
+                out.append(Text(f"  {safe(key)}: {hashes(short(was, 60))} -> {hashes(short(now, 60))}"))
+    elif isinstance(saved, str) and isinstance(current, str) and ("\n" in saved or "\n" in current):
+        lines = list(
+            difflib.unified_diff(saved.splitlines(), current.splitlines(), "saved", "current", lineterm="", n=1)
+        )
+        for line in lines[2 : 2 + DIFF_LINES]:
+            style = tone("green") if line.startswith("+") else tone("red") if line.startswith("-") else ""
+            out.append(Text("  " + safe(line), style=style, no_wrap=True, overflow="ellipsis"))
+    elif all(isinstance(v, str) and _WHOLE_HASH.fullmatch(v) for v in (saved, current)):
+        out.append(Text("  only a hash was recorded: the probe returns no values to compare", style="italic"))
+    else:
+        out.append(Text(f"  saved:   {hashes(short(saved, 200))}"))
+        out.append(Text(f"  current: {hashes(short(current, 200))}"))
+    return out
+
+
+DIFF_LINES = 12
+"""Lines of a text probe's diff the environment panel shows (the values are in `--json`)."""
 
 
 def effect_key(key: str, run_id: str, width: int = 40) -> str:
@@ -194,12 +300,31 @@ def effects(v: RunView) -> tuple[RenderableType, bool]:
     return (Group(t, *asked) if asked else t), False
 
 
+def phase_place(v: RunView, name: str) -> str:
+    """ ", phase 3 of 5": a phase's place, said the way the phase strip says it
+    (one numbering of phases on screen; checkpoints keep their own number)."""
+    names = [p.name for p in v.phases]
+    return f", phase {names.index(name) + 1} of {len(names)}" if name in names else ""
+
+
+#: The engine's "(checkpoint EPOCH.SEQ)" in a prune candidate's words.
+_EPOCH_SEQ = re.compile(r"\(checkpoint (\d+)\.(\d+)\)")
+
+
+def checkpoint_words(text: str) -> str:
+    """A prune candidate's "(checkpoint 0.2)" as the rest of the screen numbers
+    checkpoints, "(checkpoint 2)"; a reset's epoch only when there was one."""
+    return _EPOCH_SEQ.sub(
+        lambda m: f"(checkpoint {m[2]})" if m[1] == "0" else f"(checkpoint {m[2]} after reset {m[1]})", text
+    )
+
+
 def prune(v: RunView) -> tuple[RenderableType, bool]:
     if not v.prune_candidates:
         return NONE, True
     t = _table("what", "size", "why it is safe")
     for c in v.prune_candidates:
-        t.add_row(plain(c.what), Text(size(c.bytes)), plain(c.why_safe))
+        t.add_row(plain(checkpoint_words(c.what)), Text(size(c.bytes)), plain(c.why_safe))
     return t, False
 
 

@@ -10,11 +10,13 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from phasegate import (
+    Action,
     ClaimView,
     DecisionView,
     Engine,
@@ -25,7 +27,7 @@ from phasegate import (
     RunView,
     UsageError,
 )
-from phasegate.ops import correctable_effects, new_private_file
+from phasegate.ops import correctable_effects, new_private_file, safe
 
 from ._format import size
 from .actions import BY_NAME, ActionRequest, ActionResult, Choice
@@ -33,7 +35,8 @@ from .actions import BY_NAME, ActionRequest, ActionResult, Choice
 #: The status filter cycle: label -> stored statuses to ask for (None = all).
 STATUS_FILTERS: tuple[tuple[str, tuple[str, ...] | None], ...] = (
     ("all", None),
-    ("needs attention", ("blocked", "failed", "running")),
+    # "waiting" for the runs waiting for an answer (a timer's are dropped below).
+    ("needs attention", ("blocked", "failed", "running", "waiting")),
     ("blocked", ("blocked",)),
     ("running", ("running",)),
     ("failed", ("failed",)),
@@ -177,11 +180,21 @@ def waiting_words(proposals: list[DecisionView]) -> str:
     return f"waiting for a second operator: {said}" if said else ""
 
 
+HOLDS: tuple[str, ...] = ("pause", "unpause", "cancel")
+"""The operator's holds on a run: they fit a running run too (it stops at its next step)."""
+
+
 def allowed(engine: Engine, view: RunView) -> list[str]:
-    """The console actions that fit this run now (decisions plus prune)."""
+    """The console actions that fit this run now (decisions, holds, prune)."""
+    names = [str(a) for a in engine.allowed_actions(view)] if view.status is not RunStatus.RUNNING else []
+    for hold in HOLDS:
+        try:
+            engine.preview(view, hold)
+        except PhasegateError:
+            continue
+        names.append(hold)
     if view.status is RunStatus.RUNNING:
-        return []
-    names = [str(a) for a in engine.allowed_actions(view)]
+        return names
     if secondable(engine, view):
         names.append("second")
     if view.prune_candidates:
@@ -271,6 +284,8 @@ def _typed_why(view: RunView, name: str, effect: str | None, claim: str = "") ->
         return claim
     if name == "reset":
         return "this discards work"
+    if name == "cancel":
+        return "a cancel is final"
     if name == "retry_effect":
         eff = next((e for e in view.effects if e.key == effect), None)
         if eff is not None and not eff.idempotent:
@@ -280,9 +295,61 @@ def _typed_why(view: RunView, name: str, effect: str | None, claim: str = "") ->
     return ""
 
 
+#: The console's actions that are decisions (a policy can ask a second for them).
+DECISIONS: dict[str, Action] = {str(a): a for a in Action}
+
+
+def proposal_words(engine: Engine, name: str, runs: int = 1) -> str:
+    """What a modal says when the store's policy makes the decision `name` a
+    proposal (empty when it applies as decided): before Enter, not after."""
+    if name not in DECISIONS or not engine.oversight.policy().needs_second(DECISIONS[name]):
+        return ""
+    them = "it" if runs == 1 else "them"
+    return (
+        f"the store's policy needs a second operator for {name}: Enter records a PROPOSAL;"
+        f" nothing happens to the run until another account seconds {them} (key 2 there)"
+    )
+
+
+def name_pattern(name: str) -> str:
+    """An effect name with its varying part taken out: digits become "#" and
+    what follows its last ":" or "/" goes ("charge:inv-7" -> "charge:")."""
+    cut = max(name.rfind(":"), name.rfind("/"))
+    return name[: cut + 1] if cut > 0 else re.sub(r"[0-9]+", "#", name)
+
+
+def sibling_result(view: RunView, key: str) -> tuple[str, str] | None:
+    """The result a sibling of effect `key` recorded (same phase, same name
+    pattern, done), the latest first: what a confirmation's result usually
+    looks like. (its name, JSON text), or None when no sibling recorded one."""
+    eff = next((e for e in view.effects if e.key == key), None)
+    if eff is None:
+        return None
+    pattern = name_pattern(eff.name)
+    done = [
+        e
+        for e in view.effects
+        if e.key != key
+        and e.phase == eff.phase
+        and e.state == "done"
+        and e.result_text is not None
+        and name_pattern(e.name) == pattern
+    ]
+    if not done:
+        return None
+    last = max(done, key=lambda e: e.done_at or "")
+    return last.name, str(last.result_text)
+
+
 def build_request(engine: Engine, run_id: str, name: str, now: float = 0.0) -> ActionRequest:
     """What the modal for `name` on `run_id` will say, from a fresh read
     (`now`: the console's clock, for how long ago someone claimed the run)."""
+    request = _build_request(engine, run_id, name, now)
+    proposal = proposal_words(engine, name)
+    return replace(request, proposal=proposal) if proposal else request
+
+
+def _build_request(engine: Engine, run_id: str, name: str, now: float) -> ActionRequest:
     spec = BY_NAME[name]
     view = engine.status(run_id)
     override = claimed_by_other(engine, view)
@@ -349,9 +416,12 @@ def build_request(engine: Engine, run_id: str, name: str, now: float = 0.0) -> A
         )
     pv = engine.preview(view, name)
     why = _typed_why(view, name, None, claim)
-    return ActionRequest(
-        spec, run_id, (_choice(view, pv, None, ""),), type_run_id=bool(why), typed_why=why, override_claim=override
-    )
+    choice = _choice(view, pv, None, "")
+    if engine.oversight.policy().needs_second(Action(name)):
+        # Said before the operator confirms, not only in the notice after.
+        said = f"lists {name}: this is recorded as a proposal, and takes effect once another account seconds it"
+        choice = Choice(choice.value, choice.label, choice.summary, (*choice.sections, ("the store's policy", (said,))))
+    return ActionRequest(spec, run_id, (choice,), type_run_id=bool(why), typed_why=why, override_claim=override)
 
 
 def _second_request(engine: Engine, view: RunView, claim: str) -> ActionRequest:
@@ -382,7 +452,16 @@ def _second_request(engine: Engine, view: RunView, claim: str) -> ActionRequest:
 
 
 def _choice(view: RunView, pv: Preview, value: str | None, label: str, *, effect: str | None = None) -> Choice:
-    return Choice(value, label, pv.summary, _sections(pv, view, effect), expect_env=pv.env_hash)
+    sibling = sibling_result(view, effect) if effect is not None and pv.action == "confirm_effect" else None
+    return Choice(
+        value,
+        label,
+        pv.summary,
+        _sections(pv, view, effect),
+        expect_env=pv.env_hash,
+        template=sibling[1] if sibling else "",
+        template_from=sibling[0] if sibling else "",
+    )
 
 
 def apply(engine: Engine, result: ActionResult) -> str:
@@ -408,14 +487,20 @@ def apply(engine: Engine, result: ActionResult) -> str:
     )
     if d.state == "applied":
         when = "applied"
+    elif name in HOLDS and d.state == "pending":
+        when = "asked of its process: it stops at its next step"
     elif d.state == "proposed":
         when = "proposed; it waits for a second operator (another account)"
     elif workers_alive(engine):
-        when = "recorded; a worker is alive and carries it out at its next look"
+        when = f"recorded; {WORKER_WILL}"
     else:
         # Nothing will pick it up on its own: say so, and what moves it now.
         when = "recorded; NO WORKER IS ALIVE, so it waits: press e to resume the run now (or start phasegate worker)"
     return f"{d.action} on {result.run_id} by {d.operator} {when} (decision {d.id})"
+
+
+WORKER_WILL = "a worker is alive and carries it out at its next look"
+"""What a decision's notice says while a worker is to carry it out (withdrawn once it has)."""
 
 
 def can_resume(view: RunView) -> str:
@@ -424,6 +509,13 @@ def can_resume(view: RunView) -> str:
         return "it is running (its process is alive)"
     if view.status is RunStatus.COMPLETED:
         return "it is completed"
+    if view.status is RunStatus.CANCELLED:
+        return "it is cancelled (final)"
+    if view.status is RunStatus.PAUSED:
+        return "it is paused: unpause it (p) and a worker takes it up"
+    if view.status is RunStatus.WAITING and not view.pending_decisions:
+        # (Answered, it can be resumed now: the answer is pending.)
+        return "it is waiting: a worker resumes it once it is answered (i) or due"
     if not view.target:
         return "it has no stored target (it was run from code); resume it there"
     if view.status in (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.RESET) or view.pending_decisions:
@@ -436,29 +528,82 @@ class Resumed:
     run_id: str
     pid: int
     log: Path
+    proc: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
+    """The child, watched until it ends (`watch_resume`)."""
+
+
+@dataclass(frozen=True)
+class ResumeEnded:
+    """How a resume the console started ended."""
+
+    run_id: str
+    pid: int
+    code: int
+    """Its exit status (negative: the signal that ended it)."""
+    last_line: str
+    """Its log's last line, made safe (what it said last, an error's message)."""
+    log: Path
+
+
+def resume_command(db: Path, run_id: str) -> list[str]:
+    """The argv of a resume the console starts: our own command, an argv
+    list (no shell); "--" so a run id that starts with "-" is a run id, never
+    an option; `-P` so that a folder named `phasegate` (a clone) in the
+    working directory cannot shadow the installed package."""
+    return [sys.executable, "-P", "-m", "phasegate", "resume", "--db", str(db), "--", run_id]
 
 
 def resume_now(engine: Engine, run_id: str) -> Resumed:
     """Start `phasegate resume RUN` detached from the console (it goes on if
-    the console quits), its output appended to a log beside the store."""
+    the console quits), its output appended to a log beside the store. It
+    starts in the store's folder, not the operator's: nothing there is on
+    its path (`-P`), and a relative path it writes lands beside the store."""
     db = engine.db_file
     if db is None:
         raise UsageError(f"resume from the console needs an SQLite store; run: phasegate resume {run_id}")
+    db = db.resolve()
     logs = db.parent / f"{db.name}.logs"
     log, out = _new_log(logs, run_id)
     with out:
         proc = subprocess.Popen(
-            # Our own command, an argv list (no shell); "--" so a run id that
-            # starts with "-" is a run id, never an option.
-            [sys.executable, "-m", "phasegate", "resume", "--db", str(db), "--", run_id],
+            resume_command(db, run_id),
+            cwd=db.parent,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # not stopped by the console's Ctrl-C or its exit
         )
-    # Reaped when it ends, so a long console session leaves no zombie behind.
-    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
-    return Resumed(run_id, proc.pid, log)
+    return Resumed(run_id, proc.pid, log, proc)
+
+
+def watch_resume(started: Resumed, on_end: Callable[[ResumeEnded], None]) -> None:
+    """Wait for the child from a thread of its own (so a long console session
+    leaves no zombie behind) and say how it ended: its exit status and its
+    log's last line."""
+    proc = started.proc
+    if proc is None:
+        return
+
+    def wait() -> None:
+        code = proc.wait()
+        on_end(ResumeEnded(started.run_id, started.pid, code, last_line(started.log), started.log))
+
+    threading.Thread(target=wait, name=f"resume-{proc.pid}", daemon=True).start()
+
+
+def last_line(log: Path, limit: int = 200) -> str:
+    """The last non-empty line of a log, made safe and cut to `limit`
+    characters (stored and child output alike: never sent raw to a terminal)."""
+    try:
+        with log.open("rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 8192))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"(its log could not be read: {exc.strerror or exc})"
+    lines = [ln for ln in tail.splitlines() if ln.strip()]
+    said = safe(lines[-1].strip()) if lines else "(its log is empty)"
+    return said if len(said) <= limit else said[: limit - 3] + "..."
 
 
 def _new_log(logs: Path, run_id: str) -> tuple[Path, BinaryIO]:

@@ -28,3 +28,17 @@ def pid_alive(pid: int) -> bool:
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+_role = "process"
+
+
+def set_role(role: str) -> None:
+    """Say what this process is ("worker"), for the notes it leaves (a takeover)."""
+    global _role
+    _role = role
+
+
+def role() -> str:
+    """What this process is: "worker" in `phasegate worker`, else "process"."""
+    return _role

@@ -7,6 +7,8 @@ named in the run's inputs, so runs never share state by accident:
 - `phasegate.sample_runs.billing:wf`   invoice billing against a simulated payment gateway
 - `phasegate.sample_runs.pipeline:wf`  a data pipeline: download, transform, publish
 - `phasegate.sample_runs.research:wf`  an agent's research task with declared floors
+- `phasegate.sample_runs.approvals:wf` an operations agent that asks a person
+  before a risky tool call and waits out a rate limit (`ctx.ask`, `RetryLater`)
 
 Each module also has `prepare(workdir, ...)`, which lays out a working
 directory and returns the inputs for a run on it.
@@ -23,5 +25,6 @@ WORKFLOWS: dict[str, str] = {
     "billing": "phasegate.sample_runs.billing:wf",
     "pipeline": "phasegate.sample_runs.pipeline:wf",
     "research": "phasegate.sample_runs.research:wf",
+    "approvals": "phasegate.sample_runs.approvals:wf",
 }
 """Workflow name -> the target string `phasegate run` and the worker load."""

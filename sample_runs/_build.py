@@ -27,7 +27,7 @@ from typing import Any
 
 from phasegate import Engine, ExitCode, Outcome, PhasegateError, Workflow
 
-from . import WORKFLOWS, billing, pipeline, research
+from . import WORKFLOWS, approvals, billing, pipeline, research
 from ._points import BEACON_ENV, PAUSE_ENV
 from ._spare import Spare, start_time
 from .gateway import Gateway
@@ -272,6 +272,51 @@ def research_completed(d: Demo, step: Step) -> None:
     d.expect(d.run(research.wf, rid, inputs), "completed")
 
 
+def _expect_waiting(o: Outcome, kind: str) -> None:
+    waiting = o.waiting or {}
+    if str(o.status) != "waiting" or waiting.get("kind") != kind:
+        raise DemoError(
+            f"run {o.run_id}: expected waiting ({kind}), got {o.status} {waiting.get('kind') or ''}".strip()
+        )
+
+
+def approvals_asking(d: Demo, step: Step) -> None:
+    rid = "approvals-checkout-oom"
+    inputs = approvals.prepare(d.workdir(rid), service="checkout")
+    step("checkout agent: plans to drop cache tables; asks a person first (waiting for an answer)")
+    _expect_waiting(d.run(approvals.wf, rid, inputs), "answer")
+
+
+def approvals_rate_limited(d: Demo, step: Step) -> None:
+    rid = "approvals-search-429"
+    inputs = approvals.prepare(d.workdir(rid), service="search", risky=False, limited=1, retry_after=5400)
+    step("search agent: the model API answers 429, retry after 90 min (waiting, no process held)")
+    _expect_waiting(d.run(approvals.wf, rid, inputs), "retry_later")
+
+
+def approvals_cooling_down(d: Demo, step: Step) -> None:
+    rid = "approvals-billing-restart"
+    inputs = approvals.prepare(d.workdir(rid), service="billing-api", risky=False, settle=7200)
+    step("billing-api agent: restarted the service; a two-hour durable cool-down (waiting on a timer)")
+    _expect_waiting(d.run(approvals.wf, rid, inputs), "timer")
+
+
+def approvals_paused(d: Demo, step: Step) -> None:
+    rid = "approvals-payments-oom"
+    inputs = approvals.prepare(d.workdir(rid), service="payments")
+    step("payments agent: asks to drop cache tables; an operator pauses it to look first")
+    _expect_waiting(d.run(approvals.wf, rid, inputs), "answer")
+    d.decide(rid, "pause", "looking at the payments cache before anything is dropped (OPS-412)")
+
+
+def approvals_cancelled(d: Demo, step: Step) -> None:
+    rid = "approvals-ledger-oom"
+    inputs = approvals.prepare(d.workdir(rid), service="ledger")
+    step("ledger agent: asks to drop cache tables; an operator cancels it (never on the ledger)")
+    _expect_waiting(d.run(approvals.wf, rid, inputs), "answer")
+    d.decide(rid, "cancel", "the ledger's cache is never dropped by an agent; done by hand (OPS-413)")
+
+
 SCENARIOS: list[tuple[str, int, Callable[[Demo, Step], None]]] = [
     ("billing (in doubt)", 2, billing_in_doubt),
     ("research (below floor)", 2, research_below_floor),
@@ -284,6 +329,11 @@ SCENARIOS: list[tuple[str, int, Callable[[Demo, Step], None]]] = [
     ("pipeline (prunable)", 2, pipeline_prunable),
     ("pipeline (failed)", 1, pipeline_failed),
     ("research (completed)", 1, research_completed),
+    ("approvals (asking)", 1, approvals_asking),
+    ("approvals (rate limited)", 1, approvals_rate_limited),
+    ("approvals (cooling down)", 1, approvals_cooling_down),
+    ("approvals (paused)", 2, approvals_paused),
+    ("approvals (cancelled)", 2, approvals_cancelled),
 ]
 
 

@@ -83,10 +83,16 @@ def _workdir(inputs: dict[str, Any]) -> Path:
 
 
 @wf.probe("tax_rates")
-def tax_rates_hash(inputs: dict[str, Any]) -> str:
-    """The tax-rate table prices were computed with."""
+def tax_rates_hash(inputs: dict[str, Any]) -> dict[str, str]:
+    """The tax-rate table prices were computed with: which file, the table it
+    names and its hash, so an operator sees what changed, not only that
+    something did (#28)."""
     data = (_workdir(inputs) / "config" / "tax_rates.json").read_bytes()
-    return "sha256:" + hashlib.sha256(data).hexdigest()[:16]
+    try:
+        table = str(json.loads(data).get("table", "?"))
+    except (ValueError, AttributeError):
+        table = "unreadable"
+    return {"file": "config/tax_rates.json", "table": table, "sha256": hashlib.sha256(data).hexdigest()[:16]}
 
 
 @wf.probe("ledger_schema")

@@ -25,9 +25,10 @@ def add_demo(subparsers: Any) -> None:
         "demo",
         help="build a demo database with a run in every triage state, then open the console",
         description=(
-            "Run the sample workflows (billing, pipeline, research) and really interrupt them, so the "
+            "Run the sample workflows (billing, pipeline, research, approvals) and really interrupt them, so the "
             "database holds one run in each state an operator triages: interrupted, integrity failure, "
-            "environment mismatch, in-doubt effect, below floor, failed, prunable, completed, and one "
+            "environment mismatch, in-doubt effect, below floor, failed, prunable, completed, waiting for an "
+            "answer, waiting on a timer and on a rate limit, paused, cancelled, and one "
             "still running in the background for a few minutes. Then open the console on it."
         ),
     )

@@ -46,7 +46,11 @@ class ChoosingModal(ModalScreen[R]):
         if self._choosable.choose:
             self.query_one("#choices", OptionList).highlighted = self.index
         self._show_choice()
-        self.query_one("#reason", Input).focus()
+        self.query_one(self.first_field(), Input).focus()
+
+    def first_field(self) -> str:
+        """The field the focus starts in (the reason, unless a modal says otherwise)."""
+        return "#reason"
 
     def _show_choice(self) -> None:
         raise NotImplementedError
@@ -69,7 +73,7 @@ class ChoosingModal(ModalScreen[R]):
 
     @on(OptionList.OptionSelected, "#choices")
     def _selected(self, event: OptionList.OptionSelected) -> None:
-        self.query_one("#reason", Input).focus()
+        self.query_one(self.first_field(), Input).focus()
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:

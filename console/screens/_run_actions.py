@@ -17,8 +17,9 @@ from phasegate import PhasegateError, RunView
 from phasegate.ops import safe
 
 from .. import service
-from ..actions import ACTIONS, BY_KEY, BY_NAME, ActionRequest, ActionResult
+from ..actions import ACTIONS, BY_KEY, BY_NAME, KEYED, ActionRequest, ActionResult
 from ..context import ConsoleContext
+from ._answering import Answerer
 from .action_modal import ActionModal
 from .copy_modal import CopyModal, copy_choices
 
@@ -51,6 +52,8 @@ class RunActions(Screen[None]):
         run_id: str
         text: str
         """One line saying what landed."""
+        title: str = "decision recorded"
+        """The notice's title ("claim" for a claim or its release: not a decision)."""
 
     @dataclass
     class Resumed(Message):
@@ -60,6 +63,12 @@ class RunActions(Screen[None]):
         pid: int
         log: str
         """Where its output goes."""
+
+    @dataclass
+    class ResumeEnded(Message):
+        """A resume the console started has ended (posted to the app)."""
+
+        ended: service.ResumeEnded
 
     @dataclass
     class ActionFailed(Message):
@@ -77,8 +86,11 @@ class RunActions(Screen[None]):
         """The run the action keys act on, as last read."""
         self.allowed: list[str] = []
         """The actions that fit it (read with it, so they always agree)."""
+        self.answerer = Answerer(self, ctx, failed=self.ActionFailed, decided=self.Decided)
 
     def set_target(self, view: RunView | None, allowed: list[str]) -> None:
+        if view is not None:
+            self.ctx.seen(view)
         before = self._offered()
         self.run_view, self.allowed = view, allowed
         # Keys that stay the same leave the footer alone: over a slow link a
@@ -146,7 +158,7 @@ class RunActions(Screen[None]):
         except PhasegateError as exc:
             self.failed(exc)
             return
-        self.app.post_message(self.Decided(run_id, text))
+        self.app.post_message(self.Decided(run_id, text, title="claim"))
 
     def action_copy(self) -> None:
         view = self.run_view
@@ -170,11 +182,23 @@ class RunActions(Screen[None]):
             self.app.post_message(self.ActionFailed(title, text))
             return
         self.app.post_message(self.Resumed(started.run_id, started.pid, str(started.log)))
+        app = self.app  # the app outlives this screen: the child may end after the operator went back
+
+        def ended(end: service.ResumeEnded) -> None:
+            app.post_message(self.ResumeEnded(end))
+
+        service.watch_resume(started, ended)
 
     def action_decide(self, name: str) -> None:
         if self.run_view is None or not self.action_fits(name):
             return
+        if name == "answer":
+            self.answerer.start(self.run_view.run_id)  # its own form, from the question's schema
+            return
         self._prepare(self.run_view.run_id, name)
+
+    def on_answerer_ready(self, message: Answerer.Ready) -> None:
+        self.answerer.open(message.request)
 
     def on_key(self, event: events.Key) -> None:
         """An action key that does not apply here says why, in one line,
@@ -189,7 +213,8 @@ class RunActions(Screen[None]):
             self.notify(f"claim: {why}", title="claim", severity="warning", markup=False, timeout=4)
             return
         spec = BY_KEY.get(event.key)
-        if spec is None or self.action_fits(spec.name):
+        # A key of several actions (p: pause, unpause, prune) acts if any of them fits.
+        if spec is None or any(self.action_fits(s.name) for s in KEYED[event.key]):
             return
         event.stop()
         self.notify(self.why_not(spec.name), title=spec.label, severity="warning", markup=False, timeout=4)
@@ -212,6 +237,8 @@ class RunActions(Screen[None]):
         state = "decided, waiting to be carried out" if view.pending_decisions else view.status.value
         if name == "prune":
             return f"prune does not fit: nothing of {view.run_id} is safe to prune"
+        if name == "answer":
+            return f"answer: this run asks no question now (it is {state})"
         if name == "second":
             if view.proposals:
                 return "second: the proposals on this run came from your own account; another operator must second them"

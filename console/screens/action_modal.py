@@ -55,22 +55,53 @@ class ActionModal(ChoosingModal[ActionResult | None]):
                 options = [Option(Text(safe(c.label)), id=str(i)) for i, c in enumerate(req.choices)]
                 yield OptionList(*options, id="choices")
             yield Static(id="preview")
+            if req.proposal:
+                # Before Enter, not in the notice after it: the policy makes it a proposal.
+                yield Static(Text(safe(req.proposal), style="bold reverse"), id="proposal")
             if req.ask_result:
-                yield Input(
-                    req.result_hint,
-                    placeholder="result: JSON the outside system returned (required; null if none)",
-                    id="result",
-                )
-            yield Input(placeholder="reason (required, kept in the decision log)", id="reason")
+                # Labels that stay when typing starts (a placeholder vanishes,
+                # and the reason went into the result field).
+                yield Label("result: the JSON the outside system returned (null if none):", id="result-label")
+                yield Static(id="template")
+                yield Input(req.result_hint, placeholder="JSON", id="result")
+            yield Label("reason (kept in the decision log):", id="reason-label")
+            yield Input(placeholder="why, in your words", id="reason")
             if req.type_run_id:
                 yield Label(f"{req.typed_why}: type the run id to confirm")
                 yield Input(placeholder="run id", id="typed")
             yield Static(id="problem")
-            yield Static(Text(f"Enter confirm   Esc cancel   or: {req.spec.cli}", style="dim"), id="hint")
+            confirm = "Enter propose" if req.proposal else "Enter confirm"
+            yield Static(Text(f"{confirm}   Esc cancel   or: {req.spec.cli}", style="dim"), id="hint")
+
+    def first_field(self) -> str:
+        # The result first, where one is asked: it is what the operator looked up.
+        return "#result" if self.request.ask_result else "#reason"
+
+    _template_shown = ""
 
     def _show_choice(self) -> None:
-        if self.request.choices:
-            self.query_one("#preview", Static).update(describe(self.request.choices[self.index]))
+        if not self.request.choices:
+            return
+        choice = self.request.choices[self.index]
+        self.query_one("#preview", Static).update(describe(choice))
+        if self.request.ask_result and not self.request.result_hint:
+            self._offer_template(choice)
+
+    def _offer_template(self, choice: Choice) -> None:
+        """A sibling's recorded result in the field, as the shape to edit (left
+        alone once the operator typed something of their own), and whose it is."""
+        box = self.query_one("#result", Input)
+        note = self.query_one("#template", Static)
+        if choice.template:
+            said = Text("template: what ", style="italic")
+            said.append(safe(choice.template_from), style="bold")
+            said.append(" recorded; edit it to what this effect returned", style="italic")
+            note.update(said)
+        else:
+            note.update(Text("no sibling effect recorded a result to start from", style="italic dim"))
+        if box.value in ("", self._template_shown):
+            box.value = choice.template
+            self._template_shown = choice.template
 
     def action_confirm(self) -> None:
         req = self.request

@@ -23,6 +23,8 @@ from .._format import plain
 from ..actions import BY_KEY, BY_NAME
 from ..context import ConsoleContext
 from ..widgets import KeyBar
+from ..widgets.refill import refill, selected_key
+from ._answering import Answerer
 from ._group_actions import GroupDecider
 from ._run_actions import RunActions
 from .detail import DetailScreen
@@ -38,6 +40,8 @@ class CauseActions(Screen[None]):
         # Help first, so the footer shows it whatever else is offered at 80 columns.
         Binding("question_mark", "app.help", "Help", id="app.help"),
         Binding("escape", "back", "Back", id="causes.back"),
+        # A question cause: one answer for all its runs, from the answer form.
+        Binding("i", "answer_cause", "Answer", id="causes.answer"),
         *(Binding(s.key, f"group('{s.name}')", s.word, id=f"causes.{s.name}") for s in GROUP_SPECS),
     ]
 
@@ -47,6 +51,19 @@ class CauseActions(Screen[None]):
         self.cause: Cause | None = None
         """The cause the decision keys act on, as last read."""
         self.groups = GroupDecider(self, ctx)
+        self.answerer = Answerer(self, ctx, failed=RunActions.ActionFailed, decided=RunActions.Decided)
+
+    def answer_fits(self) -> bool:
+        cause = self.cause
+        return not self.ctx.read_only and cause is not None and "answer" in cause.allowed_actions
+
+    def action_answer_cause(self) -> None:
+        cause = self.cause
+        if cause is not None and self.answer_fits():
+            self.answerer.start(cause=(cause.cause, cause.runs))
+
+    def on_answerer_ready(self, message: Answerer.Ready) -> None:
+        self.answerer.open(message.request)
 
     def group_fits(self, name: str) -> bool:
         cause = self.cause
@@ -56,6 +73,8 @@ class CauseActions(Screen[None]):
         # False hides the binding; its key then reaches `on_key`, which says why.
         if action == "group":
             return bool(parameters) and self.group_fits(str(parameters[0]))
+        if action == "answer_cause":
+            return self.answer_fits()
         return True
 
     def action_group(self, name: str) -> None:
@@ -67,6 +86,11 @@ class CauseActions(Screen[None]):
 
     def on_key(self, event: events.Key) -> None:
         """A decision key that does not fit says why, in one line."""
+        if event.key == "i" and not self.answer_fits():
+            event.stop()
+            why = "read-only" if self.ctx.read_only else "this cause is not a question its runs wait on"
+            self.notify(f"answer: {why}", title="answer", severity="warning", markup=False, timeout=4)
+            return
         spec = BY_KEY.get(event.key)
         if spec is None or spec.name not in groups.GROUP_ACTIONS or self.group_fits(spec.name):
             return
@@ -143,17 +167,15 @@ class CausesScreen(CauseActions):
         if message.generation != self._generation:
             return
         table = self.query_one("#causes", DataTable)
-        keep = self.cause.cause if self.cause is not None else None
         self._causes = message.causes
-        table.clear()
-        for c in message.causes:
-            table.add_row(Text(str(len(c.runs)), justify="right"), plain(c.kind.value), plain(c.summary), key=c.cause)
-        row = next((i for i, c in enumerate(message.causes) if c.cause == keep), 0)
-        if message.causes:
-            table.move_cursor(row=row, animate=False)
-            self._select(message.causes[row].cause)
-        else:
-            self._select(None)
+        refill(
+            table,
+            [
+                (c.cause, (Text(str(len(c.runs)), justify="right"), plain(c.kind.value), plain(c.summary)))
+                for c in message.causes
+            ],
+        )
+        self._select(selected_key(table))
         total = sum(len(c.runs) for c in message.causes)
         head = f"causes: {len(message.causes)}, {total} run(s) need attention"
         if self.ctx.read_only:
@@ -231,13 +253,13 @@ class CauseRunsScreen(CauseActions):
     def _show(self, cause: Cause | None) -> None:
         table = self.query_one("#cause-runs", DataTable)
         header = self.query_one("#header", Static)
-        table.clear()
+        # The run under the cursor stays under it across refreshes (a worker's
+        # heartbeat refreshes the screen): Enter opens the run aimed at.
+        refill(table, [(rid, (plain(rid),)) for rid in (cause.runs if cause is not None else ())])
         if cause is None:
             header.update(Text(f"cause {self.cause_id}: no run needs attention for it now (decided?)"))
             self.query_one("#why", Static).update(Text(""))
             return
-        for rid in cause.runs:
-            table.add_row(plain(rid), key=rid)
         header.update(Text(f"cause {cause.cause}: {len(cause.runs)} run(s) ({cause.kind.value})"))
         fits = ", ".join(a.value for a in cause.allowed_actions) or "nothing fits every run"
         why = Text(safe(cause.summary), style="bold")

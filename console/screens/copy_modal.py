@@ -29,10 +29,27 @@ _WHOLE_DIGEST = re.compile(r"(?:sha256:)?(?=[0-9a-f]*[a-f])[0-9a-f]{16,}")
 """A stored value that is a digest as a whole (as `_format.hashes` shortens)."""
 
 
+#: The field that names an item of a list in `--json`, the first found:
+#: `env[tax_rates].current`, not `env[2].current`.
+_NAMED_BY = ("probe", "name", "phase", "kind")
+
+
+def _item_name(item: Any, index: int) -> str:
+    if isinstance(item, dict):
+        for k in _NAMED_BY:
+            if isinstance(item.get(k), str) and item[k]:
+                return safe(item[k])
+    return str(index)
+
+
 def copy_choices(view: RunView) -> list[tuple[str, str]]:
-    """(what, value): the run id, then each distinct hash in the run's
-    `--json`, named by where it sits there."""
+    """(what, value): the run id, each effect's key (the value looked up in
+    the outside system; those in doubt first), then each distinct hash in the
+    run's `--json`, named by where it sits there (a probe by its name)."""
     out: list[tuple[str, str]] = [("run id", view.run_id)]
+    for e in sorted(view.effects, key=lambda e: e.state != "in_doubt"):
+        state = {"in_doubt": "IN DOUBT", "intent": "in flight", "done": "done"}.get(e.state, str(e.state))
+        out.append((f"effect key of {e.name} ({state})", e.key))
     seen: set[str] = set()
 
     def walk(value: Any, where: str) -> None:
@@ -41,7 +58,7 @@ def copy_choices(view: RunView) -> list[tuple[str, str]]:
                 walk(v, f"{where}.{k}" if where else str(k))
         elif isinstance(value, (list, tuple)):
             for i, v in enumerate(value):
-                walk(v, f"{where}[{i}]")
+                walk(v, f"{where}[{_item_name(v, i)}]")
         elif isinstance(value, str) and _WHOLE_DIGEST.fullmatch(value) and value not in seen:
             seen.add(value)
             out.append((where, value))
@@ -72,7 +89,7 @@ class CopyModal(ModalScreen[tuple[str, str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="copy-dialog") as box:
-            box.border_title = "copy (y): Enter copies with OSC 52, Esc closes"
+            box.border_title = "copy (y): Enter sends it to the terminal's clipboard (OSC 52), Esc closes"
             yield Static(Text("copy from ") + Text(safe(self.run_id), style="bold"))
             options = []
             for i, (what, value) in enumerate(self.choices):
@@ -99,8 +116,14 @@ class CopyModal(ModalScreen[tuple[str, str] | None]):
         if osc52_on():
             # OSC 52: the terminal (local, or at the far end of SSH) puts it on its clipboard.
             self.app.copy_to_clipboard(value)
-            # A hash in its 12-character form: whole, it would wrap in the notice.
-            self.notify(f"copied {safe(what)} (OSC 52): {hashes(safe(value))}", title="copied", markup=False, timeout=8)
+            # Nobody can know whether the terminal kept it (tmux may drop it):
+            # said as sent, with the value whole to select by hand.
+            self.notify(
+                f"{safe(what)} sent to the terminal's clipboard (OSC 52); if it did not arrive, it is: {safe(value)}",
+                title="copy",
+                markup=False,
+                timeout=12,
+            )
             self.dismiss((what, value))
             return
         # No clipboard: the value stays on screen, whole on one line, to select by hand.

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -25,6 +26,7 @@ from ..widgets.repaint import Painter
 from ._run_actions import RunActions
 
 PANELS: tuple[tuple[str, str], ...] = (
+    ("question", "question for a person"),
     ("integrity", "integrity failures"),
     ("environment", "environment"),
     ("code", "code changes"),
@@ -45,6 +47,8 @@ FIRST_PANEL: dict[str, str] = {
     "below_floor": "outputs",
     "failed": "error",
     "completed": "prune",
+    "waiting": "question",
+    "paused": "question",
 }
 
 
@@ -82,9 +86,43 @@ class DetailScreen(RunActions):
         # No palette key (? Help names it): the footer keeps to 80 columns.
         yield KeyBar()
 
+    #: Seconds between looks at the run's lease (see `RunsScreen.LIVENESS_EVERY`).
+    LIVENESS_EVERY: ClassVar[float] = 2.0
+
     def on_mount(self) -> None:
         self.query_one("#detail").focus()
         self.refresh_data()
+        self._liveness_timer = self.set_interval(self.LIVENESS_EVERY, self._relive)
+
+    _liveness_timer: Timer | None = None
+
+    def on_screen_suspend(self) -> None:
+        if self._liveness_timer is not None:
+            self._liveness_timer.pause()
+
+    def on_screen_resume(self) -> None:
+        if self._liveness_timer is not None:
+            self._liveness_timer.resume()
+
+    def _relive(self) -> None:
+        """The run's liveness judged again from the lease it was read with (a
+        pid check, no store read); the holder's heartbeat age and the
+        checkpoint's age tick. A status that moved is read again from the
+        store: a holder's death also puts its effect in flight in doubt."""
+        v = self.run_view
+        if v is None:
+            return
+        fresh = v.at(self.ctx.clock())
+        if fresh is not v:
+            self.refresh_data()
+            return
+        self._paint_times(v)
+
+    def _paint_times(self, v: RunView) -> None:
+        now = self.ctx.clock()
+        put = self._painter.put
+        put(self.query_one("#header", Static), panels.header(v, age_now(now)))
+        put(self.query_one("#summary", Static), panels.summary(v, age_now(now), exact=now))
 
     _generation = 0
 
@@ -113,9 +151,7 @@ class DetailScreen(RunActions):
         v = message.view
         put = self._painter.put
         # Ages in 10-second steps, as the list's: a ticking age would resend the line every refresh.
-        now = age_now(self.ctx.clock())
-        put(self.query_one("#header", Static), panels.header(v, now))
-        put(self.query_one("#summary", Static), panels.summary(v, now))
+        self._paint_times(v)
         strip = self.query_one(PhaseStrip)
         put(strip, strip.text(v.phases, v.frontier))
         for key, _title in PANELS:

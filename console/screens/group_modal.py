@@ -56,6 +56,10 @@ class GroupModal(ChoosingModal[GroupResult | None]):
         self.request = request
         """What to confirm; read from the store before the modal opened."""
 
+    def first_field(self) -> str:
+        # The result first, where one is asked: it is what the operator looked up.
+        return "#result" if self.request.ask_result else "#reason"
+
     @property
     def choice(self) -> GroupChoice:
         return self.request.choices[self.index]
@@ -74,12 +78,13 @@ class GroupModal(ChoosingModal[GroupResult | None]):
             with VerticalScroll(id="group-preview"):
                 yield Static(id="preview")
             yield Static(id="count")
+            if req.proposal:
+                yield Static(Text(safe(req.proposal), style="bold reverse"), id="proposal")
             if req.ask_result:
-                yield Input(
-                    placeholder="result: JSON the outside system returned, the same for every run (null if none)",
-                    id="result",
-                )
-            yield Input(placeholder="reason (required, one for every run, kept in each decision)", id="reason")
+                yield Label("result: the JSON the outside system returned, the same for every run (null if none):")
+                yield Input(placeholder="JSON", id="result")
+            yield Label("reason (one for every run, kept in each decision):")
+            yield Input(placeholder="why, in your words", id="reason")
             if req.typed_why:
                 yield Label(id="typed-label")
                 yield Input(placeholder="number of runs", id="typed")
@@ -92,7 +97,7 @@ class GroupModal(ChoosingModal[GroupResult | None]):
         self.query_one("#preview", Static).update(describe(choice))
         count = Text(f"records {req.spec.name} for {runs_word(n)} in one transaction", style="bold")
         if unfit:
-            count.append(f"; {runs_word(unfit)} that it does not fit are left alone")
+            count.append(f"; {runs_word(unfit)} that it does not fit {'is' if unfit == 1 else 'are'} left alone")
         self.query_one("#count", Static).update(count)
         if req.typed_why:
             self.query_one("#typed-label", Label).update(f"{req.typed_why}: type {n} (the number of runs) to confirm")
@@ -101,7 +106,11 @@ class GroupModal(ChoosingModal[GroupResult | None]):
             if req.cause
             else f"phasegate decide RUN {req.spec.name}"
         )
-        hint = f"Enter: {req.spec.name} {runs_word(n)}   Esc cancel   or: {twin} --reason ..."
+        if not n:
+            hint = f"nothing to confirm: {req.spec.label} fits none of these runs   Esc closes"
+        else:
+            verb = "propose" if req.proposal else req.spec.name
+            hint = f"Enter: {verb} {runs_word(n)}   Esc cancel   or: {twin} --reason ..."
         self.query_one("#hint", Static).update(Text(hint, style="dim"))
 
     def action_confirm(self) -> None:

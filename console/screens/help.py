@@ -19,6 +19,7 @@ from ..actions import ACTIONS
 from ..widgets.runs_table import RunsTable
 from ._run_actions import RunActions
 from .action_modal import ActionModal
+from .answer_modal import AnswerModal
 from .causes import CauseRunsScreen, CausesScreen
 from .copy_modal import CopyModal
 from .detail import DetailScreen
@@ -27,7 +28,12 @@ from .runs import RunsScreen
 
 NOTES = (
     "Actions are offered only where they fit why the run is stopped; --read-only offers none.",
-    "Marks: !! blocked  ~~ interrupted  XX failed  => decided (waits to be carried out)  >> running  ok completed  << reset.",
+    "Marks: !! blocked  ~~ interrupted  || stalled (alive, past its lease)  XX failed  => decided (waits to be carried out)"
+    "  >> running  ok completed  << reset.",
+    "?? waiting for an answer (i answers it)  .. waiting on a timer or a rate limit (a worker wakes it)  == paused  -- cancelled.",
+    "p pauses a run (a running one stops at its next step) or unpauses a paused one; on a finished run it prunes.",
+    "A running run's holder (host:pid) and its heartbeat's age are in its detail; the list re-checks every 2 s.",
+    "n jumps to a run that stopped since you looked (the header counts them).",
     "Frontier 2/4 charge +3: two of four phases done, three steps done in charge.",
     "The screen refreshes by itself when another process changes the store.",
     "space marks runs in the list; a decision key then decides every marked run at once (one confirmation).",
@@ -64,7 +70,11 @@ def rows(classes: tuple[type[DOMNode], ...], display: Callable[[Binding], str]) 
 
 
 #: Said beside a heading (the key column is too narrow for it at 80 columns).
-HEADING_NOTES: dict[str, str] = {"on a run": "in the list and in the detail", "in the copy list": "opened with y"}
+HEADING_NOTES: dict[str, str] = {
+    "on a run": "in the list and in the detail",
+    "in the copy list": "opened with y",
+    "in the answer form": "opened with i",
+}
 
 
 class HelpScreen(ModalScreen[None]):
@@ -94,13 +104,24 @@ class HelpScreen(ModalScreen[None]):
             ("one run's detail", [r for r in rows((DetailScreen,), show) if r not in shared] + list(PAGING[:1])),
             ("on a run", shared),
             ("in a confirmation", [("enter", "confirm"), *rows((ActionModal,), show)]),
+            (
+                "in the answer form",
+                [
+                    ("tab/shift+tab", "the next or previous field"),
+                    ("space", "tick or untick a true/false field"),
+                    ("enter", "in a text field: answer (checked first); on a choice: its list"),
+                    *rows((AnswerModal,), show),
+                ],
+            ),
             ("in the copy list", [("enter", "copy it (OSC 52)"), *rows((CopyModal,), show)]),
             ("the causes (C) and a cause's runs", rows((CausesScreen, CauseRunsScreen), show)),
             ("in a confirmation for many runs", [("enter", "confirm"), *rows((GroupModal,), show)]),
             ("everywhere", rows((type(self.app),), show)),
         ]
-        if isinstance(self.under, DetailScreen):
-            listed.insert(0, listed.pop(1))  # the keys of the screen help was opened from first
+        # The keys of the screen help was opened from first.
+        first = {DetailScreen: 1, CausesScreen: 5, CauseRunsScreen: 5}.get(type(self.under), 0)
+        if first:
+            listed.insert(0, listed.pop(first))
         return listed
 
     def compose(self) -> ComposeResult:

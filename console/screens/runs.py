@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -21,6 +21,7 @@ from phasegate.ops import safe
 from .. import groups, service
 from .._format import hashes
 from ..context import ConsoleContext
+from ..waits import summary_reason
 from ..widgets import CountsBar, KeyBar, RunsTable
 from ..widgets.runs_table import COLUMNS
 from ._group_actions import GroupDecider
@@ -50,6 +51,7 @@ class RunsScreen(RunActions):
         Binding(
             "space", "mark", "Mark the run (a decision key then decides every marked run)", show=False, id="runs.mark"
         ),
+        Binding("n", "new_stop", "Jump to a run that stopped since you looked", show=False, id="runs.new_stop"),
     ]
 
     AUTO_FOCUS = "#runs"
@@ -61,6 +63,7 @@ class RunsScreen(RunActions):
         ("runs: reverse sort", "(S)", "reverse_sort"),
         ("runs: re-sort now", "put rows that changed back in order (o)", "resort"),
         ("runs: mark or unmark the run", "a decision key then decides every marked run at once (space)", "mark"),
+        ("runs: jump to a new stop", "a run that stopped since you last looked at it (n)", "new_stop"),
     )
 
     @dataclass
@@ -103,6 +106,11 @@ class RunsScreen(RunActions):
         """Runs marked with space, in the order marked: a decision key then
         applies to all of them (one group decision), not to the cursor's run."""
         self.groups = GroupDecider(self, ctx)
+        self.new_stops: dict[str, None] = {}
+        """Runs that stopped (needs attention) while the console watched, until
+        the operator's cursor lands on them: the header says how many."""
+        self._attention: dict[str, bool] = {}
+        """Whether each run seen needed attention when last shown."""
 
     def compose(self) -> ComposeResult:
         yield CountsBar(id="counts")
@@ -121,23 +129,48 @@ class RunsScreen(RunActions):
     #: commits nothing, so no change event would tell the header.
     WORKERS_EVERY: ClassVar[float] = 5.0
 
+    #: Seconds between looks at the leases of the runs shown: a process that
+    #: dies or freezes writes nothing, so only the clock can tell.
+    LIVENESS_EVERY: ClassVar[float] = 2.0
+
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
         self.load()
         self._workers_timer = self.set_interval(self.WORKERS_EVERY, self._count_workers)
+        self._liveness_timer = self.set_interval(self.LIVENESS_EVERY, self._relive)
 
     _workers_timer: Timer | None = None
+    _liveness_timer: Timer | None = None
+
+    def _relive(self) -> None:
+        """Judge the shown rows' liveness again from the leases they were read
+        with (a pid check each, no store read), and tick their ages. A status
+        that moved (a holder died, froze or woke) is read again from the store:
+        its counts, reason and keys change with it."""
+        page = self._page
+        if page is None:
+            return
+        now = self.ctx.clock()
+        rows = [r.at(now) for r in page.rows]
+        moved = [r.run_id for r, old in zip(rows, page.rows, strict=True) if r.status is not old.status]
+        if moved:
+            page = self._page = replace(page, rows=rows)
+        self._show(page, "live")
+        if moved:
+            self.refresh_data()
 
     def on_screen_suspend(self) -> None:
         # Covered by the detail: no looks (each one makes Textual resend the
         # screen on top); counted afresh when shown again. (RunActions'
         # handler of the resume, which re-reads a stale screen, runs too.)
-        if self._workers_timer is not None:
-            self._workers_timer.pause()
+        for timer in (self._workers_timer, self._liveness_timer):
+            if timer is not None:
+                timer.pause()
 
     def on_screen_resume(self) -> None:
-        if self._workers_timer is not None:
-            self._workers_timer.resume()
+        for timer in (self._workers_timer, self._liveness_timer):
+            if timer is not None:
+                timer.resume()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="workers")
     def _count_workers(self) -> None:
@@ -234,11 +267,47 @@ class RunsScreen(RunActions):
         self.out_of_order = len(arranged) - _longest_rising([fresh[r.run_id] for r in arranged])
         return arranged
 
+    def _note_stops(self, rows: list[RunSummary], live: bool) -> None:
+        """Remember the runs that came to need attention since last shown (a
+        run first seen in a live refresh counts, one first seen by paging not)."""
+        for r in rows:
+            before = self._attention.get(r.run_id)
+            if r.needs_attention and (before is False or (before is None and live and self._attention)):
+                self.new_stops[r.run_id] = None
+            elif not r.needs_attention:
+                self.new_stops.pop(r.run_id, None)
+            self._attention[r.run_id] = r.needs_attention
+        if self._selected is not None:
+            self.new_stops.pop(self._selected, None)
+
+    def _show_header(self) -> None:
+        self.query_one(CountsBar).set_notice(self._notice())
+
+    def action_new_stop(self) -> None:
+        if not self.new_stops:
+            self.notify("no run stopped since you looked", title="new stop", markup=False, timeout=3)
+            return
+        table = self.query_one(RunsTable)
+        rid = next(reversed(self.new_stops))
+        row = table.index_of(rid)
+        if row is None:
+            del self.new_stops[rid]
+            self.notify(
+                safe(f"{rid} stopped; it is not on this page or filter (Esc, f or / finds it)"),
+                title="new stop",
+                markup=False,
+                timeout=6,
+            )
+            self._show_header()
+            return
+        table.move_cursor(row=row, animate=False)
+
     def _show(self, page: service.RunsPage, cursor: str) -> None:
         table = self.query_one(RunsTable)
         keep_id = self._selected
         keep_row, scroll_y = table.cursor_row, table.scroll_y
         rows = self._arrange(list(page.rows), cursor)
+        self._note_stops(rows, cursor == "live")
         self._shown = [r.run_id for r in rows]
         waiting = {rid: safe(service.waiting_words(ds)) for rid, ds in page.proposals.items()}
         table.show(rows, self.ctx.clock(), page.claims, waiting)
@@ -287,11 +356,15 @@ class RunsScreen(RunActions):
             self._show_why(self._selected)
 
     def _notice(self) -> str:
+        said = []
+        if self.new_stops:
+            # Until the operator looks: a new stop may land off-screen.
+            said.append(f"{len(self.new_stops)} new stop{'s' if len(self.new_stops) != 1 else ''}: n jumps")
         if self.ctx.read_only:
-            return "READ-ONLY"
-        if self.marked:
-            return f"{len(self.marked)} marked"
-        return ""
+            said.append("READ-ONLY")
+        elif self.marked:
+            said.append(f"{len(self.marked)} marked")
+        return "  ".join(said)
 
     # -- marking ----------------------------------------------------------------
 
@@ -326,14 +399,22 @@ class RunsScreen(RunActions):
             self.marked = {}
             self._marks_changed()
 
+    def _marked_to_decide(self) -> bool:
+        """Whether any marked run may need a decision: one that needs attention,
+        or one not on this page (its state is not known here; the modal says)."""
+        shown = {r.run_id: r for r in self._page.rows} if self._page is not None else {}
+        return any(rid not in shown or shown[rid].needs_attention for rid in self.marked)
+
     def action_fits(self, name: str) -> bool:
         if self.marked:
-            return not self.ctx.read_only and name in groups.GROUP_ACTIONS
+            return not self.ctx.read_only and name in groups.GROUP_ACTIONS and self._marked_to_decide()
         return super().action_fits(name)
 
     def why_not(self, name: str) -> str:
         if self.marked and name not in groups.GROUP_ACTIONS:
             return f"{name} is for one run at a time; esc unmarks the {len(self.marked)} marked run(s)"
+        if self.marked and not self._marked_to_decide():
+            return f"none of the {len(self.marked)} marked run(s) needs a decision (completed or running); esc unmarks"
         return super().why_not(name)
 
     def action_decide(self, name: str) -> None:
@@ -360,6 +441,8 @@ class RunsScreen(RunActions):
         if run_id is None:
             self.set_target(None, [])
             return
+        if self.new_stops.pop(run_id, False) is None:
+            self._show_header()  # looked at: no longer new
         self._show_why(run_id)
         # On a move the footer keeps the keys it shows while the new run is
         # read; they act on nothing until it is (`acts_on`), and the footer
@@ -384,7 +467,8 @@ class RunsScreen(RunActions):
             line.append(safe(waits) + "; ")
         if held is not None:
             line.append(held.said(self.ctx.clock()) + "; ")
-        line.append(hashes(safe(summary.reason or f"{summary.status.value}; nothing to decide")))
+        reason = summary_reason(summary, self.ctx.clock())
+        line.append(hashes(safe(reason or f"{summary.status.value}; nothing to decide")))
         if line == self._why_shown:
             return
         self._why_shown = line

@@ -12,7 +12,18 @@ from phasegate.ops import safe
 
 from .._format import RUN_MARKS, tone
 
-ORDER = ("blocked", "interrupted", "stalled", "failed", "running", "reset", "completed")
+ORDER = (
+    "blocked",
+    "interrupted",
+    "stalled",
+    "failed",
+    "waiting",
+    "paused",
+    "running",
+    "reset",
+    "completed",
+    "cancelled",
+)
 
 #: The words used when the full ones do not fit on one line (at 80 columns
 #: with every status present); each still beside its mark.
@@ -24,7 +35,27 @@ SHORT: dict[str, str] = {
     "running": "run",
     "reset": "reset",
     "completed": "done",
+    "waiting": "wait",
+    "paused": "paused",
+    "cancelled": "cxl",
 }
+
+
+TINY: dict[str, str] = {
+    "blocked": "blk",
+    "interrupted": "int",
+    "stalled": "stl",
+    "failed": "fail",
+    "waiting": "wait",
+    "paused": "paus",
+    "running": "run",
+    "reset": "rst",
+    "completed": "",
+    "cancelled": "",
+}
+"""The last resort before cutting (every status present at 80 columns): the
+finished states by their marks alone (`ok`, `--`, listed in help), the rest
+in three or four letters."""
 
 
 SHORT_SORT: dict[str, str] = {
@@ -61,7 +92,7 @@ def workers_label(n: int | None) -> Text:
 def counts_line(counts: dict[str, int], width: int, after: Text | None = None) -> Text:
     """Runs by status, then `after`: full words if all of it fits in
     `width`, else the short ones; cut with an ellipsis only past that."""
-    for words in (None, SHORT):
+    for words in (None, SHORT, TINY):
         line = Text(f"{sum(counts.values())} runs", style="bold")
         for status in ORDER:
             n = counts.get(status, 0)
@@ -69,7 +100,8 @@ def counts_line(counts: dict[str, int], width: int, after: Text | None = None) -
                 continue
             mark, style = RUN_MARKS[status]
             line.append(" ")
-            line.append(f"{mark} {n} {words[status] if words else status}", style=tone(style))
+            word = words[status] if words else status
+            line.append(f"{mark} {n} {word}".rstrip(), style=tone(style))
         if after is not None and after.plain:
             line.append("  ")
             line.append_text(after)
@@ -104,6 +136,12 @@ class CountsBar(Static):
     def set_workers(self, workers: int) -> None:
         if self.header is not None and self.header.workers != workers:
             self.header = replace(self.header, workers=workers)
+            self._draw()
+
+    def set_notice(self, notice: str) -> None:
+        """Say `notice` (reverse video) without waiting for the next read."""
+        if self.header is not None and self.header.notice != notice:
+            self.header = replace(self.header, notice=notice)
             self._draw()
 
     def on_resize(self) -> None:

@@ -50,7 +50,12 @@ class KeyBar(Widget):
             self.call_after_refresh(self._draw)
 
     def _draw(self) -> None:
-        key_style = self.get_component_rich_style("keybar--key", partial=True)
+        if not self.is_attached:
+            return  # its screen was closed before this draw came round
+        try:
+            key_style = self.get_component_rich_style("keybar--key", partial=True)
+        except KeyError:
+            return  # being removed: its styles are already gone
         line, spots, seen = Text(no_wrap=True, overflow="ellipsis"), [], set()
         for node, binding, _enabled, _tooltip in self.screen.active_bindings.values():
             if not binding.show or binding.action in seen:

@@ -16,7 +16,8 @@ from textual.widgets import DataTable
 from phasegate import ClaimView, RunSummary
 from phasegate.ops import safe
 
-from .._format import age, age_now, middle, plain, run_status
+from .._format import age, age_now, apart, plain, run_status, shared_ends
+from ..waits import summary_reason, waits_for_answer
 
 #: (key, label, width or None for "what is left", store order when sorted by it)
 COLUMNS: tuple[tuple[str, str, int | None, str], ...] = (
@@ -76,8 +77,9 @@ class RunsTable(DataTable[Text]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j", "cursor_down", "Down", show=False, id="runs.down"),
         Binding("k", "cursor_up", "Up", show=False, id="runs.up"),
-        Binding("g", "first", "First", show=False, id="runs.first"),
-        Binding("G", "last", "Last", show=False, id="runs.last"),
+        # "Top" and "Bottom", as the detail and help say it.
+        Binding("g", "first", "Top", show=False, id="runs.first"),
+        Binding("G", "last", "Bottom", show=False, id="runs.last"),
     ]
 
     @dataclass
@@ -99,6 +101,8 @@ class RunsTable(DataTable[Text]):
         """The columns shown and their widths (set for the terminal's width)."""
         self.marked: set[str] = set()
         """Runs the operator marked (space): their run id shows `*`."""
+        self._ends: dict[str, tuple[int, int]] = {}
+        """Each shown id's characters shared with its neighbours (`shared_ends`)."""
 
     def set_columns(self, width: int) -> None:
         self.widths = column_widths(width)
@@ -121,6 +125,8 @@ class RunsTable(DataTable[Text]):
         a second operator on which; both said first in the reason."""
         now = age_now(now)
         held, wait = claims or {}, waiting or {}
+        # What tells each id from its neighbours on the page stays when it is cut.
+        self._ends = shared_ends([safe(r.run_id) for r in rows])
         new = {r.run_id: self._cells(r, now, held.get(r.run_id), wait.get(r.run_id, "")) for r in rows}
         keys = [str(row.key.value) for row in self.ordered_rows]
         if keys == list(new) and len(new) == len(rows) and self._shown_cells.keys() == new.keys():
@@ -152,19 +158,21 @@ class RunsTable(DataTable[Text]):
 
     def _cells(self, r: RunSummary, now: float, claim: ClaimView | None = None, waiting: str = "") -> dict[str, Text]:
         id_width = self.widths.get("run_id", 22)
+        shown = safe(r.run_id)
+        ends = self._ends.get(shown, (0, 0))
         if r.run_id in self.marked:
             # A mark, not a colour: it reads the same under NO_COLOR.
-            run_id = Text("* ", style="bold") + plain(middle(safe(r.run_id), id_width - 2), style="bold")
+            run_id = Text("* ", style="bold") + plain(apart(shown, id_width - 2, *ends), style="bold")
         else:
             # Escaped before it is cut, so the cut never splits an escape.
-            run_id = plain(middle(safe(r.run_id), id_width))
+            run_id = plain(apart(shown, id_width, *ends))
         cells = {
             "run_id": run_id,
             "workflow": plain(r.workflow),
-            "status": run_status("decided" if shown_decided(r) else r.status.value),
+            "status": run_status("decided" if shown_decided(r) else r.status.value, asking=waits_for_answer(r)),
             "frontier": plain(frontier(r, self.widths.get("frontier", 14))),
             "age": Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
-            "reason": plain(r.reason or "-"),
+            "reason": plain(summary_reason(r, now) or "-"),
         }
         said = [waiting] if waiting else []
         if claim is not None:
@@ -172,7 +180,7 @@ class RunsTable(DataTable[Text]):
         if said:
             # Escaped already (`ClaimView.said`, and `waiting` by its caller): shown as plain text.
             cells["reason"] = Text("; ".join(said) + "; ", style="bold")
-            cells["reason"].append_text(plain(r.reason or "-"))
+            cells["reason"].append_text(plain(summary_reason(r, now) or "-"))
         return {k: cells[k] for k, *_rest in COLUMNS if k in self.widths}
 
     _rows_only = False

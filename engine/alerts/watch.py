@@ -24,6 +24,7 @@ from ..authoring import runbooks as _runbooks
 from ..authoring.sources import printable
 from ..engine import Engine
 from ..errors import ExitCode, StoreError
+from ..history import stops as _stops
 from ..history.stops import stop_key
 from ..observe import hooks as observing
 from ..safetext import safe
@@ -36,8 +37,9 @@ log = logging.getLogger("phasegate.watch")
 #: "Already announced" lines: shown with -v only (a restart would list every old stop).
 skip_log = logging.getLogger("phasegate.watch.skip")
 
-#: The statuses that are a stop worth telling someone about.
-STOPS = ("blocked", "failed")
+#: The statuses that are a stop worth telling someone about (a waiting run
+#: only when it waits for a person's answer, not for a time).
+STOPS = ("blocked", "failed", "waiting")
 #: A claim older than this whose watch never settled it (killed mid-send) is
 #: taken over. A watch renews its claim while it sends (`hooks.KEEPALIVE_EVERY`),
 #: so only a claim whose watch died ages this far.
@@ -59,7 +61,20 @@ def event(row: Any, where: str) -> dict[str, Any]:
     books = _runbooks.for_stop(shape, blocked, error, row.frontier_phase)
     texts = list(dict.fromkeys(b["runbook"] for b in books))
     summary = f"{row.run_id} ({row.workflow}) {row.status}: {row.attention or 'no reason recorded'}"
-    return {
+    question = _stops.asking(row)
+    asked = None
+    if question is not None:
+        summary = f"{row.run_id} ({row.workflow}) needs a person: {question.get('prompt')!s}"
+        asked = {
+            "name": safe(str(question.get("name"))),
+            "phase": safe(str(question.get("phase"))),
+            "prompt": safe(printable(str(question.get("prompt")).replace("\n", " "))[:400]),
+            "answer": safe(
+                f"phasegate decide --db {shlex.quote(where)} {shlex.quote(row.run_id)} answer"
+                f" --question {shlex.quote(str(question.get('name')))} --value JSON --reason ..."
+            ),
+        }
+    out: dict[str, Any] = {
         "run_id": safe(row.run_id),
         "workflow": safe(row.workflow),
         "status": safe(row.status),
@@ -77,6 +92,11 @@ def event(row: Any, where: str) -> dict[str, Any]:
         "runbook": safe("; ".join(texts)) if texts else None,
         "console": safe(f"phasegate console --db {shlex.quote(where)} --run {shlex.quote(row.run_id)}"),
     }
+    if asked is not None:
+        # A run that asks a person (`ctx.ask`): its question, and how to answer
+        # it (only then: a stop's event keeps the fields it always had).
+        out["question"] = asked
+    return out
 
 
 class Watch:
@@ -147,8 +167,8 @@ class Watch:
             except StoreError as exc:
                 log.warning("a run row is damaged, not announced: %s", exc.message)
                 continue
-            if row is None:
-                continue
+            if row is None or (row.status == "waiting" and _stops.asking(row) is None):
+                continue  # a timer or a rate limit is no one's to answer
             key = stop_key(row)
             if key not in self._settled:
                 stops[key] = row

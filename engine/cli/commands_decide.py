@@ -109,7 +109,7 @@ def _said(run_id: str, d: Any) -> int:
     elif d.action in (Action.PAUSE, Action.CANCEL):
         when = "asked; the run stops at its next step"
     elif d.action is Action.ANSWER:
-        when = "recorded; a worker resumes the run with it (or: phasegate resume)"
+        when = "recorded; the run goes on with it at its next start (a worker takes it up)"
     else:
         when = "recorded; it applies at the next run"
     print(f"{safe(run_id)}: {d.action} by {safe(d.operator)} {when} (decision {d.id})")

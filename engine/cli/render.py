@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,8 @@ from ..authoring.sources import CodeDiff, printable
 from ..errors import ExitCode
 from ..outcome import Outcome
 from ..safetext import safe, safe_json
+from ..states import RunStatus
+from ..timefmt import iso
 from ..views.models import ClaimView, RunSummary, RunView
 
 if TYPE_CHECKING:
@@ -101,16 +104,26 @@ def print_causes(causes: Sequence[Cause], *, as_json: bool) -> int:
     return ExitCode.OK
 
 
-def print_view(v: RunView) -> None:
-    """`status RUN`: a run's view, a labelled line per fact."""
+def print_view(v: RunView, now: float | None = None) -> None:
+    """`status RUN`: a run's view, a labelled line per fact.
+
+    Args:
+        v: The run's view.
+        now: When it was read (UNIX seconds), for the heartbeat's age; None: now.
+    """
     # Everything here was read from the store: each value goes through `safe`.
     print(f"run       {safe(v.run_id)}  ({safe(v.workflow)})")
     print(f"status    {v.status.value}" + (f"  - {safe(v.attention)}" if v.attention else ""))
+    live = v.lease.liveness if v.lease is not None else None
+    if live is not None and live.status == RunStatus.RUNNING.value:
+        # Who holds it and how lately it renewed: the README's word for "is it alive".
+        print(f"holder    {safe(live.said(time.time() if now is None else now))}")
     fr = v.frontier
     print(f"frontier  {fr.index}/{fr.of} {safe(fr.phase)} ({fr.steps_done} steps done)")
     print("phases    " + "  ".join(f"{safe(p.name)}:{p.state}" for p in v.phases))
     for b in v.blocked:
         print(f"blocked   {safe(b['kind'])}: {safe(b['detail'])}")
+    _print_waits(v)
     if v.error:
         # The status line above is shortened; the error is shown whole.
         e = v.error
@@ -143,6 +156,55 @@ def print_view(v: RunView) -> None:
     for r in v.runbooks:
         where = f" in {safe(r['phase'])}" if r.get("phase") else ""
         print(f"runbook   {safe(r['kind'])}{where}: {printable(r['runbook'])}")
+
+
+def _json_line(value: object) -> str:
+    """A stored value as one line of JSON, its text through the safe-text rule."""
+    return safe_json(json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
+def _print_waits(v: RunView) -> None:
+    """What a waiting run waits for, an operator's hold, and the questions it asked."""
+    w = v.waiting or {}
+    until = w.get("until")
+    when = iso(until) if isinstance(until, int | float) else None
+    if w.get("kind") == "timer":
+        print(f"waiting   timer {safe(w.get('name'))} until {when}; a worker resumes it then")
+    elif w.get("kind") == "retry_later":
+        tried = f" (attempt {w.get('attempt')} of {w.get('of')})" if w.get("attempt") else ""
+        print(f"waiting   until {when}: rate limited: {safe(w.get('reason'))}{tried}; a worker retries it then")
+    for q in v.questions:
+        if q.state == "open":
+            deadline = f"; no answer by {iso(q.deadline)} raises NoAnswer" if q.deadline is not None else ""
+            print(f"question  {safe(q.name)} (phase {safe(q.phase)}): {safe(q.prompt)}{deadline}")
+            if q.payload is not None:
+                print(f"payload   {_json_line(q.payload)[:400]}")
+            if q.schema is not None:
+                print(f"schema    {_json_line(q.schema)[:400]}")
+            print(
+                f"          answer: phasegate decide {safe(v.run_id)} answer --question {safe(q.name)}"
+                " --value JSON --reason ..."
+            )
+        else:
+            said = (
+                f"answered by {safe(q.answered_by)}: {_json_line(q.answer)[:200]}"
+                if q.state == "answered"
+                else "timed out"
+            )
+            print(f"question  {safe(q.name)} (phase {safe(q.phase)}) {said}")
+    h = v.held
+    if h:
+        verb = "paused" if h.get("action") == "pause" else "cancelled"
+        at = iso(h.get("at")) if isinstance(h.get("at"), int | float) else None
+        if h.get("state") == "asked":
+            print(
+                f"stopping  a {safe(h.get('action'))} asked by {safe(h.get('by'))} at {at}: it stops at its next step"
+            )
+        elif verb == "paused":
+            print(f"paused    by {safe(h.get('by'))} at {at}: {safe(h.get('reason'))}")
+            print(f"          phasegate unpause {safe(v.run_id)} --reason ... lets it go on")
+        else:
+            print(f"cancelled by {safe(h.get('by'))} at {at}: {safe(h.get('reason'))} (final)")
 
 
 def print_diffs(diffs: Sequence[CodeDiff]) -> None:

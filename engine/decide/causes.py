@@ -29,6 +29,7 @@ from .. import _json
 from ..authoring.workflow import AGE_PROBE
 from ..errors import PhasegateError, StoreError
 from ..history.seals import split_key
+from ..run.environment import describe
 from ..states import Action, BlockKind, EffectState, RunStatus
 from ..store import _rowcheck
 from ..store.store import OwnRows, Store
@@ -205,7 +206,9 @@ def _env_reasons(block: Mapping[str, Any]) -> list[Reason]:
                 Reason(
                     CauseKind.PROBE_CHANGE,
                     ("probe", probe, saved, current),
-                    f"probe {probe} changed: {_shown(saved)} -> {_shown(current)}",
+                    describe([{"probe": probe, "saved": saved, "current": current}])
+                    if isinstance(saved, dict) and isinstance(current, dict)
+                    else f"probe {probe} changed: {_shown(saved)} -> {_shown(current)}",
                 )
             )
     return out

@@ -204,6 +204,9 @@ def fit(
     pending = view.pending_decisions
 
     if act is Action.RESET:
+        if view.status is RunStatus.PAUSED:
+            # A reset starts the run over at once: that is the unpause's to say.
+            raise DecisionError(f"run {run_id!r} is paused: unpause it first (phasegate unpause), then reset it")
         if view.status is RunStatus.RESET:
             raise AlreadyDecided(f"run {run_id!r} has already been reset")
         return Fit(act)

@@ -111,7 +111,7 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
             f"Accept the changed environment ({', '.join(changed) or 'as shown'}) and continue from {view.frontier.phase}.",
             rerun=open_phases,
             kept=kept,
-            accepts=[f"{c['probe']}: {_shown(c.get('saved'))} -> {_shown(c.get('current'))}" for c in changes],
+            accepts=[_accepted(c) for c in changes],
             env_hash=env_hash(view),
         )
     if act is Action.DEGRADE:
@@ -234,6 +234,21 @@ def _redone(view: RunView, phases: list[str]) -> list[str]:
         for e in view.effects
         if e.phase in phases and e.redo_on_rewind and e.state is EffectState.DONE
     ]
+
+
+def _accepted(c: Any) -> str:
+    """`probe: saved -> current`; for an object, only its keys that moved
+    (two cut JSON texts that begin alike say nothing)."""
+    saved, current = c.get("saved"), c.get("current")
+    if isinstance(saved, dict) and isinstance(current, dict):
+        keys = sorted({*saved, *current}, key=str)
+        moved = [
+            f"{k} {_shown(saved.get(k), 40)} -> {_shown(current.get(k), 40)}"
+            for k in keys
+            if saved.get(k) != current.get(k)
+        ]
+        return f"{c['probe']}: {', '.join(moved)}"
+    return f"{c['probe']}: {_shown(saved)} -> {_shown(current)}"
 
 
 def _shown(value: Any, limit: int = 80) -> str:

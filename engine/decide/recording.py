@@ -17,7 +17,7 @@ from .. import _json
 from ..oversight.identity import Who
 from ..run import holds
 from ..run.applying import apply_reset
-from ..states import Action
+from ..states import Action, RunStatus
 from ..store.store import LEASE_CLEARED, Store
 from ..views.models import RunView
 from ..views.status import PROPOSED
@@ -135,7 +135,7 @@ def carry(
             holds.unpause(store, conn, run, now)
             continue
         if act is Action.ANSWER:
-            if not live(view):
+            if view.status is RunStatus.WAITING:
                 # A worker takes it up now (a pending decision), and the phase is handed the answer.
                 line = f"answered by {who}; a worker resumes it"
                 store.runs.update(conn, view.run_id, {"updated_at": now, "attention": line})

@@ -163,6 +163,15 @@ def describe(rows: list[dict[str, Any]]) -> str:
             parts.append(f"workflow shape changed before the frontier ({r['saved']} -> {r['current']})")
         elif r["probe"] == AGE_PROBE:
             parts.append(f"checkpoint is {r['current']} old, older than max_age {r['saved'][3:]}")
+        elif isinstance(r["saved"], dict) and isinstance(r["current"], dict):
+            # An object's keys that differ, not two cut JSON texts that look alike.
+            keys = sorted({*r["saved"], *r["current"]}, key=str)
+            moved = [
+                f"{k} {_short(r['saved'].get(k), 24)} -> {_short(r['current'].get(k), 24)}"
+                for k in keys
+                if r["saved"].get(k) != r["current"].get(k)
+            ]
+            parts.append(f"probe {r['probe']} changed: {', '.join(moved)}")
         else:
             parts.append(f"probe {r['probe']} changed: {_short(r['saved'])} -> {_short(r['current'])}")
     return "; ".join(parts)

@@ -46,7 +46,7 @@ from ..safetext import sanitised
 from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus
 from ..store.store import Store
 from ..waits import RetryLater
-from . import environment, holds, parking, traceid
+from . import environment, holds, parking, takeover, traceid
 from .applying import DecisionApplier
 from .asynccontext import AsyncPhaseContext
 from .asyncdriver import PhaseLoop
@@ -278,6 +278,7 @@ class Runner:
                 values["attention"] = ""  # where an earlier stop left it: history once resumed
             if self.target and not row.target:
                 values["target"] = self.target
+            takeover.record(row, held, now, self.notes, values)  # issue 28: a dead holder's run taken over, said
             self.store.runs.update(conn, self.run_id, values)
             return row
 

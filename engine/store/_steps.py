@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, delete, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.engine import Connection, Row
 
 from . import _rowcheck
@@ -24,6 +24,20 @@ class Steps:
         if phase is not None:
             q = q.where(steps.c.phase == phase)
         return _rowcheck.check_all(steps, conn.execute(q.order_by(steps.c.id)))
+
+    def counts(self, conn: Connection, frontiers: Sequence[tuple[str, str]]) -> dict[str, int]:
+        """Steps recorded (not discarded) in each (run id, phase): how far a
+        running run has got into its frontier phase. The run row's own count
+        moves only at a checkpoint (a step's commit leaves the row alone)."""
+        if not frontiers:
+            return {}
+        cond = or_(*(and_(steps.c.run_id == r, steps.c.phase == p) for r, p in frontiers))
+        q = (
+            select(steps.c.run_id, func.count())
+            .where(cond, steps.c.discarded == False)  # noqa: E712
+            .group_by(steps.c.run_id)
+        )
+        return {str(r): int(n) for r, n in conn.execute(q)}
 
     def discard(self, conn: Connection, run_id: str, phases: Sequence[str] | None) -> None:
         """Mark the steps of these phases (None: of every phase) discarded:

@@ -17,7 +17,8 @@ from ..run.lease import HolderState, holder_name, holder_state
 from ..shapes import BlockedReason, EffectRow, EnvCheck, IntegrityReason, ReconcileAnswer, RunError
 from ..states import PhaseState, RunStatus
 from ..timefmt import iso
-from .models import DecisionView, EffectView, LeaseView, OutputView, PhaseView, RunView
+from .liveness import Liveness
+from .models import RESULT_SHOWN, DecisionView, EffectView, LeaseView, OutputView, PhaseView, RunView
 from .questions import questions_of
 from .status import effect_state, effective_status, shown_state, status_text
 
@@ -34,6 +35,21 @@ def _reconcile_answer(text: str | None) -> ReconcileAnswer | None:
     if not isinstance(got, dict):
         return {"answer": "unreadable", "why": "the stored answer is not an object"}
     return cast(ReconcileAnswer, got)
+
+
+def _result(e: EffectRow) -> dict[str, str | None]:
+    """An effect's recorded result for its view: the stored JSON text when
+    small and readable, else its hash; nothing while it is not done."""
+    text = getattr(e, "result_json", None)
+    if e.state != "done" or text is None:
+        return {}
+    if len(text.encode()) <= RESULT_SHOWN:
+        try:
+            _json.loads(text)
+            return {"result_text": text}
+        except ValueError:
+            pass  # damaged: its hash says which bytes are there, never parsed
+    return {"result_hash": getattr(e, "result_hash", None) or _json.sha256(text)}
 
 
 def _integrity(verified: chain.Verified, blocked: Sequence[BlockedReason]) -> list[IntegrityReason]:
@@ -116,6 +132,7 @@ def build(
             confirmed_by=e.confirmed_by,
             reconcile=_reconcile_answer(getattr(e, "reconcile_json", None)),
             redo_on_rewind=bool(getattr(e, "redo_on_rewind", False)),
+            **_result(e),
         )
         for e in effects
     )
@@ -142,6 +159,7 @@ def build(
             alive=alive,
             heartbeat_at=iso(run.heartbeat_at),
             state=held,
+            liveness=Liveness.from_row(run),
         )
     attention = status_text(status, run.attention or "")
     waiting = None

@@ -9,6 +9,7 @@ first look. A damaged row is a line that says so, never an error.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from .._host import HOST
@@ -71,12 +72,19 @@ def page(
             inclusive=inclusive,
             backward=backward,
         )
-    if offset:
-        keyed = keyed[:-offset] if backward else keyed[offset:]
+        if offset:
+            keyed = keyed[:-offset] if backward else keyed[offset:]
+        # A running run's steps since its last checkpoint: its row counts
+        # them only at the next one, and a live run must not look stuck.
+        running = [(r.run_id, r.frontier_phase) for r, _k in keyed if r.status == "running" and r.frontier_phase]
+        live_steps = store.steps.counts(conn, running) if running else {}
     out = []
     for r, key in keyed:
         try:
-            out.append(RunSummary.from_row(_rowcheck.check(r), now, key))
+            line = RunSummary.from_row(_rowcheck.check(r), now, key)
+            if live_steps.get(line.run_id, 0) > line.steps_done:
+                line = replace(line, steps_done=live_steps[line.run_id])
+            out.append(line)
         except StoreError as exc:
             out.append(RunSummary.damaged(r, exc.message, key))
     return out

@@ -6,7 +6,7 @@ Built from the store alone: a run's by `build.build`, a line by
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from .. import _json
@@ -18,6 +18,7 @@ from ..safetext import safe
 from ..shapes import BlockedReason, EnvCheck, IntegrityReason, ReconcileAnswer, RunError
 from ..states import ActionName, EffectState, PhaseState, RunStatus
 from ..timefmt import iso
+from .liveness import Liveness
 from .status import EXPIRED, NEEDS_ATTENTION, PROPOSED, effective_status, status_text
 
 
@@ -51,13 +52,33 @@ class RunSummary:
     """An operator's decision waits to be carried out (at the run's next start)."""
     sort_key: tuple[Any, ...] = ()
     """Its place in the order it was listed in: `Engine.runs(after=...)` pages on from it."""
+    liveness: Liveness | None = None
+    """The stored status and lease it was judged from, to judge it again (`at`)."""
     waiting_for: str | None = None
     """For a waiting run, what it waits for (`WaitKind`: answer, timer, retry_later); else None."""
+    prompt: str | None = None
+    """For a run waiting for an answer, its question's prompt (as stored); else None."""
 
     @property
     def needs_attention(self) -> bool:
         """Blocked, failed, interrupted or stalled, or waiting for a person's answer: a person is needed."""
         return self.status in NEEDS_ATTENTION or (self.status is RunStatus.WAITING and self.waiting_for == "answer")
+
+    def at(self, now: float) -> RunSummary:
+        """The line with its status judged again at `now`, from the lease it
+        was read with (no store read: a lease lapses, a process dies, and
+        neither writes anything).
+
+        Args:
+            now: UNIX seconds.
+
+        Returns:
+            This line, or a copy with the status it has at `now`.
+        """
+        if self.liveness is None:
+            return self
+        status = self.liveness.status_at(now)
+        return self if status is self.status else replace(self, status=status)
 
     @property
     def reason(self) -> str:
@@ -119,10 +140,12 @@ class RunSummary:
         # A checked row's reasons are objects, each with a text kind (`_rowcheck`).
         blocked: list[BlockedReason] = _json.loads(row.blocked_json or "[]")
         status = effective_status(row, now)
-        waiting_for = None
+        waiting_for = prompt = None
         if status is RunStatus.WAITING:
             w = _json.loads(getattr(row, "waiting_json", None) or "{}")
             waiting_for = str(w.get("kind")) if isinstance(w, dict) and w.get("kind") else None
+            q = w.get("question") if isinstance(w, dict) else None
+            prompt = str(q.get("prompt")) if waiting_for == "answer" and isinstance(q, dict) else None
         return cls(
             run_id=row.run_id,
             workflow=row.workflow,
@@ -137,7 +160,9 @@ class RunSummary:
             blocked_kinds=tuple(b["kind"] for b in blocked),
             pending_decision=bool(getattr(row, "pending_decision", False)),
             sort_key=sort_key,
+            liveness=Liveness.from_row(row),
             waiting_for=waiting_for,
+            prompt=prompt,
         )
 
 
@@ -167,6 +192,10 @@ class PhaseView:
     def done(self) -> bool:
         """Done, whole or degraded: a rewind can re-open it."""
         return self.state in (PhaseState.DONE, PhaseState.DEGRADED)
+
+
+RESULT_SHOWN = 1024
+"""Bytes of an effect's recorded result shown whole; past that, its hash."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +228,11 @@ class EffectView:
     """The last answer of its reconcile hook (answer, why, at), if it was asked."""
     redo_on_rewind: bool = False
     """A rewind or reset that re-opens its phase gives it a new key, so the target acts again."""
+    result_text: str | None = None
+    """Its recorded result as stored JSON text, when done and at most
+    `RESULT_SHOWN` bytes (`status --json` prints it parsed, as `result`)."""
+    result_hash: str | None = None
+    """The SHA-256 of a recorded result larger than that (its value is left out)."""
 
 
 @dataclass(frozen=True)
@@ -276,6 +310,8 @@ class LeaseView:
     """The holder's last renewal."""
     state: HolderState = HolderState.LIVE
     """live, stalled (alive on this host, past its lease) or gone."""
+    liveness: Liveness | None = None
+    """The stored status and lease columns it was judged from (not in the JSON; `RunView.at`)."""
 
 
 def _waiting_json(waiting: dict[str, Any]) -> dict[str, Any]:
@@ -521,6 +557,27 @@ class RunView:
         """Decisions waiting for a second operator."""
         return tuple(d for d in self.decisions if d.proposed)
 
+    def at(self, now: float) -> RunView:
+        """The view with its status and holder judged again at `now`, from
+        the lease it was read with (no store read). What else a holder's death
+        changes (an effect in flight becoming in doubt) needs a fresh read: a
+        caller that sees the status move reads the run again.
+
+        Args:
+            now: UNIX seconds.
+
+        Returns:
+            This view, or a copy with the status and lease state of `now`.
+        """
+        lease = self.lease
+        if lease is None or lease.liveness is None:
+            return self
+        status, held = lease.liveness.status_at(now), lease.liveness.holder_at(now)
+        if status is self.status and held is lease.state:
+            return self
+        fresh = replace(lease, state=held, alive=held is HolderState.LIVE)
+        return replace(self, status=status, lease=fresh, attention=status_text(status, self.attention))
+
     @property
     def needs_attention(self) -> bool:
         """Blocked, failed, interrupted or stalled: a person is needed."""
@@ -566,8 +623,16 @@ class RunView:
                 del eff["reconcile"]
             if not eff["redo_on_rewind"]:
                 del eff["redo_on_rewind"]
-        if d["lease"] is not None and d["lease"]["state"] != HolderState.STALLED.value:
-            del d["lease"]["state"]  # said only when it says more than `alive`
+            # Added with issue 28, shown only when recorded: what the effect returned.
+            text = eff.pop("result_text")
+            if text is not None:
+                eff["result"] = _json.loads(text)
+            if eff["result_hash"] is None:
+                del eff["result_hash"]
+        if d["lease"] is not None:
+            del d["lease"]["liveness"]  # the inputs of `alive` and `state`, already said
+            if d["lease"]["state"] != HolderState.STALLED.value:
+                del d["lease"]["state"]  # said only when it says more than `alive`
         for k in ("created_at", "updated_at", "last_checkpoint_at"):
             d[k] = iso(d[k])
         # Added with format 6 (waits and holds): present only when there is something to say.

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _json
-from .._host import HOST, new_owner, pid_alive
+from .._host import HOST, new_owner, pid_alive, set_role
 from ..store.store import Store
 from ..timefmt import iso
 
@@ -195,6 +195,7 @@ class Beacon:
     def start(self) -> None:
         """The first beat, then old rows pruned, then the timer. A store that
         cannot be written now is said once; the timer tries again."""
+        set_role("worker")  # a run this process takes over says a worker did
         try:
             self.beat()
             with self.store.write() as conn:

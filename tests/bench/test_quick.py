@@ -58,6 +58,8 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
         "PostgreSQL runs drained",
         "decide --cause",
         "async ctx.step overhead",
+        "pause of a live run",
+        "cancel of a live run",
         "20 concurrent durable steps",
         "fan-out of 20 effects",
         "keyed seal",

@@ -3,6 +3,7 @@ an app over it with a frozen clock, and a way to wait until the app is idle."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +23,15 @@ def anyio_backend() -> str:
 @pytest.fixture(autouse=True)
 def _operator(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PHASEGATE_OPERATOR", fixtures.OPERATOR)
+
+
+@pytest.fixture(autouse=True)
+def _importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A resume the console starts has nothing of the console's folder on its
+    # path (`-P`, #28): the fixture's module target (`tests.console.wf`) is
+    # importable from PYTHONPATH, as a user's own package would be.
+    root = str(Path(__file__).resolve().parents[2])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
 
 
 @pytest.fixture(scope="session")

@@ -36,14 +36,21 @@ async def open_detail(pilot: Any, run_id: str) -> DetailScreen:
 
 
 async def decide(
-    pilot: Any, key: str, reason: str, *, before_enter: tuple[str, ...] = (), typed: str | None = None
+    pilot: Any,
+    key: str,
+    reason: str,
+    *,
+    before_enter: tuple[str, ...] = (),
+    typed: str | None = None,
+    first: str = "reason",
 ) -> None:
     """Open the action's modal, give the reason, confirm; `typed`: the run id,
-    for the actions that ask for it typed out."""
+    for the actions that ask for it typed out; `first`: the field the focus
+    starts in (a confirmation's result, #28)."""
     await pilot.press(key)
     await settle(pilot)
     assert isinstance(pilot.app.screen, ActionModal), f"{key} opened no modal"
-    assert pilot.app.focused.id == "reason"
+    assert pilot.app.focused.id == first
     await pilot.press(*before_enter)
     await pilot.press(*reason)
     await pilot.press("enter")
@@ -71,8 +78,8 @@ ROUNDS = {
         (fx.ENV_MISMATCH, "a", "approve", ()),
         (fx.INTEGRITY, "d", "degrade", ()),
         (fx.BELOW_FLOOR, "d", "degrade", ()),
-        # the result field sits above the reason: shift+tab to it, tab back
-        (fx.IN_DOUBT, "c", "confirm_effect", ("shift+tab", *'{"charge_id": "ch-1"}', "tab")),
+        # the focus starts in the result (a sibling's result in it as a template): cleared, typed, tab to the reason
+        (fx.IN_DOUBT, "c", "confirm_effect", ("ctrl+u", *'{"charge_id": "ch-1"}', "tab")),
     ],
     "second": [
         (fx.ENV_MISMATCH, "w", "rewind", ("up",)),
@@ -90,7 +97,8 @@ async def test_decisions_land_in_store(store: Path, make_app: Any, round_: str) 
             assert key in offered(app)
             # A retry against a target that does not deduplicate is typed out (#17).
             typed = run_id if action == "retry_effect" else None
-            await decide(pilot, key, f"checked {action}", before_enter=choose, typed=typed)
+            first = "result" if action == "confirm_effect" else "reason"
+            await decide(pilot, key, f"checked {action}", before_enter=choose, typed=typed, first=first)
             assert isinstance(app.screen, DetailScreen)
             # the screen shows it at once
             assert any(d.action == action for d in app.screen.run_view.pending_decisions)
@@ -115,8 +123,21 @@ async def test_confirm_asks_for_the_effects_result_as_json(store: Path, make_app
     app = make_app(store)
     async with app.run_test(size=(100, 30)) as pilot:
         await open_detail(pilot, fx.IN_DOUBT)
-        await decide(pilot, "c", "seen in the gateway")
-        # not confirmed: no result yet; focus went to its field
+        # The focus starts in the result, its label stays above it, and the
+        # sibling charge's recorded result is offered as the template (#28).
+        await pilot.press("c")
+        await settle(pilot)
+        modal = app.screen
+        assert isinstance(modal, ActionModal)
+        assert "result: the JSON the outside system returned" in str(modal.query_one("#result-label").render())
+        assert "reason (kept in the decision log)" in str(modal.query_one("#reason-label").render())
+        assert app.focused.id == "result"
+        template = modal.query_one("#result").value
+        assert json.loads(template) == {"amount": 200, "charge_id": "ch-inv-0"}
+        assert "template: what charge:inv-0 recorded; edit it" in str(modal.query_one("#template").render())
+        # Emptied, then the reason given: not confirmed, no result; the focus goes back to it.
+        await pilot.press("ctrl+u", "tab", *"seen in the gateway", "enter")
+        await settle(pilot)
         assert isinstance(app.screen, ActionModal)
         assert app.focused.id == "result"
         assert "result is required" in str(app.screen.query_one("#problem").render())
@@ -201,11 +222,11 @@ async def test_escape_cancels_and_records_nothing(store: Path, make_app: Any) ->
 @pytest.mark.parametrize(
     ("run_id", "absent"),
     [
-        (fx.ENV_MISMATCH, "dct"),  # env mismatch: approve, rewind, reset (and prune)
-        (fx.INTEGRITY, "actpw"),
+        (fx.ENV_MISMATCH, "dct"),  # env mismatch: approve, rewind, reset (and prune, pause, cancel)
+        (fx.INTEGRITY, "actw"),
         (fx.IN_DOUBT, "ad"),
         (fx.INTERRUPTED, "adct"),
-        (fx.RUNNING, "adwrctp"),  # a live run: nothing to decide
+        (fx.RUNNING, "adwrcti"),  # a live run: nothing to decide (it can be paused or cancelled)
     ],
 )
 async def test_unfitting_actions_are_not_offered(store: Path, make_app: Any, run_id: str, absent: str) -> None:
@@ -220,10 +241,14 @@ async def test_unfitting_actions_are_not_offered(store: Path, make_app: Any, run
             assert isinstance(app.screen, DetailScreen), f"{key} opened {app.screen}"
         # The palette offers exactly the actions the footer offers: none of
         # the unfitting ones, and every fitting one.
-        by_key = {spec.key: spec for spec in ACTIONS}
+        # (A key may carry several actions: p pauses, unpauses or prunes, whichever fits.)
+        by_key: dict[str, set[str]] = {}
+        for spec in ACTIONS:
+            by_key.setdefault(spec.key, set()).add(f"run: {spec.label}")
         palette = {c.title for c in app.get_system_commands(app.screen) if c.title.startswith("run: ")}
-        assert not palette & {f"run: {by_key[k].label}" for k in absent}, palette
-        assert palette == {f"run: {by_key[k].label}" for k in keys & by_key.keys()}
+        assert not palette & {label for k in absent for label in by_key[k]}, palette
+        assert palette <= {label for k in keys & by_key.keys() for label in by_key[k]}, palette
+        assert all(palette & by_key[k] for k in keys & by_key.keys()), palette
     assert pending(store, run_id) == ()
 
 

@@ -58,7 +58,9 @@ def test_detail(store: Path, make_app: Any, snap_compare: Any, kind: str, size: 
 def test_modal(
     store: Path, make_app: Any, snap_compare: Any, action: str, run_id: str, key: str, size: tuple[int, int]
 ) -> None:
-    assert snap_compare(make_app(store), terminal_size=size, run_before=_detail(run_id, (key, *"checked")))
+    # A confirmation's focus starts in its result (#28): tab to the reason.
+    keys = (key, "tab", *"checked") if action == "confirm_effect" else (key, *"checked")
+    assert snap_compare(make_app(store), terminal_size=size, run_before=_detail(run_id, keys))
 
 
 def test_help(store: Path, make_app: Any, snap_compare: Any) -> None:

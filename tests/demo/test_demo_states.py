@@ -214,7 +214,18 @@ def test_store_gauges_match_status_json(demo: tuple[Path, Any, list[dict[str, An
     by_status: dict[str, int] = {}
     for r in runs:
         by_status[r["status"]] = by_status.get(r["status"], 0) + 1
-    for s in ("completed", "failed", "blocked", "interrupted", "running", "stalled", "reset"):
+    for s in (
+        "completed",
+        "failed",
+        "blocked",
+        "interrupted",
+        "running",
+        "stalled",
+        "reset",
+        "waiting",
+        "paused",
+        "cancelled",
+    ):
         assert got[("phasegate_runs", (("status", s),))] == by_status.get(s, 0), s
     kinds: dict[str, int] = {}
     for r in runs:
@@ -227,10 +238,27 @@ def test_store_gauges_match_status_json(demo: tuple[Path, Any, list[dict[str, An
     proposed = sum(d["state"] == "proposed" for r in runs for d in r["decisions"])
     assert got[("phasegate_proposals_unanswered", ())] == proposed
     # The oldest blocked or failed run with no decision waiting: its age, give or take the scrape's moment.
-    waiting = [r for r in runs if r["status"] in ("blocked", "failed") and not r["pending_decisions"]]
+    asking = [
+        r for r in runs if r["status"] == "waiting" and r["waiting"]["kind"] == "answer" and not r["pending_decisions"]
+    ]
+    waiting = [r for r in runs if (r["status"] in ("blocked", "failed") or r in asking) and not r["pending_decisions"]]
     assert waiting
     from datetime import datetime
 
     oldest = min(datetime.fromisoformat(r["updated_at"]).timestamp() for r in waiting)
     assert abs(got[("phasegate_oldest_needing_person_seconds", ())] - (time.time() - oldest)) < 120
-    assert got[("phasegate_runs_waiting_for_answer", ())] == 0
+    assert asking, "the demo has a run waiting for an answer"
+    assert got[("phasegate_runs_waiting_for_answer", ())] == len(asking)
+
+
+def test_runs_that_wait_one_paused_and_one_cancelled(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    """#27: the approvals agent's runs: one waits for a person's answer, one on
+    a rate limit, one on a timer; one was paused and one cancelled by an operator."""
+    runs = demo[2]
+    waiting = {r["waiting"]["kind"]: r for r in runs if r["status"] == "waiting"}
+    assert set(waiting) == {"answer", "timer", "retry_later"}
+    question = waiting["answer"]["waiting"]["question"]
+    assert question["name"] == "approve_tool_call" and question["payload"]["risk"] == "high"
+    assert "429 from the model API" in waiting["retry_later"]["waiting"]["reason"]
+    statuses = [r["status"] for r in runs]
+    assert statuses.count("paused") == 1 and statuses.count("cancelled") == 1

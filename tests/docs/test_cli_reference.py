@@ -74,9 +74,10 @@ def test_the_page_is_read() -> None:
 
 
 def test_the_exit_codes_table_is_exit_code() -> None:
-    """The page's exit codes are `ExitCode`'s numbers, each once."""
+    """The page's exit codes, and the README's, are `ExitCode`'s numbers, each once."""
     from phasegate import ExitCode
 
-    section = PAGE.read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
-    listed = [int(m) for m in re.findall(r"^\| (\d+) \|", section, re.M)]
-    assert listed == sorted(int(c) for c in ExitCode)
+    for page in (PAGE, PAGE.parents[2] / "README.md"):
+        section = page.read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+        listed = [int(m) for m in re.findall(r"^\| (\d+) \|", section, re.M)]
+        assert listed == sorted(int(c) for c in ExitCode), page

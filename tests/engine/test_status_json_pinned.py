@@ -32,4 +32,8 @@ def test_status_json_of_every_demo_run_is_unchanged(tmp_path: Path) -> None:
             got = eng.status(run_id).to_json()
             # Added in format 4 (#13): who claimed the run; nobody in a 0.1 store.
             assert got.pop("claim") is None, run_id
+            for eff in got["effects"]:
+                # Added with #28: what a done effect returned (or its hash, when large).
+                assert ("result" in eff or "result_hash" in eff) == (eff["state"] == "done"), run_id
+                eff.pop("result", None), eff.pop("result_hash", None)
             assert json.dumps(got, indent=2, ensure_ascii=False) == text, run_id

@@ -344,3 +344,18 @@ def test_bad_waits_are_one_line_each(h, tmp_path: Path):
         assert p.returncode == 2, (args, p)
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, (args, p)
     assert h.cli("pause", "nosuch", "--reason", "r").returncode == 2
+
+
+def test_an_async_phase_asks_two_questions_at_once_and_gets_both_answers(h):
+    assert start(h, "refund_async", "a1", order="E-5").returncode == 5
+    s = h.status("a1")
+    assert sorted(q["name"] for q in s["questions"]) == ["approve_refund", "note"]
+    assert all(q["state"] == "open" for q in s["questions"])
+    ok = h.decide("a1", "answer", "--question", "approve_refund", "--value", '{"approved": false, "amount": 200}')
+    assert ok.returncode == 0, ok
+    assert h.resume("a1").returncode == 5  # still waiting: for the other question
+    assert h.status("a1")["waiting"]["question"]["name"] == "note"
+    assert h.decide("a1", "answer", "--question", "note", "--value", '"sorry"').returncode == 0
+    done = h.resume("a1")
+    assert done.returncode == 0, done
+    assert names(h).count("read_claim") == 1 and "answered Approval False sorry" in names(h)

@@ -261,3 +261,23 @@ def test_watch_without_a_hook_is_one_line(tmp_path: Path) -> None:
     assert p.returncode == 2 and "--exec" in p.stderr and p.stderr.count("\n") == 1, p
     p = h.cli("watch", "--once", "--webhook", "ftp://user:pw@example.com/x")
     assert p.returncode == 2 and "user:pw" not in p.stderr, p
+
+
+def test_a_run_that_asks_a_person_is_announced_once_and_a_timer_is_not(h: Harness, hook: Hook) -> None:
+    waits = f"{ROOT / 'tests' / 'workflows' / 'waits.py'}"
+    park = {"PHASEGATE_PARK_SECONDS": "0.5"}
+    w = WatchProc(h, "--webhook", hook.url)
+    wait_for(lambda: "watching" in w.log(), "the watch to start")
+    asked = h.cli("run", f"{waits}:refund", "--run-id", "q1", "--input", json.dumps({"order": "Q-1"}), env=park)
+    timer = h.cli("run", f"{waits}:timer", "--run-id", "t1", "--input", json.dumps({"seconds": 3600}), env=park)
+    assert asked.returncode == 5 and timer.returncode == 5, (asked, timer)
+    ev = wait_for(lambda: _events_for(hook, "q1"), "the question's alert")[0]
+    assert ev["status"] == "waiting" and "needs a person: Refund 200 EUR for order Q-1?" in ev["summary"]
+    assert ev["question"]["name"] == "approve_refund" and ev["console"].endswith("--run q1")
+    assert "answer --question approve_refund" in ev["question"]["answer"]
+    # Resumed early, it parks on the same question again: not a new stop.
+    assert h.resume("q1", env=park).returncode == 5
+    assert h.run("r9").returncode == 0  # something the watch reads after that
+    time.sleep(1.0)
+    assert w.stop() == 0, w.log()
+    assert [e["run_id"] for e in hook.events()] == ["q1"], hook.events()

@@ -125,3 +125,23 @@ async def awork(ctx: AsyncPhaseContext) -> dict[str, Any]:
     for i in range(ctx.inputs["steps"]):
         await ctx.step(f"tick:{i}", tick, i, durable=True)
     return {"ticks": ctx.inputs["steps"]}
+
+
+refund_async = Workflow("refund_async")
+
+
+@refund_async.phase()
+async def adecide(ctx: AsyncPhaseContext) -> dict[str, Any]:
+    async def read_claim() -> dict[str, Any]:
+        trace("read_claim")
+        return {"order": ctx.inputs["order"], "amount": 200}
+
+    claim = await ctx.step("read_claim", read_claim, durable=True)
+    # Two questions at once: the run parks on the first it meets, and both are recorded.
+    ok, note = await asyncio.gather(
+        ctx.ask("approve_refund", f"Refund {claim['amount']} EUR?", Approval, payload=claim),
+        ctx.ask("note", "Anything to tell the customer?", str),
+    )
+    await ctx.sleep("settle", 0.05)  # short: slept in the process
+    trace(f"answered {type(ok).__name__} {ok.approved} {note}")
+    return {"approved": ok.approved, "note": note}
