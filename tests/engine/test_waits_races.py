@@ -106,11 +106,6 @@ def test_an_answer_recorded_while_the_worker_runs_the_run_is_not_lost(h):
     assert "answers True False" in names(h)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the retry's wait lives only in waiting_json, which the start clears: an execution that ends before "
-    "it meets the retry (killed, paused, stopped) forgets it, and the next calls the API early, from attempt 1",
-)
 def test_a_rate_limit_wait_survives_an_early_resume_killed_before_its_retry(h):
     counter = h.tmp / "calls.txt"
     assert _review(h, "slow_limited", "l1", counter=str(counter), times=1, after=3600).returncode == 5
