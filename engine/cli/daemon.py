@@ -90,11 +90,15 @@ class Worker:
         self._stop = threading.Event()
         self._halt = StopRequest()
         """Given to every run it resumes: a signal stops each at its next step."""
-        #: run id -> the run's `updated_at` after this worker last handled it.
-        #: A run is not picked up again until something changes it (a new
-        #: decision, a reset, another process), so a run that stays blocked is
-        #: not re-run in a tight loop.
-        self._handled: dict[str, float] = {}
+        #: run id -> the run's `updated_at` after this worker last handled it,
+        #: and its last decision before. A run is not picked up again until
+        #: something changes it (a new decision, a reset, another process), so
+        #: a run that stays blocked is not re-run in a tight loop. The last
+        #: decision as the run was taken up: one recorded while it ran (an
+        #: answer to its other question) leaves `updated_at` to the run's end.
+        #: And when: a parked run is looked at again once its wake time comes,
+        #: if that was after (a due run it could not resume is not retried at every look).
+        self._handled: dict[str, tuple[Any, Any, float]] = {}
         self._warned: set[str | tuple[str, str]] = set()
         self.handled = 0
         """Runs resumed since the worker started (for tests and the final log line)."""
@@ -140,7 +144,9 @@ class Worker:
                     log.warning("run %s: its holder %s is stalled; leaving it", r.run_id, holder_name(r))
                 continue
             due = r.status == RunStatus.WAITING.value and r.wake_at is not None and r.wake_at <= now
-            if self._handled.get(r.run_id) == r.updated_at and not due:
+            seen = self._handled.get(r.run_id)
+            woke = due and (seen is None or r.wake_at > seen[2])
+            if seen is not None and seen[:2] == (r.updated_at, r.decisions_last) and not woke:
                 continue  # nothing changed since this worker last ran it (a parked run's time may have come)
             if not r.target:
                 if r.run_id not in self._warned:
@@ -229,7 +235,7 @@ class Worker:
         with self._lock:
             self.handled += 1
             if after is not None and not retry:
-                self._handled[row.run_id] = after.updated_at
+                self._handled[row.run_id] = (after.updated_at, row.decisions_last, eng.clock())
         return outcome
 
     @staticmethod

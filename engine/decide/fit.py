@@ -182,6 +182,9 @@ def fit(
             _q, said = _answers.fit_answer(view, question, value, time.time() if now is None else now)
             return Fit(act, None, None, said)
         return _fit_hold(view, act)
+    if act is Action.RESET and view.status is RunStatus.PAUSED:
+        # A reset takes effect at once: it would start the run over past its pause.
+        raise DecisionError(f"run {run_id!r} is paused; unpause it before a reset (or cancel it)")
     if view.lease is not None and view.lease.alive:
         raise DecisionError(f"run {run_id!r} is running (held by {view.lease.holder}); decide once it stops")
     # An option the action does not take is refused, not silently recorded.

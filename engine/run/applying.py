@@ -123,8 +123,10 @@ def apply_reset(store: Store, conn: Any, run: Any, *, pending: Sequence[int], wh
             "steps_done": 0,
             "blocked_json": "[]",
             "error_json": None,
-            "wake_at": None,
+            # A pause or cancel asked of it (its decision void above) and what it waited for go with the rest.
+            "held_json": None,
             "waiting_json": None,
+            "wake_at": None,
             "updated_at": now,
             "attention": f"reset by {who}: waiting to start over from its original inputs",
         },

@@ -38,6 +38,11 @@ ASKED, IN_FORCE = "asked", "in_force"
 #: 100 ms stops within a second of a pause (bench: "pause reaches a live run").
 POLL_SECONDS = 0.2
 
+#: The statuses a pause takes effect on (at once, or at the run's end), which an unpause restores.
+_RESTORED = frozenset(
+    s.value for s in (RunStatus.RUNNING, RunStatus.WAITING, RunStatus.BLOCKED, RunStatus.FAILED, RunStatus.RESET)
+)
+
 #: The columns a pause sets aside and an unpause restores.
 _KEPT = ("status", "wake_at", "waiting_json", "attention")
 
@@ -102,13 +107,30 @@ def read(text: str | None) -> Hold | None:
             int(d["decision"]) if d.get("decision") is not None else None,
             was if isinstance(was, dict) else None,
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
 
 
 def ask(store: Store, conn: Any, run_id: str, hold: Hold, now: float) -> None:
-    """Ask a running run to stop for this hold at its next step (in the recording transaction)."""
+    """Ask a running run to stop for this hold at its next step (in the
+    recording transaction). A hold asked before it and not yet met (a pause,
+    then a cancel) is void: it is never met now."""
+    before = read(store.runs.held(conn, run_id))
+    if before is not None and before.state == ASKED:
+        settle(store, conn, run_id, before, "void", now)
     store.runs.update(conn, run_id, {"held_json": _json.dumps(hold.as_dict()), "updated_at": now})
+
+
+def settle(store: Store, conn: Any, run_id: str, hold: Hold, state: str, now: float) -> None:
+    """Settle the hold's decision `state` (applied or void): only when it is
+    this run's own pending decision of the hold's action. The id comes from
+    the run row's `held_json`, which is untrusted: an edited row must not
+    settle another run's decision, or one already settled."""
+    if hold.decision is None:
+        return
+    for d in store.decisions.of_run(conn, run_id):
+        if int(d.id) == hold.decision and d.action == hold.action.value and d.state == "pending":
+            store.decisions.settle(conn, hold.decision, state, now)
 
 
 def _was(values: dict[str, Any]) -> dict[str, Any]:
@@ -149,16 +171,19 @@ def unpause(store: Store, conn: Any, run: Any, now: float) -> str:
     """Put a paused run back where it was, or withdraw a pause asked of a
     running run (its decision void). Returns the status it is back in."""
     hold = read(run.held_json)
-    if hold is None:
+    if hold is None and run.status != RunStatus.PAUSED.value:
         return str(run.status)
-    if hold.state == ASKED:
-        if hold.decision is not None:
-            store.decisions.settle(conn, hold.decision, "void", now)
+    if hold is not None and hold.state == ASKED:
+        settle(store, conn, run.run_id, hold, "void", now)
         store.runs.update(conn, run.run_id, {"held_json": None, "updated_at": now})
         return str(run.status)
-    was = hold.was or {}
+    # Paused with no hold this engine can read: let go on as an interrupted run.
+    was = (hold.was if hold is not None else None) or {}
     status = str(was.get("status") or RunStatus.RUNNING.value)
-    if status not in {s.value for s in RunStatus} or status in (RunStatus.PAUSED, RunStatus.CANCELLED):
+    waits = isinstance(was.get("waiting_json"), str)
+    # Only what a pause sets aside (a stopped run's status; a waiting run's
+    # wait with it): anything else is no status `held_json` may restore.
+    if status not in _RESTORED or (status == RunStatus.WAITING.value and not waits):
         status = RunStatus.RUNNING.value  # no lease: an interrupted run, which a resume takes up
     values: dict[str, Any] = {
         **LEASE_CLEARED,
@@ -180,14 +205,12 @@ def at_end(
     `values`: what it records instead (in the runner's last transaction,
     `values` changed in place). A completed run completes; the hold is void."""
     if status is RunStatus.COMPLETED:
-        if hold.decision is not None:
-            store.decisions.settle(conn, hold.decision, "void", now)
+        settle(store, conn, run_id, hold, "void", now)
         values["held_json"] = None
         return status
     was = _was({**values, "status": status.value})
     values.update(in_force(hold, was, now))
-    if hold.decision is not None:
-        store.decisions.settle(conn, hold.decision, "applied", now)
+    settle(store, conn, run_id, hold, "applied", now)
     if hold.action is Action.CANCEL:
         for d in store.decisions.of_run(conn, run_id):
             if d.state in ("pending", "proposed") and int(d.id) != hold.decision:

@@ -132,7 +132,7 @@ class Parking:
             try:
                 detail = _json.loads(d.detail_json or "{}")
                 key = (str(detail["phase"]), str(detail["question"]), float(detail["asked_at"]))
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, OverflowError):
                 continue  # not an answer this engine wrote: nothing to hand a phase
             out[key] = Answer(int(d.id), detail.get("value"), str(d.operator))
         return out
@@ -185,6 +185,9 @@ class Parking:
         """
         calls.check_stop()
         validate_name("question", name)
+        if "/" in name:
+            # An answer names its question NAME or PHASE/NAME (decide/answers.py).
+            raise UsageError(f"question {name!r}: a question's name has no '/' (an answer names it PHASE/NAME)")
         if not isinstance(prompt, str) or not prompt.strip():
             raise UsageError(f"ask {name!r}: the prompt is the question a person reads; give it as text")
         if timeout is not None:
@@ -260,7 +263,7 @@ class Parking:
             return None
         try:
             attempt, until = int(w["attempt"]), float(w["until"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             self.resumed = None
             return None
         left = until - self.clock()

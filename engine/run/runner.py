@@ -43,7 +43,7 @@ from ..ids import validate_run_id
 from ..observe import hooks
 from ..outcome import BlockReason, Outcome
 from ..safetext import sanitised
-from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus
+from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus, WaitKind
 from ..store.store import Store
 from ..waits import RetryLater
 from . import environment, holds, parking, takeover, traceid
@@ -246,20 +246,25 @@ class Runner:
                 # A pause or cancel asked of a run whose process died before
                 # it met it: it takes effect now, and nothing runs.
                 holds.apply_now(self.store, conn, row, hold, now)
-                if hold.decision is not None:
-                    self.store.decisions.settle(conn, hold.decision, "applied", now)
+                holds.settle(self.store, conn, self.run_id, hold, "applied", now)
                 self._held = hold
                 return row
             self.fence.epoch = int(row.epoch)
-            if row.status == RunStatus.WAITING.value and row.waiting_json:
+            if row.waiting_json and row.status in (RunStatus.WAITING.value, RunStatus.RUNNING.value):
                 # What it waited for: a retry it parked for is met by its
-                # attempt (parking.py); a wait is taken up again by its own record.
+                # attempt (parking.py); a wait is taken up again by its own
+                # record. A retry is kept on the row until an attempt meets it
+                # (`_finish`): an execution that ends before (killed, stopped,
+                # blocked) must not let the next one call an hour early.
                 try:
                     resumed = _json.loads(row.waiting_json)
                 except ValueError:
                     resumed = None
-                self.parking.resumed = resumed if isinstance(resumed, dict) else None
-                self.attempts.extend(_attempts(self.parking.resumed))
+                if isinstance(resumed, dict) and (
+                    row.status == RunStatus.WAITING.value or resumed.get("kind") == WaitKind.RETRY_LATER.value
+                ):
+                    self.parking.resumed = resumed
+                    self.attempts.extend(_attempts(resumed))
             # The shape as this process declares it, but each phase's code as
             # recorded: it changes only once phases run with the new code
             # (`_start`), so a start that blocks leaves no trace in it.
@@ -273,7 +278,8 @@ class Runner:
                 # An earlier failure's error is history once the run is taken up again.
                 "error_json": None,
                 "wake_at": None,
-                "waiting_json": None,
+                # A retry not yet met stays (see above); anything else it waited for is over.
+                "waiting_json": row.waiting_json if self._retry_pending() else None,
             }
             if (row.attention or "").startswith(STOPPED_PREFIX) or row.status == RunStatus.WAITING.value:
                 values["attention"] = ""  # where an earlier stop left it: history once resumed
@@ -282,6 +288,11 @@ class Runner:
             takeover.record(row, held, now, self.notes, values)  # issue 28: a dead holder's run taken over, said
             self.store.runs.update(conn, self.run_id, values)
             return row
+
+    def _retry_pending(self) -> bool:
+        """Whether a retry the run parked for (`RetryLater`) is not yet met by an attempt."""
+        w = self.parking.resumed
+        return w is not None and w.get("kind") == WaitKind.RETRY_LATER.value
 
     def _refuse_held(self, row: Any) -> None:
         """A paused run goes on only once unpaused; a cancelled one never.
@@ -409,7 +420,10 @@ class Runner:
             self._answers = [int(d.id) for d in rows if d.state == "pending" and d.action == Action.ANSWER.value]
         # Proposals wait for a second operator and are never carried out here;
         # a run that goes on without them leaves nothing for them to answer.
-        self._proposed = [int(d.id) for d in rows if d.state == "proposed"]
+        # Not so a proposed answer (its question is still open when the run
+        # asks it again) or a pause or cancel (it fits a running run too):
+        # their second is checked against the run as it is then (gate.py).
+        self._proposed = [int(d.id) for d in rows if d.state == "proposed" and d.action not in kept]
         return plan_start(
             StartFacts(
                 wf=self.wf,
@@ -707,6 +721,8 @@ class Runner:
                     )
                     base.update(frontier_columns(fr))
             values = {**base, **values}
+            if "waiting_json" not in values and not self._retry_pending():
+                values["waiting_json"] = None  # a retry it took up was met: nothing is left to wait for
             if hold is not None and hold.state == holds.ASKED:
                 status = holds.at_end(self.store, conn, self.run_id, hold, status, values, now)
             if self.store.runs.update(conn, self.run_id, values, owner=self.fence.owner, held_at=now) == 0:
@@ -795,6 +811,6 @@ def _attempts(waiting: dict[str, Any] | None) -> list[Attempt]:
                     bool(a["retried"]),
                 )
             )
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             continue
     return out

@@ -548,7 +548,8 @@ class RunView:
         """The open question a waiting run waits for an answer to, if any."""
         if self.status is not RunStatus.WAITING or not self.waiting or self.waiting.get("kind") != "answer":
             return None
-        name = (self.waiting.get("question") or {}).get("name")
+        q = self.waiting.get("question")
+        name = q.get("name") if isinstance(q, dict) else None  # a stored record: not always one this engine wrote
         return next((q for q in self.questions if q.name == name and q.state == "open"), None)
 
     @property

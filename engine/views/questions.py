@@ -33,7 +33,7 @@ def questions_of(steps: Iterable[Any], decisions: Iterable[Any]) -> tuple[Questi
                 q = _json.loads(st.result_json)
             except ValueError:
                 continue
-            if isinstance(q, dict) and isinstance(q.get("asked_at"), int | float):
+            if isinstance(q, dict) and _time(q.get("asked_at")) is not None:
                 asked.append((str(st.phase), q))
     answers = Parking.answers_of(decisions)
     out: list[QuestionView] = []
@@ -41,7 +41,7 @@ def questions_of(steps: Iterable[Any], decisions: Iterable[Any]) -> tuple[Questi
         name = str(q.get("name"))
         got = answers.get((phase, name, float(q["asked_at"])))
         state = "timed_out" if (phase, name) in lapsed else ("answered" if got is not None else "open")
-        deadline = q.get("deadline")
+        deadline = _time(q.get("deadline"))
         schema = q.get("schema")
         out.append(
             QuestionView(
@@ -51,7 +51,7 @@ def questions_of(steps: Iterable[Any], decisions: Iterable[Any]) -> tuple[Questi
                 schema=schema if isinstance(schema, dict) else None,
                 payload=q.get("payload"),
                 asked_at=float(q["asked_at"]),
-                deadline=float(deadline) if isinstance(deadline, int | float) else None,
+                deadline=deadline,
                 state=state,  # type: ignore[arg-type]
                 answer=got.value if got is not None else None,
                 answered_by=got.operator if got is not None else None,
@@ -59,3 +59,13 @@ def questions_of(steps: Iterable[Any], decisions: Iterable[Any]) -> tuple[Questi
             )
         )
     return tuple(out)
+
+
+def _time(value: Any) -> float | None:
+    """A stored time as a float, or None: not a number, or one no float holds (a record edited)."""
+    if not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None
