@@ -31,7 +31,9 @@ tool asks the same function the engine's own command line asks:
   line, stored text escaped), for a tool's own log; `trace_runs`: every run
   this process executes traced with OpenTelemetry (the `otel` extra);
   `verify_webhook`: a webhook receiver's check of `watch
-  --webhook-secret-file`'s signature and timestamp.
+  --webhook-secret-file`'s signature and timestamp; `is_loopback`: the one
+  rule of "only this machine" that `--metrics`, `phasegate metrics` and
+  `phasegate serve` bind and trust by.
 - `correctable_effects`: which confirmed effects of a run may be corrected
   now, for a tool that offers that choice; `Engine.preview` and
   `Engine.decide` apply the same rule and refuse what does not fit.
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from .bounds import WAIT_SECONDS
     from .decide.fit import correctable_effects
     from .observe.logs import JsonFormatter
+    from .observe.serving import is_loopback
     from .observe.tracing import trace_runs
     from .oversight.identity import WEB_USER_ENV, Who, whoami
     from .safefiles import new_private_file
@@ -78,6 +81,7 @@ _WHERE: dict[str, str] = {
     "JsonFormatter": ".observe.logs",
     "trace_runs": ".observe.tracing",
     "verify_webhook": ".alerts.signing",
+    "is_loopback": ".observe.serving",
 }
 
 __all__ = [
@@ -88,6 +92,7 @@ __all__ = [
     "Who",
     "correctable_effects",
     "default_db",
+    "is_loopback",
     "new_private_file",
     "printable",
     "safe",

@@ -5,11 +5,12 @@ rule is answered in one place and tested without a server."""
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import re
 import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from phasegate.ops import is_loopback
 
 #: What a forwarded user name may hold: it ends up in the decision's audit row
 #: and on operators' screens, so no spaces, no control or markup characters.
@@ -27,21 +28,6 @@ def new_token() -> str:
 def token_matches(presented: str, expected: str) -> bool:
     """Compared in constant time, so the token cannot be guessed byte by byte."""
     return hmac.compare_digest(presented.encode("utf-8", "replace"), expected.encode("utf-8"))
-
-
-def is_loopback(host: str | None) -> bool:
-    """A loopback address (or `localhost`); an unknown or unparsable peer is not."""
-    if not host:
-        return False
-    if host.lower() == "localhost":
-        return True
-    try:
-        addr = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        return addr.ipv4_mapped.is_loopback
-    return addr.is_loopback
 
 
 def origin_matches(origin: str | None, host: str | None) -> bool:

@@ -14,19 +14,24 @@ from ..errors import UsageError
 NEEDS_METRICS = "pip install 'phasegate[metrics]'"
 
 
-def is_loopback(host: str) -> bool:
-    """A loopback address, or `localhost`: what may be served without `--allow-remote`.
+def is_loopback(host: str | None) -> bool:
+    """A loopback address, or `localhost`: what may be served without
+    `--allow-remote`, and a peer the served console trusts as this machine.
 
     Args:
-        host: A host name or an IP address (IPv6 with or without brackets).
+        host: A host name or an IP address (IPv6 with or without brackets,
+            with or without a zone); None or "" is an unknown peer.
 
     Returns:
-        Whether only this machine can connect to it.
+        Whether only this machine can connect to it (an unknown or
+        unparsable host is not).
     """
+    if not host:
+        return False
     if host.lower() == "localhost":
         return True
     try:
-        addr = ipaddress.ip_address(host.strip("[]"))
+        addr = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
     except ValueError:
         return False
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:

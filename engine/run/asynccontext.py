@@ -40,7 +40,7 @@ from ..errors import UsageError
 from ..ids import validate_name
 from ..waits import seconds_arg
 from .ledger import Pending, Saved
-from .parking import Parking, after_failure, epoch_of
+from .parking import Parking, after_failure, epoch_of, made_by_a_run
 from .stepcalls import StepCalls, check_effect_options, is_async_callable, rehydrate, returns
 from .stopping import Interrupted, StopRequest
 
@@ -519,9 +519,7 @@ class AsyncPhaseContext:
             await asyncio.sleep(left)
 
     def _parked(self) -> Parking:
-        if self._parking is None:
-            raise UsageError("this context cannot wait: it was not made by a run")
-        return self._parking
+        return made_by_a_run(self._parking)
 
     def close(self) -> None:
         """The phase returned: a task it left running stops at its next step."""

@@ -280,6 +280,17 @@ def _payload(name: str, payload: Any) -> Any:
         raise UsageError(f"ask {name!r}: its payload is shown to a person as JSON: {exc}") from None
 
 
+def made_by_a_run(parking: Parking | None) -> Parking:
+    """A context's parking, which only a context made by a run has.
+
+    Raises:
+        UsageError: the context was made by hand (a test's), not by a run.
+    """
+    if parking is None:
+        raise UsageError("this context cannot wait: it was not made by a run")
+    return parking
+
+
 def after_failure(
     parking: Parking | None,
     phase: str,

@@ -27,7 +27,7 @@ from ..errors import UsageError
 from ..ids import validate_name
 from ..waits import seconds_arg
 from .ledger import Pending
-from .parking import Parking, after_failure, epoch_of
+from .parking import Parking, after_failure, epoch_of, made_by_a_run
 from .stepcalls import StepCalls, check_effect_options, is_async_callable, refuse_coroutine, rehydrate, returns
 from .stopping import StopRequest
 
@@ -432,9 +432,7 @@ class PhaseContext:
         self._calls.wait(self._parked().timer(self._steps, self._calls, name, lambda _now: at))
 
     def _parked(self) -> Parking:
-        if self._parking is None:
-            raise UsageError("this context cannot wait: it was not made by a run")
-        return self._parking
+        return made_by_a_run(self._parking)
 
     def close(self) -> None:
         """The phase returned: a thread it left running stops at its next step."""
