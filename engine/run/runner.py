@@ -109,6 +109,8 @@ class Runner:
         """What this execution knows of the run's waits (parking.py)."""
         self._held: holds.Hold | None = None
         """A hold this start applied instead of running (a pause asked of a run whose process died)."""
+        self._watch: holds.HoldWatch | None = None
+        """This execution's look for an operator's hold (holds.py), while it runs."""
         self._answers: list[int] = []
         """Answer decisions waiting to be marked applied once the run goes on."""
         self._loops = PhaseLoop(loop)
@@ -161,7 +163,7 @@ class Runner:
         hooks.OBSERVER.acquired(self.run_id, row, self.fence.owner, partial(traceid.record, self.store, self.run_id))
         beat = Heartbeat(self.store, self.run_id, self.fence.owner, self.lease_seconds, self.clock)
         beat.start()
-        watch = holds.HoldWatch(self.store, self.run_id, self.stop)
+        self._watch = watch = holds.HoldWatch(self.store, self.run_id, self.stop)
         watch.start()
         asked = self._asked_stop
         forget = asked.on_request(lambda: self.stop.request(asked.why or "stopped")) if asked is not None else None
@@ -182,7 +184,8 @@ class Runner:
         finally:
             if forget is not None:
                 forget()
-            watch.stop()
+            if self._watch is not None:
+                self._watch.stop()
             self.completions.close()
             beat.stop()
             self._loops.close()
@@ -456,7 +459,7 @@ class Runner:
 
     def _run_phases(self, journal: RunJournal, to_run: list[Phase], probes: dict[str, Any], inputs: Any) -> Outcome:
         for i, p in enumerate(to_run):
-            if self.stop.why is not None:
+            if self.stop.why is not None and not self._take_back_stop():
                 return self._stopped(f"{self.stop.why} before phase {p.name}")
             if self.should_stop is not None and self.should_stop():
                 return self._stopped(f"stopped by a shutdown before phase {p.name}")
@@ -482,14 +485,22 @@ class Runner:
             log.info(
                 "run %s: phase %s starts%s", self.run_id, p.name, f" (missing {sorted(missing)})" if missing else ""
             )
-            try:
-                called = hooks.OBSERVER.phase(
-                    self.run_id, self.wf.name, p.name, partial(self._attempt_phase, p, missing)
-                )
-            except Interrupted as stop:
-                return self._stopped(stop.reason)
-            except Park as park:
-                return self._park(park)
+            while True:
+                try:
+                    called = hooks.OBSERVER.phase(
+                        self.run_id, self.wf.name, p.name, partial(self._attempt_phase, p, missing)
+                    )
+                except Interrupted as stop:
+                    if self._take_back_stop():
+                        # The pause it stopped for was withdrawn before it was met:
+                        # the phase goes on from its start, its saved work returned.
+                        self.steps.load()
+                        self.effects.load()
+                        continue
+                    return self._stopped(stop.reason)
+                except Park as park:
+                    return self._park(park)
+                break
             if isinstance(called, Outcome):
                 return called
             out, ctx = called
@@ -617,6 +628,29 @@ class Runner:
             ctx.close()
         refuse_coroutine(f"phase {p.name!r}", out)
         return out
+
+    def _take_back_stop(self) -> bool:
+        """Whether a stop this run's hold watch requested may be taken back:
+        the pause (or cancel) it saw is no longer asked (`unpause` withdrew
+        it), and nothing else asked the run to stop. Then the run goes on,
+        with a new stop request and a new watch.
+        """
+        watch = self._watch
+        asked = self._asked_stop
+        if watch is None or watch.seen is None or (asked is not None and asked.why is not None):
+            return False
+        if self.should_stop is not None and self.should_stop():
+            return False
+        with self.store.read() as conn:
+            hold = holds.read(self.store.runs.held(conn, self.run_id))
+        if hold is not None and hold.state == holds.ASKED:
+            return False
+        log.info("run %s: the %s it stopped for was withdrawn; it goes on", self.run_id, watch.seen.action.value)
+        watch.stop()
+        self.stop = StopRequest()
+        self._watch = holds.HoldWatch(self.store, self.run_id, self.stop)
+        self._watch.start()
+        return True
 
     def _stopped(self, reason: str) -> Outcome:
         """A stop was asked for: the run is left interrupted, resumable, its

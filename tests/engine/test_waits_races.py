@@ -124,11 +124,6 @@ def test_a_rate_limit_wait_survives_an_early_resume_killed_before_its_retry(h):
     assert s["waiting"]["kind"] == "retry_later" and s["waiting"]["until"] == until_before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an unpause withdraws a pause the run's hold watch has already seen: the stop it requested cannot be "
-    "taken back, and the run ends interrupted (exit 130) instead of going on",
-)
 def test_an_unpause_before_the_pause_is_met_lets_the_run_go_on(h):
     # Steps of 1.5 s: the hold watch (every 0.2 s) sees the pause long before the next step meets it.
     child = spawn(["run", f"{WAITS}:ticking", "--run-id", "p1", "--input", json.dumps({"steps": 4, "pace": 1.5}),
