@@ -15,6 +15,7 @@ from .authoring import sources as _sources
 from .authoring.workflow import Workflow
 from .decide import fit as _fit
 from .decide import preview as _previews
+from .decide.batch import Options
 from .decide.gate import Oversight
 from .decide.recording import record
 from .decide.triage import Triage
@@ -334,19 +335,8 @@ class Engine:
             if run is None:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             view = self._view(conn, run, now, with_candidates=False)
-            chosen = _fit.fit(
-                view,
-                act,
-                phase=phase,
-                effect=effect,
-                result=result,
-                expect_env=expect_env,
-                force=force,
-                question=question,
-                value=value,
-                now=now,
-            )
-            _fit.require_result(act, result)
+            opts = Options(phase, effect, result, force, expect_env, question, value, now)
+            chosen = opts.fit(view, act)
             state, expires = self._oversight.admit(conn, view, act, chosen, who, now, override_claim=override_claim)
             (done,) = record(
                 self.store,
@@ -552,17 +542,8 @@ class Engine:
         if reason is not None:
             _fit.check_reason(reason)
         view = run if isinstance(run, RunView) else self.status(run)
-        return _previews.preview(
-            view,
-            action,
-            phase=phase,
-            effect=effect,
-            result=result,
-            expect_env=expect_env,
-            force=force,
-            question=question,
-            value=value,
-        )
+        opts = Options(phase, effect, result, force, expect_env, question, value, self.clock())
+        return opts.preview(view, _fit.parse_action(action), require_result=False)
 
     def run_ids(self) -> Iterator[str]:
         """Every run's id, in order, read a page at a time.

@@ -46,6 +46,8 @@ class Options:
     expect_env: str | None = None
     question: str | None = None
     value: Any = _fit.NO_VALUE
+    now: float | None = None
+    """The time an answer's deadline is checked against (None: the clock's)."""
 
     def _given(self) -> dict[str, Any]:
         """The options as `fit.fit` and `preview.preview` take them."""
@@ -57,6 +59,7 @@ class Options:
             "expect_env": self.expect_env,
             "question": self.question,
             "value": self.value,
+            "now": self.now,
         }
 
     def fit(self, view: RunView, act: Action) -> _fit.Fit:
@@ -64,9 +67,12 @@ class Options:
         _fit.require_result(act, self.result)
         return chosen
 
-    def preview(self, view: RunView, act: Action) -> _previews.Preview:
+    def preview(self, view: RunView, act: Action, *, require_result: bool = True) -> _previews.Preview:
+        """What the decision would do to this run (`require_result`: refuse a
+        confirmation without its result, as recording it would)."""
         pv = _previews.preview(view, act, **self._given())
-        _fit.require_result(act, self.result)
+        if require_result:
+            _fit.require_result(act, self.result)
         return pv
 
 

@@ -50,6 +50,7 @@ def preview(
     expect_env: str | None = None,
     question: str | None = None,
     value: Any = NO_VALUE,
+    now: float | None = None,
 ) -> Preview:
     """What the decision would do. Refuses, with `decide`'s own error, what
     `decide` would refuse."""
@@ -63,6 +64,7 @@ def preview(
         expect_env=expect_env,
         question=question,
         value=value,
+        now=now,
     )
     if chosen.action is Action.ANSWER or chosen.action in HOLDS:
         return _preview_wait(view, chosen)

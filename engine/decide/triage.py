@@ -108,15 +108,7 @@ class Triage:
         act, runs = self.group(run_ids, action, reason, cause)
         who = whoami(operator)
         now = self.clock()
-        opts = _batch.Options(
-            phase=phase,
-            effect=effect,
-            result=result,
-            force=force,
-            expect_env=expect_env,
-            question=question,
-            value=value,
-        )
+        opts = _batch.Options(phase, effect, result, force, expect_env, question, value, now)
 
         def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
             return self._view(conn, run, now, with_candidates=False, own=own)
@@ -168,15 +160,7 @@ class Triage:
         act, runs = self.group(run_ids, action, reason, cause)
         now = self.clock()
         who = whoami(operator)
-        opts = _batch.Options(
-            phase=phase,
-            effect=effect,
-            result=result,
-            force=force,
-            expect_env=expect_env,
-            question=question,
-            value=value,
-        )
+        opts = _batch.Options(phase, effect, result, force, expect_env, question, value, now)
 
         def view_of(conn: Any, run: Any, own: OwnRows | None) -> RunView:
             return self._view(conn, run, now, with_candidates=False, own=own)

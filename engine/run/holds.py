@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _json
+from ..errors import RunCancelled, RunPaused
 from ..states import Action, RunStatus
 from ..store.store import LEASE_CLEARED, Store
 from .stopping import StopRequest
@@ -256,3 +257,25 @@ class HoldWatch:
                 self.seen = hold
                 self._stop.request(hold.stop_why())
                 return
+
+
+def refuse(row: Any, run_id: str) -> None:
+    """A start refused: a paused run goes on only once unpaused, a cancelled one never.
+
+    Raises:
+        RunPaused: it is paused.
+        RunCancelled: it is cancelled.
+    """
+    hold = read(row.held_json)
+    said = f" ({hold.line()})" if hold is not None else ""
+    if row.status == RunStatus.PAUSED.value:
+        raise RunPaused(f"run {run_id!r} is paused{said}; `phasegate unpause {run_id} --reason TEXT` lets it go on")
+    if row.status == RunStatus.CANCELLED.value:
+        raise RunCancelled(f"run {run_id!r} is cancelled{said}; a cancelled run is final")
+
+
+def withdrawn(store: Store, run_id: str) -> bool:
+    """Whether no hold is asked of the run now (one it stopped for was withdrawn by an unpause)."""
+    with store.read() as conn:
+        hold = read(store.runs.held(conn, run_id))
+    return hold is None or hold.state != ASKED

@@ -31,7 +31,7 @@ from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
 from ..errors import UsageError
 from ..ids import validate_name
-from ..states import WaitKind
+from ..states import RunStatus, WaitKind
 from ..timefmt import iso
 from ..waits import NoAnswer, RetryLater, seconds_arg
 from .stepcalls import StepCalls, rehydrate
@@ -55,6 +55,15 @@ class Park(BaseException):
         """What the run waits for, as `RunView.waiting` shows it."""
         self.until = until
         """When a worker wakes it (None: only an answer does)."""
+
+    def columns(self, attempts: list[Attempt], line: str) -> dict[str, Any]:
+        """What the run's row records of the wait (`line`: its attention line).
+        A retry's attempts so far go with it: the execution that makes the
+        next one shows them among the run's notes, as one execution would."""
+        waiting = dict(self.waiting)
+        if waiting.get("kind") == WaitKind.RETRY_LATER.value:
+            waiting["tried"] = [a.as_dict() for a in attempts]
+        return {"waiting_json": _json.dumps(waiting), "wake_at": self.until, "attention": line[:300]}
 
 
 def attention(waiting: Mapping[str, Any]) -> str:
@@ -136,6 +145,34 @@ class Parking:
                 continue  # not an answer this engine wrote: nothing to hand a phase
             out[key] = Answer(int(d.id), detail.get("value"), str(d.operator))
         return out
+
+    def take_up(self, row: Any) -> list[Attempt]:
+        """What a run row says the run waited for, as this execution takes it
+        up; returns the attempts a parked retry made so far.
+
+        A retry it parked for (`RetryLater`) is met by its next attempt; a
+        wait is taken up again by its own record. A retry stays on the row
+        until an attempt meets it (`retry_pending`): an execution that ends
+        before (killed, stopped, blocked) must not let the next call early.
+        """
+        if not row.waiting_json or row.status not in (RunStatus.WAITING.value, RunStatus.RUNNING.value):
+            return []
+        try:
+            resumed = _json.loads(row.waiting_json)
+        except ValueError:
+            return []
+        if not isinstance(resumed, dict):
+            return []
+        if row.status != RunStatus.WAITING.value and resumed.get("kind") != WaitKind.RETRY_LATER.value:
+            return []
+        self.resumed = resumed
+        return _tried(resumed)
+
+    @property
+    def retry_pending(self) -> bool:
+        """Whether a retry the run parked for is not yet met by an attempt."""
+        w = self.resumed
+        return w is not None and w.get("kind") == WaitKind.RETRY_LATER.value
 
     # -- a timer --------------------------------------------------------------
 
@@ -251,6 +288,23 @@ class Parking:
         }
         raise Park(waiting, until)
 
+    def phase_retry(
+        self, phase: str, declared: RetryPolicy, exc: RetryLater, attempt: int, attempts: list[Attempt]
+    ) -> float | None:
+        """A phase's attempt `attempt` raised `RetryLater`: counted by the
+        phase's policy (`declared`), or `RetryLater.DEFAULT_ATTEMPTS` when it
+        declares none and no step's policy counted it. Returns the seconds to
+        wait before the next attempt, or None when the attempts are spent.
+
+        Raises:
+            Park: the wait is long enough to park for.
+        """
+        counted = bool(declared.retries) or exc.spent
+        policy = declared if counted else RetryPolicy(RetryLater.DEFAULT_ATTEMPTS - 1)
+        again = attempt <= policy.retries
+        attempts.append(Attempt(phase, None, attempt, policy.attempts, describe(exc), again))
+        return self.retry_later(phase, None, exc, attempt, policy.attempts) if again else None
+
     def resumed_retry(self, phase: str, step: str | None) -> tuple[int, float] | None:
         """The attempt a parked retry of this phase (`step` None) or step made,
         and the seconds left before the next (0 when due); taken once.
@@ -321,3 +375,24 @@ def after_failure(
     if again or attempt > 1:
         attempts.append(Attempt(phase, name, attempt, policy.attempts, describe(exc), again))
     return float(policy.delay(attempt)) if again else None
+
+
+def _tried(waiting: dict[str, Any]) -> list[Attempt]:
+    """The attempts a parked retry recorded (the runner's `_park`), as
+    stored: a value that is not one is left out (it only feeds the notes)."""
+    out: list[Attempt] = []
+    for a in waiting.get("tried") or ():
+        try:
+            out.append(
+                Attempt(
+                    str(a["phase"]),
+                    None if a.get("step") is None else str(a["step"]),
+                    int(a["attempt"]),
+                    int(a["of"]),
+                    str(a["error"]),
+                    bool(a["retried"]),
+                )
+            )
+        except (KeyError, TypeError, ValueError, OverflowError):
+            continue
+    return out

@@ -19,11 +19,9 @@ The runner holds only that sequence. What it composes:
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import re
 import time
-import traceback
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -37,21 +35,20 @@ from .._stop import Stop
 from ..authoring import retry, sources
 from ..authoring.retry import Attempt
 from ..authoring.workflow import Phase, Workflow
-from ..errors import HolderStalled, LeaseLost, RunCancelled, RunHeld, RunPaused, StoreError, UsageError
+from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
 from ..history import trail
 from ..ids import validate_run_id
 from ..observe import hooks
 from ..outcome import BlockReason, Outcome
-from ..safetext import sanitised
-from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus, WaitKind
+from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus
 from ..store.store import Store
 from ..waits import RetryLater
-from . import environment, holds, parking, takeover, traceid
+from . import ending, environment, holds, parking, takeover, traceid
 from .applying import DecisionApplier
 from .asynccontext import AsyncPhaseContext
 from .asyncdriver import PhaseLoop
 from .completions import DEFAULT_DELAY, Completions
-from .frontier import frontier_columns, trusted_frontier
+from .ending import RunEnd
 from .journal import RunJournal
 from .lease import FORCE_RISK, Fence, Heartbeat, HolderState, holder_name, holder_state
 from .ledger import EffectLedger
@@ -129,6 +126,8 @@ class Runner:
         self.completions = Completions(store, self.fence, effect_flush)
         self.steps = StepLog(store, self.fence, clock, self.completions)
         self.effects = EffectLedger(store, self.fence, clock, self.completions)
+        self.ending = RunEnd(store, wf, self.fence, self.completions, clock)
+        """Where this execution's end is recorded (ending.py)."""
         self.outputs = PhaseOutputs(wf)
         self.phases_run: list[str] = []
         self.state: Any = None
@@ -239,7 +238,7 @@ class Runner:
                     f"run {self.run_id!r} already exists with other inputs; resume it without inputs or use a new run id"
                 )
             held = holder_state(row, now)
-            self._refuse_held(row)
+            holds.refuse(row, self.run_id)
             if held is HolderState.LIVE:
                 raise RunHeld(self.run_id, holder_name(row), (row.lease_expires_at or now) - now)
             if held is HolderState.STALLED and not self.force:
@@ -253,21 +252,7 @@ class Runner:
                 self._held = hold
                 return row
             self.fence.epoch = int(row.epoch)
-            if row.waiting_json and row.status in (RunStatus.WAITING.value, RunStatus.RUNNING.value):
-                # What it waited for: a retry it parked for is met by its
-                # attempt (parking.py); a wait is taken up again by its own
-                # record. A retry is kept on the row until an attempt meets it
-                # (`_finish`): an execution that ends before (killed, stopped,
-                # blocked) must not let the next one call an hour early.
-                try:
-                    resumed = _json.loads(row.waiting_json)
-                except ValueError:
-                    resumed = None
-                if isinstance(resumed, dict) and (
-                    row.status == RunStatus.WAITING.value or resumed.get("kind") == WaitKind.RETRY_LATER.value
-                ):
-                    self.parking.resumed = resumed
-                    self.attempts.extend(_attempts(resumed))
+            self.attempts.extend(self.parking.take_up(row))
             # The shape as this process declares it, but each phase's code as
             # recorded: it changes only once phases run with the new code
             # (`_start`), so a start that blocks leaves no trace in it.
@@ -282,7 +267,7 @@ class Runner:
                 "error_json": None,
                 "wake_at": None,
                 # A retry not yet met stays (see above); anything else it waited for is over.
-                "waiting_json": row.waiting_json if self._retry_pending() else None,
+                "waiting_json": row.waiting_json if self.parking.retry_pending else None,
             }
             if (row.attention or "").startswith(STOPPED_PREFIX) or row.status == RunStatus.WAITING.value:
                 values["attention"] = ""  # where an earlier stop left it: history once resumed
@@ -291,27 +276,6 @@ class Runner:
             takeover.record(row, held, now, self.notes, values)  # issue 28: a dead holder's run taken over, said
             self.store.runs.update(conn, self.run_id, values)
             return row
-
-    def _retry_pending(self) -> bool:
-        """Whether a retry the run parked for (`RetryLater`) is not yet met by an attempt."""
-        w = self.parking.resumed
-        return w is not None and w.get("kind") == WaitKind.RETRY_LATER.value
-
-    def _refuse_held(self, row: Any) -> None:
-        """A paused run goes on only once unpaused; a cancelled one never.
-
-        Raises:
-            RunPaused: it is paused.
-            RunCancelled: it is cancelled.
-        """
-        hold = holds.read(row.held_json)
-        said = f" ({hold.line()})" if hold is not None else ""
-        if row.status == RunStatus.PAUSED.value:
-            raise RunPaused(
-                f"run {self.run_id!r} is paused{said}; `phasegate unpause {self.run_id} --reason TEXT` lets it go on"
-            )
-        if row.status == RunStatus.CANCELLED.value:
-            raise RunCancelled(f"run {self.run_id!r} is cancelled{said}; a cancelled run is final")
 
     def _start(self, row: Any) -> Outcome:
         actual = _json.sha256(row.inputs_json)
@@ -575,14 +539,9 @@ class Runner:
                 # The author's mistake (an async function in a sync phase): retrying cannot help.
                 return self._fail(p.name, exc)
             except RetryLater as exc:
-                # Counted by the phase's policy (or RetryLater's default when it declares none).
-                declared = bool(p.retry.retries) or exc.spent
-                policy = p.retry if declared else retry.RetryPolicy(RetryLater.DEFAULT_ATTEMPTS - 1)
-                again = attempt <= policy.retries
-                self.attempts.append(Attempt(p.name, None, attempt, policy.attempts, retry.describe(exc), again))
-                if not again:
+                wait = self.parking.phase_retry(p.name, p.retry, exc, attempt, self.attempts)
+                if wait is None:
                     return self._fail(p.name, exc)
-                wait = self.parking.retry_later(p.name, None, exc, attempt, policy.attempts)
                 log.warning("run %s: phase %s attempt %d: %s", self.run_id, p.name, attempt, exc)
             except Exception as exc:  # noqa: BLE001 - a phase's failure is the run's outcome, not ours
                 again = p.retry.retryable(exc, attempt)
@@ -619,7 +578,7 @@ class Runner:
 
     def _call_phase(self, p: Phase, ctx: PhaseContext | AsyncPhaseContext, missing: set[str]) -> Any:
         """Call the phase function: a sync one here, an async one in its loop (asyncdriver.py)."""
-        handed = self._handed(p, missing)
+        handed = self.outputs.kwargs(p, missing)
         if isinstance(ctx, AsyncPhaseContext):
             return self._loops.run(lambda: p.fn(ctx, **handed), ctx, self.stop)
         try:
@@ -630,20 +589,13 @@ class Runner:
         return out
 
     def _take_back_stop(self) -> bool:
-        """Whether a stop this run's hold watch requested may be taken back:
-        the pause (or cancel) it saw is no longer asked (`unpause` withdrew
-        it), and nothing else asked the run to stop. Then the run goes on,
-        with a new stop request and a new watch.
-        """
+        """Whether a stop this run's hold watch requested may be taken back (an
+        unpause withdrew the hold, nothing else asked): then the run goes on, with a new stop and watch."""
         watch = self._watch
         asked = self._asked_stop
         if watch is None or watch.seen is None or (asked is not None and asked.why is not None):
             return False
-        if self.should_stop is not None and self.should_stop():
-            return False
-        with self.store.read() as conn:
-            hold = holds.read(self.store.runs.held(conn, self.run_id))
-        if hold is not None and hold.state == holds.ASKED:
+        if (self.should_stop is not None and self.should_stop()) or not holds.withdrawn(self.store, self.run_id):
             return False
         log.info("run %s: the %s it stopped for was withdrawn; it goes on", self.run_id, watch.seen.action.value)
         watch.stop()
@@ -667,15 +619,7 @@ class Runner:
         rate limit (parking.py). A worker wakes it at `park.until` (an
         answer, as any decision, wakes it at once)."""
         line = parking.attention(park.waiting)
-        waiting = dict(park.waiting)
-        if waiting.get("kind") == "retry_later":
-            # The attempts so far go with the wait: the execution that makes
-            # the next one shows them among the run's notes, as one execution would.
-            waiting["tried"] = [a.as_dict() for a in self.attempts]
-        final = self._finish(
-            RunStatus.WAITING,
-            {"waiting_json": _json.dumps(waiting), "wake_at": park.until, "attention": line[:300]},
-        )
+        final = self._finish(RunStatus.WAITING, park.columns(self.attempts, line))
         if final is not RunStatus.WAITING:
             return self._outcome(final)
         log.info("run %s: %s", self.run_id, line)
@@ -685,12 +629,9 @@ class Runner:
 
     def _outcome(self, final: RunStatus) -> Outcome:
         """The outcome of an execution an operator's hold ended (paused or cancelled)."""
-        with self.store.read() as conn:
-            row = self.store.runs.get(conn, self.run_id)
-        line = str(row.attention) if row is not None else final.value
-        log.info("run %s: %s", self.run_id, line)
-        status = OutcomeStatus.PAUSED if final is RunStatus.PAUSED else OutcomeStatus.CANCELLED
-        return Outcome(self.run_id, status, phases_run=self.phases_run, stopped=line)
+        out = self.ending.held(final, self.phases_run)
+        log.info("run %s: %s", self.run_id, out.stopped)
+        return out
 
     def _inputs_copy(self) -> Any:
         """A fresh parse of the run's inputs (canonical text, hash-checked
@@ -701,67 +642,16 @@ class Runner:
             self._inputs_fast = (text, _LONG_NUMBER.search(text) is None)
         return _json.loads_shallow(text) if self._inputs_fast[1] else _json.loads(text)
 
-    def _handed(self, p: Phase, missing: set[str]) -> dict[str, Any]:
-        """The outputs a phase is called with; None for a missing one it has no default for."""
-        kwargs = {n: self.outputs.handed(n) for n in p.needs if n not in missing}
-        # Only a degraded phase needs its signature: ~10 us saved per boundary.
-        params = inspect.signature(p.fn).parameters if missing else {}
-        for n in missing:
-            prm = params.get(n)
-            if prm is not None and prm.default is inspect.Parameter.empty:
-                kwargs[n] = None
-        return kwargs
-
     # -- endings --------------------------------------------------------------
 
     def _finish(self, status: RunStatus, values: dict[str, Any], *, stopped: bool = False) -> RunStatus:
-        """Record the run's end. A stop (`stopped`) also rewrites the run
-        row's frontier from the verified chain, so the runs list shows the
-        frontier that the detail and `status --json` show (after an integrity
-        failure the head is past what is trusted). A pause or cancel an
-        operator asked meanwhile is recorded instead, in the same
-        transaction (holds.py).
-
-        Returns:
-            The status recorded: `status`, or paused or cancelled.
-        """
-        # The run's end is observable: what its effects did is recorded first.
-        self.completions.flush()
-        now = self.clock()
+        """Record the run's end (ending.py); the status recorded, or paused or cancelled by a hold."""
         base = {
-            "status": status.value,
-            "updated_at": now,
             "env_json": _json.dumps(self.env_rows),
             "notes_json": _json.dumps(self.notes + [a.note() for a in self.attempts]),
-            "lease_owner": None,
-            "lease_host": None,
-            "lease_pid": None,
-            "lease_expires_at": None,
             "shape_json": self._shape_text(),
         }
-        values = dict(values)
-        with self.store.write() as conn:
-            # Locked: a hold recorded by a decision's transaction is seen here, or sees this end.
-            run = self.store.runs.get(conn, self.run_id, lock=True)
-            hold = holds.read(run.held_json) if run is not None else None
-            if stopped:
-                if run is not None:
-                    fr = trusted_frontier(
-                        run,
-                        self.store.checkpoints.of_run(conn, self.run_id),
-                        self.store.steps.of_run(conn, self.run_id),
-                        self.store.effects.of_run(conn, self.run_id),
-                        self.wf.describe(),
-                    )
-                    base.update(frontier_columns(fr))
-            values = {**base, **values}
-            if "waiting_json" not in values and not self._retry_pending():
-                values["waiting_json"] = None  # a retry it took up was met: nothing is left to wait for
-            if hold is not None and hold.state == holds.ASKED:
-                status = holds.at_end(self.store, conn, self.run_id, hold, status, values, now)
-            if self.store.runs.update(conn, self.run_id, values, owner=self.fence.owner, held_at=now) == 0:
-                raise LeaseLost(f"run {self.run_id!r}: lease lost before the run could record its end")
-        return status
+        return self.ending.record(status, values, base, stopped=stopped, retry_pending=self.parking.retry_pending)
 
     def _block(self, reasons: list[BlockReason]) -> Outcome:
         first = reasons[0]
@@ -780,19 +670,8 @@ class Runner:
         return Outcome(self.run_id, OutcomeStatus.BLOCKED, blocked=reasons, phases_run=self.phases_run)
 
     def _fail(self, phase: str, exc: BaseException) -> Outcome:
-        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        # A message neither backend can store (a lone surrogate, a NUL) is
-        # kept with those characters escaped: lost, it would leave the run "running".
-        message = sanitised(str(exc))
-        err: dict[str, Any] = {
-            "phase": phase,
-            "type": type(exc).__name__,
-            "message": message,
-            "traceback": sanitised("".join(tb[-6:])),
-        }
-        tried = [a.as_dict() for a in self.attempts if a.phase == phase]
-        if tried:
-            err["attempts"] = tried
+        err = ending.failure(phase, exc, self.attempts)
+        message = err["message"]
         final = self._finish(
             RunStatus.FAILED,
             {
@@ -812,39 +691,8 @@ class Runner:
         result = None
         if last is not None and (last in self.outputs or self.outputs.available(self.state, last)):
             result = self.outputs.handed(last)
-        gaps = self._gaps()
+        gaps = ending.gaps(self.wf, self.state, self._ran_without)
         attention = f"completed (degraded): {gaps}"[:300] if gaps else ""
         self._finish(RunStatus.COMPLETED, {"blocked_json": "[]", "attention": attention, "error_json": None})
         log.info("run %s completed%s", self.run_id, f" ({attention})" if gaps else "")
         return Outcome(self.run_id, OutcomeStatus.COMPLETED, result=result, phases_run=self.phases_run, degraded=gaps)
-
-    def _gaps(self) -> str:
-        """What a completion lacks: phases skipped by a degrade, and phases
-        (now or at an earlier start) run without some of their needs."""
-        skipped = [p.name for p in self.wf.phases if self.state is not None and p.name in self.state.skipped]
-        without = {n: list(d.missing) for n, d in (self.state.done.items() if self.state is not None else ())}
-        without.update(self._ran_without)
-        parts = [f"{n} skipped" for n in skipped]
-        parts += [f"{p.name} ran without {', '.join(without[p.name])}" for p in self.wf.phases if without.get(p.name)]
-        return "; ".join(parts)
-
-
-def _attempts(waiting: dict[str, Any] | None) -> list[Attempt]:
-    """The attempts a parked retry recorded (`_park`), as stored: a value
-    that is not one is left out (it only feeds the run's notes)."""
-    out: list[Attempt] = []
-    for a in (waiting or {}).get("tried") or ():
-        try:
-            out.append(
-                Attempt(
-                    str(a["phase"]),
-                    None if a.get("step") is None else str(a["step"]),
-                    int(a["attempt"]),
-                    int(a["of"]),
-                    str(a["error"]),
-                    bool(a["retried"]),
-                )
-            )
-        except (KeyError, TypeError, ValueError, OverflowError):
-            continue
-    return out
