@@ -18,6 +18,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from ..errors import StoreError
 from . import _postgres, _sqlite, migrations
+from ._dialect import Dialect
 from .schema import SCHEMA_VERSION, meta, metadata
 
 
@@ -62,7 +63,7 @@ class Database:
         create = create and not readonly
         fresh = False
         if _postgres.is_url(self.target):
-            self.dialect: Any = _postgres
+            self.dialect: Dialect = _postgres
             self.where = _postgres.redact(self.target)
             if "@" in (_postgres.password(self.target) or ""):
                 # The driver would cut the URL at the first "@" and print the rest of the password as a host.
@@ -200,7 +201,7 @@ class Database:
 
     def explain(self, exc: BaseException) -> StoreError:
         """The store's own error for a driver's, safe to show (no password)."""
-        err: StoreError = self.dialect.explain(exc, self.where)
+        err = self.dialect.explain(exc, self.where)
         if self.dialect is _postgres:
             err.message = _postgres.scrub(err.message, self.target)
             err.args = (err.message,)

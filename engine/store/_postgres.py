@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection
@@ -29,6 +30,11 @@ def _psycopg() -> Any:
 
 class _NoDriver(Exception):
     """Stands for psycopg's errors where psycopg is not installed: nothing raises it."""
+
+
+if TYPE_CHECKING:
+    #: The driver's error base class (psycopg's, once a PostgreSQL store is opened).
+    DriverError: type[Exception]
 
 
 def __getattr__(name: str) -> Any:
@@ -269,7 +275,8 @@ class ChangeFeed:
         self._conn.close()
 
 
-def explain(exc: BaseException, where: str) -> StoreError:
+def explain(exc: BaseException, where: str | Path | None) -> StoreError:
+    """One clear line for a server's or driver's error (`where`: the store, safe to show)."""
     msg = (
         str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(getattr(exc, "orig", exc)).strip() else repr(exc)
     )

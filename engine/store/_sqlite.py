@@ -41,6 +41,7 @@ def disconnected(raw: Any) -> bool:
 
 
 def hot_sql(sql: str) -> str:
+    """SQLite takes the hot statements' `:name` parameters as written."""
     return sql
 
 
@@ -239,7 +240,7 @@ def enable_wal(engine: SAEngine, *, patience: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def explain(exc: BaseException, path: Path | None) -> StoreError:
+def explain(exc: BaseException, path: str | Path | None) -> StoreError:
     """One clear line for a driver error."""
     msg = str(getattr(exc, "orig", exc))
     where = f" ({path})" if path else ""

@@ -22,6 +22,7 @@ from ._alerts import Alerts
 from ._changes import ChangeProbe, Changes
 from ._checkpoints import Checkpoints
 from ._database import DEFAULT_LEASE_SECONDS, Database
+from ._dialect import Dialect
 from ._decisions import Decisions
 from ._effects import Effects
 from ._hotpath import HotPath, HotScope, HotTx
@@ -171,7 +172,7 @@ class Store:
         return self.db.tables
 
     @property
-    def dialect(self) -> Any:
+    def dialect(self) -> Dialect:
         """The backend's module (`_sqlite` or `_postgres`)."""
         return self.db.dialect
 
