@@ -16,8 +16,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-
 from .. import _json
 from .._host import new_owner
 from ..authoring import runbooks as _runbooks
@@ -29,6 +27,7 @@ from ..history.stops import stop_key
 from ..observe import hooks as observing
 from ..safetext import safe
 from ..store import _rowcheck
+from ..store.store import Duplicate
 from ..timefmt import iso
 from ..views import feed
 from . import hooks
@@ -209,7 +208,7 @@ class Watch:
                 elif not self.store.alerts.reclaim(conn, key, self.owner, now, now - self.claim_seconds):
                     skip_log.info("%s (%s): being announced by another watch", row.run_id, row.status)
                     return 0
-        except IntegrityError:
+        except Duplicate:
             skip_log.info("%s (%s): claimed by another watch", row.run_id, row.status)
             return 0
         result = hooks.deliver(self.hooks, ev, self.stop, keepalive=lambda: self._renew(key, row))

@@ -22,9 +22,7 @@ from ..safetext import safe
 from .workflow import Phase, Workflow
 
 if TYPE_CHECKING:  # SQLAlchemy only where a store is written: the views import this module without it
-    from sqlalchemy.engine import Connection
-
-    from ..store.store import Store
+    from ..store.store import Connection, Store
 
 #: Fingerprints each open store is known to hold: after the first checkpoint
 #: of a phase, the check costs a set look-up, not a query.
@@ -50,7 +48,7 @@ def remember(
     todo = {p.code_hash: p.source for p in phases if p.code_hash not in known and p.source}
     if not todo:
         return
-    from sqlalchemy.exc import IntegrityError  # loaded already: the store is open
+    from ..store.store import Duplicate  # loaded already: the store is open
 
     try:
         with store.write() as conn:
@@ -58,7 +56,7 @@ def remember(
             for code_hash, text in todo.items():
                 if code_hash not in have:
                     store.sources.insert(conn, code_hash, text, clock())
-    except IntegrityError:
+    except Duplicate:
         pass  # another process stored the same fingerprint at the same moment: it is there
     known.update(todo)
 

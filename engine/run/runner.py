@@ -26,8 +26,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-
 from .. import _json
 from .._host import new_owner
 from .._pause import pause_point
@@ -41,7 +39,7 @@ from ..ids import validate_run_id
 from ..observe import hooks
 from ..outcome import BlockReason, Outcome
 from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus
-from ..store.store import Store
+from ..store.store import Duplicate, Store
 from ..waits import RetryLater
 from . import ending, environment, holds, parking, takeover, traceid
 from .applying import DecisionApplier
@@ -154,7 +152,7 @@ class Runner:
             return Outcome(self.run_id, OutcomeStatus.BLOCKED, blocked=[reason])
         try:
             row = self._acquire()
-        except IntegrityError:
+        except Duplicate:
             # Two processes created the same new run at once; the other won.
             row = self._acquire()
         if self._held is not None:

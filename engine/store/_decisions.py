@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
 from ..history import trail
@@ -164,3 +164,12 @@ class Decisions:
             .order_by(decisions.c.id)
         )
         return _rowcheck.check_all(decisions, conn.execute(q))
+
+    def count_open_proposals(self, conn: Connection, now: float) -> int:
+        """How many proposals of any run still wait for a second operator at `now`."""
+        q = (
+            select(func.count())
+            .select_from(decisions)
+            .where(decisions.c.state == "proposed", decisions.c.expires_at > now)
+        )
+        return int(conn.execute(q).scalar() or 0)

@@ -191,6 +191,18 @@ class Runs:
         )
         return list(conn.execute(q))
 
+    def waiting_for_person(self, conn: Connection, statuses: Sequence[str]) -> list[Row[Any]]:
+        """The status, `updated_at`, `blocked_json`, `run_id` (and, where the
+        store has it, `waiting_json`) of the runs in these stored statuses with
+        no decision pending: what `phasegate metrics`' gauges count."""
+        cols = [runs.c.status, runs.c.updated_at, runs.c.blocked_json, runs.c.run_id]
+        if "waiting_json" in runs.c:
+            cols.append(runs.c.waiting_json)
+        pending = (
+            select(decisions.c.id).where(decisions.c.run_id == runs.c.run_id, decisions.c.state == "pending").exists()
+        )
+        return list(conn.execute(select(*cols).where(runs.c.status.in_(list(statuses)), ~pending)))
+
     def count_matching(
         self, conn: Connection, *, statuses: Sequence[str] | None = None, text: str | None = None
     ) -> int:

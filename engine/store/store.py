@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from ..history import keys
 from ._alerts import Alerts
 from ._changes import ChangeProbe, Changes
 from ._checkpoints import Checkpoints
 from ._database import DEFAULT_LEASE_SECONDS, Database
-from ._dialect import Dialect
 from ._decisions import Decisions
+from ._dialect import Dialect
 from ._effects import Effects
 from ._hotpath import HotPath, HotScope, HotTx
 from ._lease import LEASE_CLEARED, Leases
@@ -31,12 +32,28 @@ from ._meta import SEAL_KEY, Meta
 from ._oversight import Claims, PolicyChanges
 from ._ownrows import OwnRows, OwnRowsReader
 from ._runs import Runs
+from ._seals import Seals
 from ._sources import Sources
 from ._steps import Steps
 from ._workers import Workers
 
 # Names importers use from here, wherever they are defined now.
-__all__ = ["DEFAULT_LEASE_SECONDS", "LEASE_CLEARED", "ChangeProbe", "HotScope", "HotTx", "OwnRows", "Store"]
+__all__ = [
+    "DEFAULT_LEASE_SECONDS",
+    "LEASE_CLEARED",
+    "ChangeProbe",
+    "Connection",
+    "Duplicate",
+    "HotScope",
+    "HotTx",
+    "OwnRows",
+    "Store",
+]
+
+#: A write that breaks a unique key (another process wrote the same row
+#: first): the store's name for the driver's error, which its callers catch
+#: without naming SQLAlchemy.
+Duplicate = IntegrityError
 
 
 class Store:
@@ -87,6 +104,8 @@ class Store:
         """Many runs' own rows at once, across their tables."""
         self.changes = Changes(db)
         """Whether another process changed the store."""
+        self.seals = Seals()
+        """Every sealed record at once (a reseal)."""
         self.seal_key: keys.SealKey | None = None
         """The key this process seals under (`PHASEGATE_SEAL_KEY_FILE`), or None."""
         self.store_key_id: str | None = None

@@ -18,11 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
-
 from ..errors import StoreError
 from ..history import chain, keys, seals, trail
-from ..store.schema import SEAL_KEY, checkpoints, decisions, effects, policy
+from ..store.schema import SEAL_KEY
 from ..store.store import Store
 from .verify import Verifier
 
@@ -68,22 +66,22 @@ def reseal(store: Store, clock: Callable[[], float], new: keys.SealKey | None) -
         )
     counts: dict[str, int] = {}
     with store.write() as conn:
-        rows = conn.execute(select(checkpoints.c.id, checkpoints.c.payload_hash, checkpoints.c.seal)).fetchall()
+        rows = store.seals.checkpoint_seals(conn)
         if old is not None:
             _all_vouch("checkpoint", [r for r in rows if r.seal != chain.entry_seal(r.payload_hash, old)])
-        _set(conn, checkpoints, [(r.id, chain.entry_seal(r.payload_hash, new)) for r in rows])
+        store.seals.set_seals(conn, "checkpoints", [(r.id, chain.entry_seal(r.payload_hash, new)) for r in rows])
         counts["checkpoints"] = len(rows)
-        rows = conn.execute(select(effects)).fetchall()
+        rows = store.seals.rows(conn, "effects")
         _all_vouch("effect record", [r for r in rows if not seals.vouches(r, old)])
-        _set(conn, effects, [(r.id, seals.seal(r, new)) for r in rows])
+        store.seals.set_seals(conn, "effects", [(r.id, seals.seal(r, new)) for r in rows])
         counts["effects"] = len(rows)
-        rows = conn.execute(select(decisions)).fetchall()
+        rows = store.seals.rows(conn, "decisions")
         _all_vouch("decision", [r for r in rows if not trail.decision_vouched(r, old)])
-        _set(conn, decisions, [(r.id, trail.decision_seal(r, new)) for r in rows])
+        store.seals.set_seals(conn, "decisions", [(r.id, trail.decision_seal(r, new)) for r in rows])
         counts["decisions"] = len(rows)
-        rows = conn.execute(select(policy)).fetchall() if "phasegate_policy" in store.tables else []
+        rows = store.seals.rows(conn, "policy") if "phasegate_policy" in store.tables else []
         _all_vouch("policy change", [r for r in rows if r.seal != trail.policy_seal(r, old)])
-        _set(conn, policy, [(r.id, trail.policy_seal(r, new)) for r in rows])
+        store.seals.set_seals(conn, "policy", [(r.id, trail.policy_seal(r, new)) for r in rows])
         counts["policy"] = len(rows)
         store.meta.put(conn, SEAL_KEY, new.key_id if new is not None else "")
     return Resealed(
@@ -97,12 +95,4 @@ def _all_vouch(what: str, unvouched: list[Any]) -> None:
         raise StoreError(
             f"{what} {unvouched[0].id} changed since it was verified (its seal no longer vouches for it);"
             " nothing was changed: run phasegate verify"
-        )
-
-
-def _set(conn: Any, table: Any, values: list[tuple[int, str | None]]) -> None:
-    if values:
-        conn.execute(
-            update(table).where(table.c.id == bindparam("b_id")).values(seal=bindparam("b_seal")),
-            [{"b_id": i, "b_seal": s} for i, s in values],
         )

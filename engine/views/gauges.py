@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from sqlalchemy import func, select
-
 from .. import _json
 from ..observe.gauges import StoreGauges
 from ..states import RunStatus
@@ -51,23 +49,11 @@ def read(store: Store, now: float, clock: Any = None) -> StoreGauges:
         The gauges.
     """
     by_status = counts(store, now)
-    runs = schema.runs
-    has_waiting = "waiting_json" in runs.c
+    has_waiting = "waiting_json" in schema.runs.c
     watched = list(NEEDS_PERSON) + (["waiting"] if has_waiting else [])
-    cols = [runs.c.status, runs.c.updated_at, runs.c.blocked_json, runs.c.run_id]
-    if has_waiting:
-        cols.append(runs.c.waiting_json)
-    pending = (
-        select(schema.decisions.c.id)
-        .where(schema.decisions.c.run_id == runs.c.run_id, schema.decisions.c.state == "pending")
-        .exists()
-    )
-    dec = schema.decisions
     with store.read() as conn:
-        rows = list(conn.execute(select(*cols).where(runs.c.status.in_(watched), ~pending)))
-        proposals = conn.execute(
-            select(func.count()).select_from(dec).where(dec.c.state == "proposed", dec.c.expires_at > now)
-        ).scalar()
+        rows = store.runs.waiting_for_person(conn, watched)
+        proposals = store.decisions.count_open_proposals(conn, now)
     kinds: Counter[str] = Counter()
     oldest: float | None = None
     asking = 0
@@ -91,7 +77,7 @@ def read(store: Store, now: float, clock: Any = None) -> StoreGauges:
         oldest_needing_person=max(0.0, now - oldest) if oldest is not None else 0.0,
         waiting_for_answer=asking,
         workers_alive=alive,
-        proposals_unanswered=int(proposals or 0),
+        proposals_unanswered=proposals,
     )
 
 

@@ -1,4 +1,4 @@
-"""`phasegate status` (the list of runs) read straight through the sqlite3 driver.
+"""`phasegate status` (the list of runs) read straight through the sqlite3 driver (store/_quickread.py).
 
 A person types `phasegate status` to look, and it should answer in about the
 time a command takes to start: most of the engine's start is importing
@@ -18,30 +18,21 @@ from __future__ import annotations
 
 import math
 import os
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import StoreError
 from ..run.lease import holder_alive
-from ..store import _rowcheck, runorder
-from ..store.version import SCHEMA_VERSION
+from ..store import _quickread, _rowcheck, runorder
 from .models import ClaimView, RunSummary
 
 #: Settings the engine checks when it opens a store: with one set, it opens.
 _CHECKED_SETTINGS = ("PHASEGATE_LEASE_SECONDS", "PHASEGATE_RETENTION_DAYS")
 
-#: The claims in force, oldest first: the newest per run wins (`Store.claims.current`).
-_CLAIMS = "SELECT * FROM phasegate_claims WHERE released_at IS NULL AND expires_at > ? ORDER BY id"
 #: A claim row's columns the engine requires (`_rowcheck.check_all`), and its times.
 _CLAIM_NOT_NULL = ("run_id", "operator", "account", "claimed_at", "expires_at")
 _CLAIM_TIMES = ("claimed_at", "expires_at", "released_at")
-
-_LIST = (
-    "SELECT r.*, EXISTS (SELECT 1 FROM phasegate_decisions d WHERE d.run_id = r.run_id AND d.state = 'pending')"
-    " AS pending_decision FROM phasegate_runs r ORDER BY r.attention_rank, r.updated_at DESC, r.run_id"
-)
 
 
 class _Row:
@@ -86,32 +77,16 @@ def runs(target: str, now: float | None = None) -> Listing | None:
     path = Path(target).expanduser().absolute()
     if not path.is_file():
         return None
-    try:
-        # mode=rw: never create a file; the engine says what is wrong with a missing one.
-        conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)
-    except sqlite3.Error:
+    got = _quickread.read(path, now)
+    if got is None:
         return None
-    try:
-        conn.execute("PRAGMA busy_timeout=10000")
-        version = conn.execute("SELECT value FROM phasegate_meta WHERE key = 'schema_version'").fetchone()
-        if version is None or version[0] != str(SCHEMA_VERSION):
-            return None  # the engine upgrades an older store, and refuses a newer one
-        cur = conn.execute(_LIST)
-        names = [d[0] for d in cur.description]
-        rows = [_Row(dict(zip(names, values, strict=True))) for values in cur]
-        cur = conn.execute(_CLAIMS, (now,))
-        names = [d[0] for d in cur.description]
-        held: dict[str, ClaimView] = {}
-        for values in cur:
-            mapping = dict(zip(names, values, strict=True))
-            claim = _claim(mapping)
-            if claim is None:
-                return None  # a damaged claim: the engine says so
-            held[mapping["run_id"]] = claim
-    except (sqlite3.Error, UnicodeDecodeError, ValueError):
-        return None
-    finally:
-        conn.close()
+    rows = [_Row(r) for r in got.runs]
+    held: dict[str, ClaimView] = {}
+    for mapping in got.claims:
+        claim = _claim(mapping)
+        if claim is None:
+            return None  # a damaged claim: the engine says so
+        held[mapping["run_id"]] = claim
     order = runorder.Order.parse("attention")
     keyed: list[tuple[Any, tuple[Any, ...]]] = []
     try:

@@ -1,0 +1,47 @@
+"""Every sealed record of the store at once, for `phasegate reseal`
+(upkeep/resealing.py): the checkpoints', effect records', decisions' and
+policy changes' rows read whole, and their `seal` columns written anew in one
+statement a table. What a seal is, and whether one vouches, is history's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.engine import Connection, Row
+
+from .schema import checkpoints, decisions, effects, policy
+
+#: The tables whose rows carry a seal.
+SealedTable = Literal["checkpoints", "effects", "decisions", "policy"]
+
+_TABLES: dict[SealedTable, Table] = {
+    "checkpoints": checkpoints,
+    "effects": effects,
+    "decisions": decisions,
+    "policy": policy,
+}
+
+
+class Seals:
+    """Reads and writes of the sealed tables' rows, all of them (a reseal)."""
+
+    def checkpoint_seals(self, conn: Connection) -> list[Row[Any]]:
+        """Every checkpoint's `id`, `payload_hash` and `seal` (its payload is not read)."""
+        return list(conn.execute(select(checkpoints.c.id, checkpoints.c.payload_hash, checkpoints.c.seal)))
+
+    def rows(self, conn: Connection, table: Literal["effects", "decisions", "policy"]) -> list[Row[Any]]:
+        """Every row of a sealed table, whole: a record's seal covers its columns."""
+        return list(conn.execute(select(_TABLES[table])))
+
+    def set_seals(self, conn: Connection, table: SealedTable, seals: Sequence[tuple[int, str | None]]) -> None:
+        """Each (row id, new seal) written, in one statement."""
+        if not seals:
+            return
+        t = _TABLES[table]
+        conn.execute(
+            update(t).where(t.c.id == bindparam("b_id")).values(seal=bindparam("b_seal")),
+            [{"b_id": i, "b_seal": s} for i, s in seals],
+        )
