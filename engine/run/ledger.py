@@ -29,6 +29,7 @@ from ..outcome import BlockReason
 from ..states import Action, BlockKind
 from .completions import Completions
 from .effectcall import call_effect
+from .effectrecord import EffectRecord, columns, effect_key, intent_params, new_intent, record_of, reintent_params
 from .lease import Fence
 
 if TYPE_CHECKING:  # the store's module loads SQLAlchemy: the views import this module without it
@@ -53,24 +54,6 @@ def in_doubt_reason(key: str, name: str, phase: str, asked: Reconciled | None = 
         f"effect {name} in phase {phase} (key {key}) was started and never recorded done: did it happen?{said}",
         data,
     )
-
-
-def effect_key(run_id: str, phase: str, name: str) -> str:
-    return f"{run_id}/{phase}/{name}"
-
-
-class EffectRecord(dict[str, Any]):
-    """One effect record as read or written: its columns, by name or attribute."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def _record(row: Any) -> EffectRecord:
-    return EffectRecord(row._mapping)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +108,7 @@ class EffectLedger:
             self._read(conn)
 
     def _read(self, conn: Any) -> None:
-        self.effects = {e.key: _record(e) for e in self._store.effects.of_run(conn, self._fence.run_id)}
+        self.effects = {e.key: record_of(e) for e in self._store.effects.of_run(conn, self._fence.run_id)}
         run = self._store.runs.get(conn, self._fence.run_id)
         self.head = run.effects_last if run is not None else None
         self.count = int(run.effects_count or 0) if run is not None else 0
@@ -133,7 +116,7 @@ class EffectLedger:
     def reload(self, key: str, conn: Any) -> None:
         row = self._store.effects.by_key(conn, key)
         if row is not None:
-            self.effects[key] = _record(row)
+            self.effects[key] = record_of(row)
 
     def damage(self) -> list[seals.EffectDamage]:
         """How the run's effect records differ from their verified history."""
@@ -325,11 +308,13 @@ class EffectLedger:
         """(under `_lock`) Commit the intent, new or a re-intent of an allowed retry."""
         now = self._clock()
         if row is None:
-            rec = self._intent(
+            rec = new_intent(
+                self._fence.run_id,
                 phase,
                 name,
                 key,
                 now,
+                self.head,
                 idempotent=bool(idempotent),
                 reconcilable=reconcile is not None,
                 redo_on_rewind=bool(redo_on_rewind),
@@ -350,7 +335,7 @@ class EffectLedger:
         try:
             with self.completions.hot_tx() as tx:
                 if row is None:
-                    tx.run("intent", {k: rec[k] for k in _INTENT})
+                    tx.run("intent", intent_params(rec))
                     # Fenced: the run row's write is the lease check (no extra read).
                     n = tx.run(
                         "effects_head",
@@ -358,7 +343,7 @@ class EffectLedger:
                     )
                     self._fence.check_rows(n)
                 else:
-                    tx.run("reintent", {k: rec[k] for k in _REINTENT})
+                    tx.run("reintent", reintent_params(rec))
                     self._fence.check_hot(tx)
         except StoreError:
             self._check_foreign(row, key, name)
@@ -430,36 +415,6 @@ class EffectLedger:
                 self._fence.check_hot(tx)
             self.effects[pending.key] = rec
 
-    def _intent(
-        self,
-        phase: str,
-        name: str,
-        key: str,
-        now: float,
-        *,
-        idempotent: bool = False,
-        reconcilable: bool = False,
-        redo_on_rewind: bool = False,
-    ) -> EffectRecord:
-        """A new record in the intent state, after the run's last one."""
-        return EffectRecord(
-            run_id=self._fence.run_id,
-            phase=phase,
-            name=name,
-            key=key,
-            state="intent",
-            idempotent=idempotent,
-            atomic=False,
-            attempt=1,
-            retry_ok=False,
-            result_hash=None,
-            confirmed_by=None,
-            prev_key=self.head,
-            reconcilable=reconcilable,
-            redo_on_rewind=redo_on_rewind,
-            intent_at=now,
-        )
-
     def _atomic(self, phase: str, name: str, fn: Callable[..., Any], *, idempotent: bool) -> Any:
         """An atomic effect and its record commit in one transaction, so it
         can never be in doubt: no separate intent is needed."""
@@ -506,12 +461,11 @@ class EffectLedger:
             )
             rec.update(state="done", done_at=now, result_json=text, result_hash=_json.sha256(text))
             seals.sealed(rec)
-            columns = {k: v for k, v in rec.items() if k != "id"}
             if row is None:
-                self._store.effects.insert(conn, columns)
+                self._store.effects.add(conn, columns(rec))
                 self._store.effects.note_last(conn, self._fence.run_id, key)
             else:
-                self._store.effects.update(conn, key, columns)
+                self._store.effects.rewrite(conn, columns(rec))
             self._fence.check(conn, now)
         self.effects[key] = rec
         hooks.OBSERVER.effect(rec.run_id, phase, key, "done", now)
@@ -573,7 +527,7 @@ class EffectLedger:
                 )
                 self.answer(conn, row.key, action, got.result, decision, now)
             shown = _json.dumps({**got.as_dict(), "at": now})
-            self._store.effects.update(conn, row.key, {"reconcile_json": shown})
+            self._store.effects.set_reconcile(conn, row.key, shown)
             self.effects[row.key]["reconcile_json"] = shown
         hooks.OBSERVER.effect(row.run_id, row.phase, row.key, f"reconciled_{got.answer}", now)
         return got
@@ -599,7 +553,7 @@ class EffectLedger:
         if old is None:
             where = seals.split_key(self._fence.run_id, key.split("@", 1)[0])
             phase, name = where if where is not None else ("?", key)
-            rec = self._intent(phase, name, key, now)
+            rec = new_intent(self._fence.run_id, phase, name, key, now, self.head)
         else:
             rec = EffectRecord(old)
         if action is Action.CONFIRM_EFFECT:
@@ -610,18 +564,18 @@ class EffectLedger:
         else:
             rec.update(state="intent", done_at=None, result_json=None, result_hash=None, retry_ok=True)
         seals.sealed(rec)
-        columns = {k: v for k, v in rec.items() if k != "id"}
         if old is None:
-            self._store.effects.insert(conn, columns)
-            self._store.runs.update(conn, self._fence.run_id, {"effects_last": key})
-            self.head = key
+            self._store.effects.add(conn, columns(rec))
             # a record written anew fills a hole the count knows of; one
             # beyond the count is a new record
-            if len(self.effects) + 1 > self.count:
-                self._store.runs.update(conn, self._fence.run_id, {"effects_count": len(self.effects) + 1})
-                self.count = len(self.effects) + 1
+            grown = len(self.effects) + 1 > self.count
+            count = len(self.effects) + 1 if grown else None
+            self._store.effects.set_history_end(conn, self._fence.run_id, key, count)
+            self.head = key
+            if count is not None:
+                self.count = count
         else:
-            self._store.effects.update(conn, key, columns)
+            self._store.effects.rewrite(conn, columns(rec))
         if repair:
             self._relink(conn)
         else:
@@ -637,26 +591,12 @@ class EffectLedger:
             if rec.prev_key != prev and seals.vouches(rec):
                 rec["prev_key"] = prev
                 seals.sealed(rec)
-                self._store.effects.update(conn, rec.key, {"prev_key": prev, "seal": rec.seal})
+                self._store.effects.relink(conn, rec.key, prev, rec.seal)
             prev = rec.key
         if prev != self.head:
-            self._store.runs.update(conn, self._fence.run_id, {"effects_last": prev})
+            self._store.effects.set_history_end(conn, self._fence.run_id, prev)
             self.head = prev
 
 
 #: The operator name automatic resolutions are recorded under.
 RECONCILER = "phasegate"
-
-_INTENT = (
-    "run_id",
-    "phase",
-    "name",
-    "key",
-    "idempotent",
-    "intent_at",
-    "prev_key",
-    "seal",
-    "reconcilable",
-    "redo_on_rewind",
-)
-_REINTENT = ("key", "attempt", "intent_at", "idempotent", "reconcilable", "seal")

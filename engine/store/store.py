@@ -3,7 +3,7 @@
 A `Store` is one open database (`_database.Database`: the connection, its
 dialect, the kinds of transaction and the lease clock) and a repository per
 table, each in a module of its own, all sharing that one database:
-`store.runs.get(conn, run_id)`, `store.effects.insert(conn, values)`. What
+`store.runs.get(conn, run_id)`, `store.effects.add(conn, record)`. What
 spans the whole store (opening, closing, transactions, the lease clock) is
 asked of the store itself.
 """
