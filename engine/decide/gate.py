@@ -22,7 +22,7 @@ from ..oversight import policy as _policy
 from ..oversight.identity import Who, different_operators, same_person, whoami
 from ..oversight.identity import shown as shown_who
 from ..states import Action
-from ..store.store import OwnRows, Store
+from ..store.store import NewDecision, OwnRows, Store
 from ..timefmt import iso
 from ..views.build import decision_view
 from ..views.models import ClaimView, DecisionView, RunView
@@ -151,27 +151,23 @@ class Oversight:
             act = Action(prop.action)
             # Validated again as the run is now: the proposal may be a day old.
             _refit(view, prop)
-            second_id = self.store.decisions.insert(
+            second_id = self.store.decisions.record(
                 conn,
-                {
-                    "run_id": run_id,
-                    "action": "second",
-                    "reason": str(reason),
-                    "operator": who.operator,
-                    "account": who.account,
-                    "at": now,
-                    "state": "applied",
-                    "applied_at": now,
-                    "detail_json": _json.dumps({"decision": int(decision_id)}),
-                    "policy_id": rules.id,
-                },
+                NewDecision(
+                    run_id=run_id,
+                    action="second",
+                    reason=str(reason),
+                    operator=who.operator,
+                    account=who.account,
+                    at=now,
+                    state="applied",
+                    applied_at=now,
+                    detail_json=_json.dumps({"decision": int(decision_id)}),
+                    policy_id=rules.id,
+                ),
             )
             state = "applied" if takes_effect_now(act, view) else "pending"
-            self.store.decisions.update(
-                conn,
-                int(decision_id),
-                {"state": state, "seconded_by": second_id, **({"applied_at": now} if state == "applied" else {})},
-            )
+            self.store.decisions.seconded(conn, int(decision_id), second_id, state, now)
             carry(
                 self.store,
                 conn,

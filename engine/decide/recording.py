@@ -18,7 +18,7 @@ from ..oversight.identity import Who
 from ..run import holds
 from ..run.applying import apply_reset
 from ..states import Action, RunStatus
-from ..store.store import LEASE_CLEARED, Store
+from ..store.store import LEASE_CLEARED, NewDecision, Store
 from ..views.models import RunView
 from ..views.status import PROPOSED
 from .fit import Decision, Fit
@@ -48,27 +48,27 @@ def record(
     # a decision's state against what that policy listed).
     in_force = store.policy.changes(conn, limit=1)
     policy_id = int(in_force[0].id) if in_force else None
-    rows: list[dict[str, Any]] = [
-        {
-            "run_id": view.run_id,
-            "action": fit.action.value,
-            "phase": phase,
-            "effect_key": fit.effect_key,
-            "answers": fit.answers.value if fit.answers else None,
-            "reason": str(reason),
-            "operator": who.operator,
-            "account": who.account,
-            "at": now,
-            "detail_json": _json.dumps(fit.detail),
-            "state": state,
-            "applied_at": now if state == "applied" else None,
-            "expires_at": expires_at,
-            "batch_id": batch_id,
-            "policy_id": policy_id,
-        }
+    rows = [
+        NewDecision(
+            run_id=view.run_id,
+            action=fit.action.value,
+            phase=phase,
+            effect_key=fit.effect_key,
+            answers=fit.answers.value if fit.answers else None,
+            reason=str(reason),
+            operator=who.operator,
+            account=who.account,
+            at=now,
+            detail_json=_json.dumps(fit.detail),
+            state=state,
+            applied_at=now if state == "applied" else None,
+            expires_at=expires_at,
+            batch_id=batch_id,
+            policy_id=policy_id,
+        )
         for _run, view, fit in chosen
     ]
-    ids = store.decisions.insert_many(conn, rows)
+    ids = store.decisions.record_many(conn, rows)
     # A proposal changes nothing about the run yet: not its lease, not its
     # state, not why it stopped (the list and the detail say it waits, read
     # from the proposal itself, so they stop when it lapses).

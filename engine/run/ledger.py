@@ -501,6 +501,8 @@ class EffectLedger:
                 _json.dumps(got.result)
             except UsageError as exc:
                 got = Reconciled.unknown(f"the reconcile hook's result cannot be stored: {exc}")
+        from ..store.store import NewDecision  # loaded already: the store is open
+
         now = self._clock()
         with self._store.write() as conn:
             self._fence.check(conn, now)
@@ -509,21 +511,20 @@ class EffectLedger:
                 detail: dict[str, Any] = {"reconcile": got.as_dict()}
                 if got.answer == "done":
                     detail["result"] = got.result
-                decision = self._store.decisions.insert(
+                decision = self._store.decisions.record(
                     conn,
-                    {
-                        "run_id": row.run_id,
-                        "action": action.value,
-                        "phase": None,
-                        "effect_key": row.key,
-                        "answers": BlockKind.IN_DOUBT_EFFECT.value,
-                        "reason": f"reconcile hook: {got.why}"[:500],
-                        "operator": RECONCILER,
-                        "at": now,
-                        "state": "applied",
-                        "applied_at": now,
-                        "detail_json": _json.dumps(detail),
-                    },
+                    NewDecision(
+                        run_id=row.run_id,
+                        action=action.value,
+                        effect_key=row.key,
+                        answers=BlockKind.IN_DOUBT_EFFECT.value,
+                        reason=f"reconcile hook: {got.why}"[:500],
+                        operator=RECONCILER,
+                        at=now,
+                        state="applied",
+                        applied_at=now,
+                        detail_json=_json.dumps(detail),
+                    ),
                 )
                 self.answer(conn, row.key, action, got.result, decision, now)
             shown = _json.dumps({**got.as_dict(), "at": now})

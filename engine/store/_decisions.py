@@ -12,6 +12,7 @@ vouches for it, so a damaged row stays damaged whatever is done to it next.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
@@ -21,6 +22,63 @@ from ..history import trail
 from . import _rowcheck
 from ._runs import Runs
 from .schema import decisions, runs
+
+
+@dataclass(frozen=True, slots=True)
+class NewDecision:
+    """A decision row to record (`Decisions.record`): what crosses into the
+    store; its id, link and seal are the store's to give."""
+
+    run_id: str
+    """The run it is about."""
+    action: str
+    """What was decided (`states.Action`'s value, or "second", "prune")."""
+    reason: str
+    """Why, in the operator's words."""
+    operator: str
+    """Who decided."""
+    at: float
+    """When."""
+    state: str = "pending"
+    """pending (the run applies it at its next start), applied, proposed (waiting for a second) or void."""
+    applied_at: float | None = None
+    """When it was applied (None until then)."""
+    detail_json: str = "{}"
+    """What the action needs, as JSON."""
+    phase: str | None = None
+    """The phase it names, if any."""
+    effect_key: str | None = None
+    """The effect it answers, if any."""
+    answers: str | None = None
+    """The kind of block it answers, if any."""
+    account: str | None = None
+    """The operating-system account it came from."""
+    expires_at: float | None = None
+    """When a proposal lapses."""
+    batch_id: str | None = None
+    """The group it was decided in."""
+    policy_id: int | None = None
+    """The policy change in force when it was recorded."""
+
+    def columns(self) -> dict[str, Any]:
+        """Its columns by name (for the insert)."""
+        return {
+            "run_id": self.run_id,
+            "action": self.action,
+            "reason": self.reason,
+            "operator": self.operator,
+            "at": self.at,
+            "state": self.state,
+            "applied_at": self.applied_at,
+            "detail_json": self.detail_json,
+            "phase": self.phase,
+            "effect_key": self.effect_key,
+            "answers": self.answers,
+            "account": self.account,
+            "expires_at": self.expires_at,
+            "batch_id": self.batch_id,
+            "policy_id": self.policy_id,
+        }
 
 
 class Decisions:
@@ -44,17 +102,20 @@ class Decisions:
             out.setdefault(str(r.run_id), []).append(r)
         return out
 
-    def insert(self, conn: Connection, values: dict[str, Any]) -> int:
+    def record(self, conn: Connection, decision: NewDecision) -> int:
         """A new decision row, linked and sealed; the run's attention rank follows.
 
         Returns:
             Its id.
         """
-        return self.insert_many(conn, [values])[0]
+        return self.record_many(conn, [decision])[0]
 
-    def insert_many(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
+    def record_many(self, conn: Connection, new: Sequence[NewDecision]) -> list[int]:
         """Several decision rows in one statement, each linked to its run's
         last decision and sealed; their ids, in the order given."""
+        return self._insert_many(conn, [d.columns() for d in new])
+
+    def _insert_many(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
         run_ids = sorted({str(r["run_id"]) for r in rows})
         heads = {
             str(h.run_id): (h.decisions_last, int(h.decisions_count or 0))
@@ -109,12 +170,14 @@ class Decisions:
         for rid in self._change(conn, decisions.c.id == decision_id, {"state": state, "applied_at": at}):
             self._runs.rerank(conn, rid)
 
-    def update(self, conn: Connection, decision_id: int, values: dict[str, Any]) -> None:
-        """Change the decision's row; with a new state, its run's rank follows."""
-        touched = self._change(conn, decisions.c.id == decision_id, values)
-        if "state" in values:  # a seconded proposal becomes pending: the run's rank follows
-            for rid in touched:
-                self._runs.rerank(conn, rid)
+    def seconded(self, conn: Connection, decision_id: int, second_id: int, state: str, at: float) -> None:
+        """A proposal seconded by decision `second_id`: now `state` (pending,
+        or applied at `at` when it takes effect at once); its run's rank follows."""
+        values: dict[str, Any] = {"state": state, "seconded_by": second_id}
+        if state == "applied":
+            values["applied_at"] = at
+        for rid in self._change(conn, decisions.c.id == decision_id, values):
+            self._runs.rerank(conn, rid)
 
     def void_proposals(self, conn: Connection, ids: Sequence[int], at: float) -> None:
         """Settle these proposals void, those still proposed only (one seconded

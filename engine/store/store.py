@@ -23,7 +23,7 @@ from ._alerts import Alerts
 from ._changes import ChangeProbe, Changes
 from ._checkpoints import Checkpoints
 from ._database import DEFAULT_LEASE_SECONDS, Database
-from ._decisions import Decisions
+from ._decisions import Decisions, NewDecision
 from ._dialect import Dialect
 from ._effects import Effects
 from ._hotpath import HotPath, HotScope, HotTx
@@ -46,6 +46,7 @@ __all__ = [
     "Duplicate",
     "HotScope",
     "HotTx",
+    "NewDecision",
     "OwnRows",
     "Store",
 ]

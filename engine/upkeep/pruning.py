@@ -16,7 +16,7 @@ from ..errors import PhasegateError, RunNotFound
 from ..history import archive
 from ..history import prune as _prune
 from ..oversight.identity import whoami
-from ..store.store import Store
+from ..store.store import NewDecision, Store
 
 
 class Pruner:
@@ -123,20 +123,20 @@ class Pruner:
                 if c.kind == "finished_run":
                     self.store.steps.delete(conn, list(c.step_refs))
             if cands:
-                self.store.decisions.insert(
+                self.store.decisions.record(
                     conn,
-                    {
-                        "run_id": run_id,
-                        "action": "prune",
-                        "reason": reason,
-                        "operator": who,
-                        "at": now,
-                        "state": "applied",
-                        "applied_at": now,
-                        "detail_json": _json.dumps(
+                    NewDecision(
+                        run_id=run_id,
+                        action="prune",
+                        reason=reason,
+                        operator=who,
+                        at=now,
+                        state="applied",
+                        applied_at=now,
+                        detail_json=_json.dumps(
                             {"pruned": [{"what": c.what, "bytes": c.bytes, "why_safe": c.why_safe} for c in cands]}
                         ),
-                    },
+                    ),
                 )
                 self.store.runs.update(conn, run_id, {"updated_at": run.updated_at})
         return cands
