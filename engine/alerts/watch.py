@@ -193,18 +193,7 @@ class Watch:
         try:
             with self.store.write() as conn:
                 if known is None:
-                    self.store.alerts.insert(
-                        conn,
-                        {
-                            "stop_key": key,
-                            "run_id": row.run_id,
-                            "status": row.status,
-                            "state": "claimed",
-                            "claimed_by": self.owner,
-                            "claimed_at": now,
-                            "event_json": _json.dumps(ev),
-                        },
-                    )
+                    self.store.alerts.claim(conn, key, row.run_id, row.status, self.owner, now, _json.dumps(ev))
                 elif not self.store.alerts.reclaim(conn, key, self.owner, now, now - self.claim_seconds):
                     skip_log.info("%s (%s): being announced by another watch", row.run_id, row.status)
                     return 0

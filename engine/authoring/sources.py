@@ -55,7 +55,7 @@ def remember(
             have = store.sources.known(conn, list(todo))
             for code_hash, text in todo.items():
                 if code_hash not in have:
-                    store.sources.insert(conn, code_hash, text, clock())
+                    store.sources.add(conn, code_hash, text, clock())
     except Duplicate:
         pass  # another process stored the same fingerprint at the same moment: it is there
     known.update(todo)

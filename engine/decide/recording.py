@@ -18,7 +18,7 @@ from ..oversight.identity import Who
 from ..run import holds
 from ..run.applying import apply_reset
 from ..states import Action, RunStatus
-from ..store.store import LEASE_CLEARED, NewDecision, Store
+from ..store.store import NewDecision, Store
 from ..views.models import RunView
 from ..views.status import PROPOSED
 from .fit import Decision, Fit
@@ -138,7 +138,7 @@ def carry(
             if view.status is RunStatus.WAITING:
                 # A worker takes it up now (a pending decision), and the phase is handed the answer.
                 line = f"answered by {who}; a worker resumes it"
-                store.runs.update(conn, view.run_id, {"updated_at": now, "attention": line})
+                store.runs.set_attention(conn, view.run_id, line, now)
             continue
         if act is Action.RESET:
             store.lease.revoke(conn, view.run_id)
@@ -152,7 +152,7 @@ def carry(
             marked.setdefault(attention, []).append(view.run_id)
     for attention, run_ids in marked.items():
         # The lease revoked as above, in the same statement as the mark.
-        store.runs.update_many(conn, run_ids, {**LEASE_CLEARED, "updated_at": now, "attention": attention})
+        store.runs.mark_decided(conn, run_ids, attention, now)
 
 
 def _damaged_decisions(view: RunView) -> list[int] | None:

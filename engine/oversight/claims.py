@@ -77,15 +77,6 @@ def claim(
         store.claims.end(conn, int(current.id), at=now, by=who.operator, account=who.account)
     if release:
         return None
-    store.claims.insert(
-        conn,
-        {
-            "run_id": run_id,
-            "operator": who.operator,
-            "account": who.account,
-            "claimed_at": now,
-            "expires_at": now + seconds,
-        },
-    )
+    store.claims.take(conn, run_id, who.operator, who.account, now, now + seconds)
     row = store.claims.current(conn, [run_id], now)[run_id]
     return ClaimView.from_row(row)

@@ -14,7 +14,7 @@ from .. import _json, bounds
 from ..errors import DecisionError, UsageError
 from ..history import trail
 from ..states import Action, ActionName
-from ..store.store import Store
+from ..store.store import NewPolicy, Store
 from ..timefmt import iso
 from .identity import Who
 
@@ -194,16 +194,16 @@ def change(
         at=now,
         reason=reason,
     )
-    pid = store.policy.insert(
+    pid = store.policy.record(
         conn,
-        {
-            "require_second_json": _json.dumps([str(a) for a in new.require_second]),
-            "proposal_seconds": new.proposal_seconds,
-            "web_account": new.web_account,
-            "operator": who.operator,
-            "account": who.account,
-            "at": now,
-            "reason": reason,
-        },
+        NewPolicy(
+            require_second_json=_json.dumps([str(a) for a in new.require_second]),
+            proposal_seconds=new.proposal_seconds,
+            web_account=new.web_account,
+            operator=who.operator,
+            account=who.account,
+            at=now,
+            reason=reason,
+        ),
     )
     return replace(new, id=pid)

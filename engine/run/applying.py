@@ -74,7 +74,7 @@ class DecisionApplier:
                     f"{environment.describe([dict(r) for r in app.rows])}; no finished work read it, so the run goes on with the new value"
                 )
                 # Shown at once: the run may die before it records its end.
-                self._store.runs.update(conn, self._journal.run_id, {"notes_json": _json.dumps(self.notes)})
+                self._store.runs.set_notes(conn, self._journal.run_id, _json.dumps(self.notes))
             if app.decision is not None:
                 self._store.decisions.settle(conn, app.decision, "void" if isinstance(app, Void) else "applied", now)
 
@@ -110,7 +110,7 @@ def apply_reset(store: Store, conn: Any, run: Any, *, pending: Sequence[int], wh
     store.steps.discard(conn, run.run_id, None)
     for d in pending:
         store.decisions.settle(conn, d, "void", now)
-    store.runs.update(
+    store.runs.reset(
         conn,
         run.run_id,
         {

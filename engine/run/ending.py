@@ -20,7 +20,7 @@ from ..errors import LeaseLost
 from ..outcome import Outcome
 from ..safetext import sanitised
 from ..states import OutcomeStatus, RunStatus
-from ..store.store import LEASE_CLEARED, Store
+from ..store.store import LEASE_CLEARED, RunChange, Store
 from . import holds
 from .completions import Completions
 from .frontier import frontier_columns, trusted_frontier
@@ -42,8 +42,8 @@ class RunEnd:
     def record(
         self,
         status: RunStatus,
-        values: Mapping[str, Any],
-        base: Mapping[str, Any],
+        values: RunChange,
+        base: RunChange,
         *,
         stopped: bool,
         retry_pending: bool,
@@ -67,7 +67,7 @@ class RunEnd:
         self._completions.flush()
         now = self._clock()
         run_id = self._fence.run_id
-        row: dict[str, Any] = {"status": status.value, "updated_at": now, **LEASE_CLEARED, **base}
+        row: RunChange = {"status": status.value, "updated_at": now, **LEASE_CLEARED, **base}
         with self._store.write() as conn:
             # Locked: a hold recorded by a decision's transaction is seen here, or sees this end.
             run = self._store.runs.get(conn, run_id, lock=True)
@@ -86,7 +86,7 @@ class RunEnd:
                 row["waiting_json"] = None  # a retry it took up was met: nothing is left to wait for
             if hold is not None and hold.state == holds.ASKED:
                 status = holds.at_end(self._store, conn, run_id, hold, status, row, now)
-            if self._store.runs.update(conn, run_id, row, owner=self._fence.owner, held_at=now) == 0:
+            if not self._store.runs.record_end(conn, run_id, row, self._fence.owner, now):
                 raise LeaseLost(f"run {run_id!r}: lease lost before the run could record its end")
         return status
 

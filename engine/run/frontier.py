@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..history import chain
 from ..shapes import EffectRow
+
+if TYPE_CHECKING:  # the views read a frontier without SQLAlchemy
+    from ..store._runs import RunChange
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,6 @@ def trusted_frontier(run: Any, rows: list[Any], steps: list[Any], effects: list[
     return frontier_of(shape, chain.fold(chain.verify_run(run, rows).entries), steps, effects)
 
 
-def frontier_columns(fr: Frontier) -> dict[str, Any]:
+def frontier_columns(fr: Frontier) -> RunChange:
     """The run row's frontier columns (what the runs list shows) for `fr`."""
     return {"frontier_phase": fr.phase, "frontier_index": fr.index, "steps_done": fr.steps_done}

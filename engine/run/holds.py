@@ -28,7 +28,7 @@ from typing import Any
 from .. import _json
 from ..errors import RunCancelled, RunPaused
 from ..states import Action, RunStatus
-from ..store.store import LEASE_CLEARED, Store
+from ..store.store import LEASE_CLEARED, RunChange, Store
 from .stopping import StopRequest
 
 log = logging.getLogger("phasegate.run")
@@ -119,7 +119,7 @@ def ask(store: Store, conn: Any, run_id: str, hold: Hold, now: float) -> None:
     before = read(store.runs.held(conn, run_id))
     if before is not None and before.state == ASKED:
         settle(store, conn, run_id, before, "void", now)
-    store.runs.update(conn, run_id, {"held_json": _json.dumps(hold.as_dict()), "updated_at": now})
+    store.runs.set_hold(conn, run_id, _json.dumps(hold.as_dict()), now)
 
 
 def settle(store: Store, conn: Any, run_id: str, hold: Hold, state: str, now: float) -> None:
@@ -138,7 +138,7 @@ def _was(values: dict[str, Any]) -> dict[str, Any]:
     return {k: values.get(k) for k in _KEPT}
 
 
-def in_force(hold: Hold, was: dict[str, Any], now: float) -> dict[str, Any]:
+def in_force(hold: Hold, was: dict[str, Any], now: float) -> RunChange:
     """The run row's values once `hold` takes effect on a run that was `was`."""
     held = Hold(hold.action, IN_FORCE, hold.by, hold.reason, hold.at, hold.decision, was)
     status = RunStatus.PAUSED if hold.action is Action.PAUSE else RunStatus.CANCELLED
@@ -161,7 +161,7 @@ def apply_now(store: Store, conn: Any, run: Any, hold: Hold, now: float) -> None
     The lease is revoked (a stalled holder's, the only one left): whatever
     it does when it wakes is fenced off. A cancel voids what else is pending."""
     was = {k: getattr(run, k, None) for k in _KEPT}
-    store.runs.update(conn, run.run_id, in_force(hold, was, now))
+    store.runs.hold(conn, run.run_id, in_force(hold, was, now))
     if hold.action is Action.CANCEL:
         for d in store.decisions.of_run(conn, run.run_id):
             if d.state in ("pending", "proposed") and int(d.id) != hold.decision:
@@ -176,7 +176,7 @@ def unpause(store: Store, conn: Any, run: Any, now: float) -> str:
         return str(run.status)
     if hold is not None and hold.state == ASKED:
         settle(store, conn, run.run_id, hold, "void", now)
-        store.runs.update(conn, run.run_id, {"held_json": None, "updated_at": now})
+        store.runs.set_hold(conn, run.run_id, None, now)
         return str(run.status)
     # Paused with no hold this engine can read: let go on as an interrupted run.
     was = (hold.was if hold is not None else None) or {}
@@ -186,7 +186,7 @@ def unpause(store: Store, conn: Any, run: Any, now: float) -> str:
     # wait with it): anything else is no status `held_json` may restore.
     if status not in _RESTORED or (status == RunStatus.WAITING.value and not waits):
         status = RunStatus.RUNNING.value  # no lease: an interrupted run, which a resume takes up
-    values: dict[str, Any] = {
+    values: RunChange = {
         **LEASE_CLEARED,
         "status": status,
         "wake_at": was.get("wake_at") if isinstance(was.get("wake_at"), int | float) else None,
@@ -195,12 +195,12 @@ def unpause(store: Store, conn: Any, run: Any, now: float) -> str:
         "held_json": None,
         "updated_at": now,
     }
-    store.runs.update(conn, run.run_id, values)
+    store.runs.hold(conn, run.run_id, values)
     return status
 
 
 def at_end(
-    store: Store, conn: Any, run_id: str, hold: Hold, status: RunStatus, values: dict[str, Any], now: float
+    store: Store, conn: Any, run_id: str, hold: Hold, status: RunStatus, values: RunChange, now: float
 ) -> RunStatus:
     """A running run met an asked hold as it ended with `status` and
     `values`: what it records instead (in the runner's last transaction,

@@ -215,24 +215,21 @@ class RunJournal:
             phase_index=index,
             extra=extra,
         )
-        self._store.checkpoints.insert(
+        self._store.checkpoints.add_marker(
             conn,
-            {
-                "run_id": self.run_id,
-                "epoch": self.epoch,
-                "seq": seq,
-                "kind": kind,
-                "phase": phase,
-                "envelope": env_text,
-                "payload_hash": env_hash,
-                "prev_hash": self.head,
-                "output_state": "none",
-                "created_at": now,
-                "seal": chain.entry_seal(env_hash),
-            },
+            self.run_id,
+            self.epoch,
+            seq,
+            kind,
+            phase,
+            env_text,
+            env_hash,
+            self.head,
+            now,
+            chain.entry_seal(env_hash),
         )
         self._fence.check(conn, now)
-        self._store.runs.update(conn, self.run_id, {"head_seq": seq, "head_hash": env_hash})
+        self._store.runs.set_head(conn, self.run_id, seq, env_hash)
         self.next_seq = seq + 1
         self.head = env_hash
         self.shape = shape
@@ -242,9 +239,10 @@ class RunJournal:
         no longer live) and move the head back to the last trusted one."""
         last = trusted[-1].row if trusted else None
         self._store.checkpoints.set_status(conn, self.run_id, self.epoch, untrusted, "discarded")
-        self._store.runs.update(
+        self._store.runs.set_head(
             conn,
             self.run_id,
-            {"head_seq": int(last.seq) if last else -1, "head_hash": last.payload_hash if last else ""},
+            int(last.seq) if last else -1,
+            last.payload_hash if last else "",
             owner=self._fence.owner,
         )

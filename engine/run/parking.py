@@ -25,7 +25,7 @@ import datetime as _dt
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
@@ -36,6 +36,9 @@ from ..timefmt import iso
 from ..waits import NoAnswer, RetryLater, seconds_arg
 from .stepcalls import StepCalls, rehydrate
 from .steplog import StepLog
+
+if TYPE_CHECKING:  # the store loads SQLAlchemy; this is a type only
+    from ..store._runs import RunChange
 
 #: The default of `PHASEGATE_PARK_SECONDS`.
 DEFAULT_PARK_SECONDS = 30.0
@@ -56,7 +59,7 @@ class Park(BaseException):
         self.until = until
         """When a worker wakes it (None: only an answer does)."""
 
-    def columns(self, attempts: list[Attempt], line: str) -> dict[str, Any]:
+    def columns(self, attempts: list[Attempt], line: str) -> RunChange:
         """What the run's row records of the wait (`line`: its attention line).
         A retry's attempts so far go with it: the execution that makes the
         next one shows them among the run's notes, as one execution would."""

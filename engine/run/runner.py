@@ -39,7 +39,7 @@ from ..ids import validate_run_id
 from ..observe import hooks
 from ..outcome import BlockReason, Outcome
 from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus
-from ..store.store import Duplicate, Store
+from ..store.store import Duplicate, RunChange, Store
 from ..waits import RetryLater
 from . import ending, environment, holds, parking, takeover, traceid
 from .applying import DecisionApplier
@@ -202,7 +202,7 @@ class Runner:
             row = self.store.runs.get(conn, self.run_id, lock=True, skip_locked=True)
             if row is None and self.store.runs.get(conn, self.run_id) is not None:
                 raise RunHeld(self.run_id, "another process taking it right now", self.lease_seconds)
-            lease = {
+            lease: RunChange = {
                 "lease_owner": owner,
                 "lease_host": owner.split(":")[0],
                 "lease_pid": int(owner.split(":")[1]),
@@ -211,7 +211,7 @@ class Runner:
             }
             if row is None:
                 first = self.wf.phases[0].name if self.wf.phases else None
-                self.store.runs.insert(
+                self.store.runs.create(
                     conn,
                     {
                         "run_id": self.run_id,
@@ -255,7 +255,7 @@ class Runner:
             # recorded: it changes only once phases run with the new code
             # (`_start`), so a start that blocks leaves no trace in it.
             self._codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
-            values = {
+            values: RunChange = {
                 **lease,
                 "status": RunStatus.RUNNING.value,
                 "updated_at": now,
@@ -272,7 +272,7 @@ class Runner:
             if self.target and not row.target:
                 values["target"] = self.target
             takeover.record(row, held, now, self.notes, values)  # issue 28: a dead holder's run taken over, said
-            self.store.runs.update(conn, self.run_id, values)
+            self.store.runs.take_up(conn, self.run_id, values)
             return row
 
     def _start(self, row: Any) -> Outcome:
@@ -327,10 +327,7 @@ class Runner:
             # Before any durable step is saved: the next start must know which
             # code wrote them, even if this process dies mid-phase.
             with self.store.write() as conn:
-                written = self.store.runs.update(
-                    conn, self.run_id, {"shape_json": shape}, owner=self.fence.owner, held_at=self.clock()
-                )
-                if written == 0:
+                if not self.store.runs.set_shape(conn, self.run_id, shape, self.fence.owner, self.clock()):
                     raise LeaseLost(f"run {self.run_id!r}: lease lost before its phases could start")
         self.state = plan.state
         journal.follow(plan.state)
@@ -642,9 +639,9 @@ class Runner:
 
     # -- endings --------------------------------------------------------------
 
-    def _finish(self, status: RunStatus, values: dict[str, Any], *, stopped: bool = False) -> RunStatus:
+    def _finish(self, status: RunStatus, values: RunChange, *, stopped: bool = False) -> RunStatus:
         """Record the run's end (ending.py); the status recorded, or paused or cancelled by a hold."""
-        base = {
+        base: RunChange = {
             "env_json": _json.dumps(self.env_rows),
             "notes_json": _json.dumps(self.notes + [a.note() for a in self.attempts]),
             "shape_json": self._shape_text(),

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _host, _json
 from .lease import HolderState
+
+if TYPE_CHECKING:
+    from ..store._runs import RunChange
 
 
 def note(row: Any, held: HolderState, now: float) -> str | None:
@@ -35,7 +38,7 @@ def note(row: Any, held: HolderState, now: float) -> str | None:
     return f"interrupted {when}, holder {row.lease_host}:{row.lease_pid} {how}; resumed by {by} at {_clock(now)}"
 
 
-def record(row: Any, held: HolderState, now: float, notes: list[str], values: dict[str, Any]) -> None:
+def record(row: Any, held: HolderState, now: float, notes: list[str], values: RunChange) -> None:
     """Add the takeover's note (if any) to the run's notes and to the row's
     update that takes the lease, so it shows from the first look.
 

@@ -21,4 +21,4 @@ def record(store: Store, run_id: str, trace_id: str) -> None:
         trace_id: 32 hex digits.
     """
     with store.write() as conn:
-        store.runs.update(conn, run_id, {"trace_id": trace_id})
+        store.runs.set_trace_id(conn, run_id, trace_id)

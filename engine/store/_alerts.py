@@ -36,7 +36,7 @@ class Alerts:
         q = select(alerts).where(alerts.c.run_id == run_id).order_by(alerts.c.claimed_at)
         return list(conn.execute(q))
 
-    def delete(self, conn: Connection, run_id: str, keys: Sequence[str]) -> int:
+    def prune_sent(self, conn: Connection, run_id: str, keys: Sequence[str]) -> int:
         """Remove these alert rows of the run (`prune`: sent, their stop over).
 
         Returns:
@@ -47,13 +47,25 @@ class Alerts:
         q = delete(alerts).where(alerts.c.run_id == run_id, alerts.c.stop_key.in_(list(keys)), alerts.c.state == "sent")
         return int(conn.execute(q).rowcount or 0)
 
-    def insert(self, conn: Connection, values: dict[str, Any]) -> None:
-        """Claim a stop's alert for a watch.
+    def claim(
+        self, conn: Connection, stop_key: str, run_id: str, status: str, owner: str, at: float, event_json: str
+    ) -> None:
+        """Claim a stop's alert (`stop_key`) for the watch `owner`, with the event it is to send.
 
         Raises:
             IntegrityError: another watch claimed the stop first.
         """
-        conn.execute(insert(alerts).values(**values))
+        conn.execute(
+            insert(alerts).values(
+                stop_key=stop_key,
+                run_id=run_id,
+                status=status,
+                state="claimed",
+                claimed_by=owner,
+                claimed_at=at,
+                event_json=event_json,
+            )
+        )
 
     def reclaim(self, conn: Connection, key: str, owner: str, now: float, stale_before: float) -> bool:
         """Take over a claim whose watch died before it could send.

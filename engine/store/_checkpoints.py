@@ -102,9 +102,36 @@ class Checkpoints:
             )
         return 0 if top is None else int(top) + 1
 
-    def insert(self, conn: Connection, values: dict[str, Any]) -> None:
-        """One entry (a decision's marker; a phase's goes by the hot path)."""
-        conn.execute(insert(checkpoints).values(**values))
+    def add_marker(
+        self,
+        conn: Connection,
+        run_id: str,
+        epoch: int,
+        seq: int,
+        kind: str,
+        phase: str | None,
+        envelope: str,
+        payload_hash: str,
+        prev_hash: str,
+        created_at: float,
+        seal: str | None,
+    ) -> None:
+        """One entry with no output (a decision's marker; a phase's goes by the hot path)."""
+        conn.execute(
+            insert(checkpoints).values(
+                run_id=run_id,
+                epoch=epoch,
+                seq=seq,
+                kind=kind,
+                phase=phase,
+                envelope=envelope,
+                payload_hash=payload_hash,
+                prev_hash=prev_hash,
+                output_state="none",
+                created_at=created_at,
+                seal=seal,
+            )
+        )
 
     def set_status(self, conn: Connection, run_id: str, epoch: int, seqs: Sequence[int], status: str) -> None:
         """Set these entries of the run's epoch to `status` (set aside: `discarded`)."""

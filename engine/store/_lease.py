@@ -9,16 +9,14 @@ PostgreSQL, processes on several hosts share the server's, never their own.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.engine import Connection
 
 from ._database import Database
 from ._hotpath import HotPath
-from ._runs import Runs
+from ._runs import RunChange, Runs
 
 #: The lease columns of a run nobody holds.
-LEASE_CLEARED: dict[str, Any] = {
+LEASE_CLEARED: RunChange = {
     "lease_owner": None,
     "lease_host": None,
     "lease_pid": None,
@@ -40,7 +38,7 @@ class Leases:
         Returns:
             The rows changed: 0 means the lease is lost.
         """
-        return self._runs.update(conn, run_id, {"updated_at": now}, owner=owner, held_at=now)
+        return self._runs.touch(conn, run_id, now, owner=owner)
 
     def extend(self, run_id: str, owner: str, now: float, ttl: float) -> int:
         """A heartbeat, in a write transaction of its own: push the expiry on,
@@ -60,24 +58,18 @@ class Leases:
         """
         with self._db.write() as conn:
             now = self._db.lease_clock(conn, now)
-            return self._runs.update(
-                conn,
-                run_id,
-                {"lease_expires_at": now + ttl, "heartbeat_at": now},
-                owner=owner,
-                held_at=now,
-            )
+            return self._runs.renew_lease(conn, run_id, owner, now + ttl, now)
 
     def release(self, run_id: str, owner: str) -> None:
         """Give up `owner`'s lease (expired or not), in a write transaction of
         its own; nothing if it is another's."""
         with self._db.write() as conn:
-            self._runs.update(conn, run_id, dict(LEASE_CLEARED), owner=owner)
+            self._runs.release_lease(conn, run_id, owner)
 
     def revoke(self, conn: Connection, run_id: str) -> None:
         """Clear whoever's lease it is, in the caller's transaction (a
         decision): every fenced write of the old holder then fails."""
-        self._runs.update(conn, run_id, dict(LEASE_CLEARED))
+        self._runs.clear_lease(conn, run_id)
 
     def held(self, run_id: str, owner: str, now: float) -> bool:
         """Whether `owner` holds an unexpired lease now: one read on the

@@ -8,6 +8,7 @@ policy was ever set.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import insert, select, update
@@ -45,9 +46,13 @@ class Claims:
         q = select(claims).where(claims.c.run_id == run_id).order_by(claims.c.id)
         return _rowcheck.check_all(claims, conn.execute(q))
 
-    def insert(self, conn: Connection, values: dict[str, Any]) -> None:
-        """A new claim row."""
-        conn.execute(insert(claims).values(**values))
+    def take(self, conn: Connection, run_id: str, operator: str, account: str, at: float, expires_at: float) -> None:
+        """A new claim of the run by `operator` of `account`, from `at` until `expires_at`."""
+        conn.execute(
+            insert(claims).values(
+                run_id=run_id, operator=operator, account=account, claimed_at=at, expires_at=expires_at
+            )
+        )
 
     def end(self, conn: Connection, claim_id: int, *, at: float, by: str, account: str) -> None:
         """Release the claim at `at`, by operator `by` of `account`."""
@@ -56,6 +61,27 @@ class Claims:
             .where(claims.c.id == claim_id)
             .values(released_at=at, released_by=by, released_account=account)
         )
+
+
+@dataclass(frozen=True, slots=True)
+class NewPolicy:
+    """A change of the policy to record (`PolicyChanges.record`); its id,
+    link and seal are the store's to give."""
+
+    require_second_json: str
+    """The actions that need a second operator, as a JSON list."""
+    proposal_seconds: float
+    """How long a proposal waits for its second."""
+    web_account: str | None
+    """The account the web console's server runs as, if any."""
+    operator: str
+    """Who changed it."""
+    account: str
+    """From which operating-system account."""
+    at: float
+    """When."""
+    reason: str
+    """Why."""
 
 
 class PolicyChanges:
@@ -83,9 +109,22 @@ class PolicyChanges:
         """The id of the newest change as the meta names it, and the count."""
         return self._meta.int_of(conn, POLICY_LAST), self._meta.int_of(conn, POLICY_COUNT)
 
-    def insert(self, conn: Connection, values: dict[str, Any]) -> int:
+    def record(self, conn: Connection, change: NewPolicy) -> int:
         """A change of the policy, in force from now on, linked to the last
-        one and sealed. Returns its id."""
+        one and sealed.
+
+        Returns:
+            Its id.
+        """
+        values: dict[str, Any] = {
+            "require_second_json": change.require_second_json,
+            "proposal_seconds": change.proposal_seconds,
+            "web_account": change.web_account,
+            "operator": change.operator,
+            "account": change.account,
+            "at": change.at,
+            "reason": change.reason,
+        }
         # The meta row held first: two changes at once are linked one after the other.
         last = self._meta.int_of(conn, POLICY_LAST, lock=True)
         count = self._meta.int_of(conn, POLICY_COUNT) or 0

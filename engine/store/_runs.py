@@ -7,7 +7,7 @@ and frontier's on the hot path are `_hotpath.py`'s.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import and_, case, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Row
@@ -17,6 +17,49 @@ from ._database import Database, driver
 from .schema import decisions, runs
 
 _RUNS = _rawread.Reader(runs)
+
+
+class RunChange(TypedDict, total=False):
+    """Columns of a run's row to change, typed (the runs table's, less its
+    id and what the store alone keeps: the attention rank, the decisions'
+    and effects' history ends). What crosses into `Runs`' named writes."""
+
+    workflow: str
+    target: str | None
+    inputs_json: str
+    inputs_hash: str
+    shape_json: str
+    status: str
+    epoch: int
+    head_seq: int
+    head_hash: str
+    frontier_phase: str | None
+    frontier_index: int
+    phase_count: int
+    steps_done: int
+    created_at: float
+    updated_at: float
+    last_checkpoint_at: float | None
+    blocked_json: str
+    env_json: str
+    notes_json: str
+    error_json: str | None
+    attention: str
+    lease_owner: str | None
+    lease_host: str | None
+    lease_pid: int | None
+    lease_expires_at: float | None
+    heartbeat_at: float | None
+    wake_at: float | None
+    waiting_json: str | None
+    held_json: str | None
+    trace_id: str | None
+
+
+class NewRun(RunChange):
+    """A new run's row (`Runs.create`): its id, and the columns it starts with."""
+
+    run_id: str
 
 
 class Runs:
@@ -39,21 +82,22 @@ class Runs:
         v = conn.execute(select(runs.c.run_id).limit(1)).scalar()
         return None if v is None else str(v)
 
-    def insert(self, conn: Connection, values: dict[str, Any]) -> None:
+    def create(self, conn: Connection, run: NewRun) -> None:
         """A new run's row, its attention rank the one its status stores.
 
         Raises:
             IntegrityError: a run with this id exists.
         """
-        asking = str(values.get("waiting_json") or "").startswith(runorder.ASKING_PREFIX)
-        values = {"attention_rank": runorder.stored_rank(str(values.get("status")), False, asking), **values}
-        conn.execute(insert(runs).values(**values))
+        asking = str(run.get("waiting_json") or "").startswith(runorder.ASKING_PREFIX)
+        conn.execute(
+            insert(runs).values(attention_rank=runorder.stored_rank(str(run.get("status")), False, asking), **run)
+        )
 
-    def update(
+    def _change(
         self,
         conn: Connection,
         run_id: str,
-        values: dict[str, Any],
+        values: RunChange,
         *,
         owner: str | None = None,
         held_at: float | None = None,
@@ -61,31 +105,136 @@ class Runs:
         """Change the run's row; with `owner`, only while that owner holds the
         lease; with `held_at` too, only while the lease is unexpired at that
         time (a fenced write). A new status moves the stored attention rank
-        in the same statement.
-
-        Returns:
-            The rows changed: 0 with `owner` means the lease is not theirs.
-        """
+        in the same statement. Returns the rows changed: 0 with `owner`
+        means the lease is not theirs."""
         cond = runs.c.run_id == run_id
         if owner is not None:
             cond = and_(cond, runs.c.lease_owner == owner)
         if held_at is not None:
             cond = and_(cond, runs.c.lease_expires_at > self._db.lease_now(held_at))
-        if "status" in values:
+        cols: dict[str, Any] = dict(values)
+        if "status" in cols:
             # The stored attention rank follows the status in the same write.
-            rank = _paging.rank_for(str(values["status"]), values.get("waiting_json"))
-            values = {**values, "attention_rank": rank}
-        return conn.execute(update(runs).where(cond).values(**values)).rowcount
+            cols["attention_rank"] = _paging.rank_for(str(cols["status"]), cols.get("waiting_json"))
+        return conn.execute(update(runs).where(cond).values(**cols)).rowcount
+
+    def take_up(self, conn: Connection, run_id: str, change: RunChange) -> None:
+        """A start takes the run up: its lease, status and shape as this process sets them."""
+        self._change(conn, run_id, change)
+
+    def record_end(self, conn: Connection, run_id: str, end: RunChange, owner: str, held_at: float) -> bool:
+        """The run's end (its status, reason, frontier, the lease let go), fenced
+        by `owner`'s lease unexpired at `held_at`.
+
+        Returns:
+            False when the lease is no longer `owner`'s: nothing was written.
+        """
+        return self._change(conn, run_id, end, owner=owner, held_at=held_at) > 0
+
+    def set_shape(self, conn: Connection, run_id: str, shape_json: str, owner: str, held_at: float) -> bool:
+        """The run's shape as the code about to run declares it, fenced as `record_end` is.
+
+        Returns:
+            False when the lease is no longer `owner`'s.
+        """
+        return self._change(conn, run_id, {"shape_json": shape_json}, owner=owner, held_at=held_at) > 0
+
+    def set_head(self, conn: Connection, run_id: str, seq: int, head_hash: str, *, owner: str | None = None) -> int:
+        """Where the run's checkpoint chain ends; with `owner`, only under that owner's lease.
+
+        Returns:
+            The rows changed (0 with `owner`: the lease is not theirs).
+        """
+        return self._change(conn, run_id, {"head_seq": seq, "head_hash": head_hash}, owner=owner)
+
+    def set_frontier(self, conn: Connection, run_id: str, phase: str | None, index: int, steps_done: int) -> None:
+        """The run's frontier as its verified chain says (what the runs list shows)."""
+        self._change(conn, run_id, {"frontier_phase": phase, "frontier_index": index, "steps_done": steps_done})
+
+    def block(self, conn: Connection, run_id: str, change: RunChange) -> None:
+        """The run blocked (its status, reasons and attention in `change`)."""
+        self._change(conn, run_id, change)
+
+    def reset(self, conn: Connection, run_id: str, change: RunChange) -> None:
+        """The run reset to its first phase in a new epoch (the columns in `change`)."""
+        self._change(conn, run_id, change)
+
+    def set_hold(self, conn: Connection, run_id: str, held_json: str | None, now: float) -> None:
+        """An operator's hold asked of the run (`held_json`), or withdrawn (None)."""
+        self._change(conn, run_id, {"held_json": held_json, "updated_at": now})
+
+    def hold(self, conn: Connection, run_id: str, change: RunChange) -> None:
+        """An operator's hold put in force or let go (status, hold, lease, wait in `change`)."""
+        self._change(conn, run_id, change)
+
+    def set_attention(self, conn: Connection, run_id: str, attention: str, now: float) -> None:
+        """What the runs list says the run needs, as of `now`."""
+        self._change(conn, run_id, {"attention": attention, "updated_at": now})
+
+    def set_notes(self, conn: Connection, run_id: str, notes_json: str) -> None:
+        """The run's notes (JSON), shown at once."""
+        self._change(conn, run_id, {"notes_json": notes_json})
+
+    def set_trace_id(self, conn: Connection, run_id: str, trace_id: str) -> None:
+        """The OpenTelemetry trace id of the run's latest traced attempt."""
+        self._change(conn, run_id, {"trace_id": trace_id})
+
+    def touch(self, conn: Connection, run_id: str, updated_at: float, *, owner: str | None = None) -> int:
+        """Write the run's `updated_at` (unchanged or not): the row is written,
+        so a change feed (PostgreSQL's trigger) sees the run changed; with
+        `owner`, only while that owner's lease is unexpired at `updated_at`.
+
+        Returns:
+            The rows changed (0 with `owner`: the lease is lost).
+        """
+        held_at = updated_at if owner is not None else None
+        return self._change(conn, run_id, {"updated_at": updated_at}, owner=owner, held_at=held_at)
+
+    def renew_lease(self, conn: Connection, run_id: str, owner: str, expires_at: float, now: float) -> int:
+        """`owner`'s lease renewed to `expires_at` with a heartbeat at `now`,
+        only while it is theirs and unexpired at `now` (the lease clock's).
+
+        Returns:
+            The rows changed: 0 when the lease is not theirs.
+        """
+        return self._change(
+            conn, run_id, {"lease_expires_at": expires_at, "heartbeat_at": now}, owner=owner, held_at=now
+        )
+
+    def clear_lease(self, conn: Connection, run_id: str) -> None:
+        """Clear whoever's lease it is (a decision revokes it)."""
+        self._change(
+            conn, run_id, {"lease_owner": None, "lease_host": None, "lease_pid": None, "lease_expires_at": None}
+        )
+
+    def release_lease(self, conn: Connection, run_id: str, owner: str) -> int:
+        """Let go of `owner`'s lease (only theirs).
+
+        Returns:
+            The rows changed: 0 when the lease is not `owner`'s.
+        """
+        return self._change(
+            conn,
+            run_id,
+            {"lease_owner": None, "lease_host": None, "lease_pid": None, "lease_expires_at": None},
+            owner=owner,
+        )
+
+    def mark_decided(self, conn: Connection, run_ids: Sequence[str], attention: str, now: float) -> int:
+        """Several runs decided about at once: their leases revoked and their
+        attention set, in one statement (never their status).
+
+        Returns:
+            The rows changed.
+        """
+        values = {"lease_owner": None, "lease_host": None, "lease_pid": None, "lease_expires_at": None}
+        q = update(runs).where(runs.c.run_id.in_(list(run_ids)))
+        return conn.execute(q.values(**values, updated_at=now, attention=attention)).rowcount
 
     def held(self, conn: Connection, run_id: str) -> str | None:
         """The run's `held_json` alone (what a running run's hold watch polls: one indexed read)."""
         v = conn.execute(select(runs.c.held_json).where(runs.c.run_id == run_id)).scalar()
         return v if isinstance(v, str) else None
-
-    def update_many(self, conn: Connection, run_ids: Sequence[str], values: dict[str, Any]) -> int:
-        """The same change to several runs' rows, in one statement (never their status)."""
-        assert "status" not in values, "a status change moves the attention rank: Runs.update"
-        return conn.execute(update(runs).where(runs.c.run_id.in_(list(run_ids))).values(**values)).rowcount
 
     def rerank_many(self, conn: Connection, run_ids: Sequence[str]) -> None:
         """`rerank` of several runs, in one statement."""

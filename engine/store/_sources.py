@@ -28,7 +28,7 @@ class Sources:
         q = select(sources.c.code_hash).where(sources.c.code_hash.in_(list(hashes)))
         return {r[0] for r in conn.execute(q)}
 
-    def insert(self, conn: Connection, code_hash: str, text: str, at: float) -> None:
+    def add(self, conn: Connection, code_hash: str, text: str, at: float) -> None:
         """Store a phase's source under its code hash.
 
         Raises:

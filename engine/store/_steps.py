@@ -47,7 +47,7 @@ class Steps:
             cond = and_(cond, steps.c.phase.in_(list(phases)))
         conn.execute(update(steps).where(cond).values(discarded=True))
 
-    def delete(self, conn: Connection, ids: Sequence[int]) -> None:
+    def prune(self, conn: Connection, ids: Sequence[int]) -> None:
         """Delete these step rows (a prune)."""
         if ids:
             conn.execute(delete(steps).where(steps.c.id.in_(list(ids))))

@@ -29,9 +29,9 @@ from ._effects import Effects
 from ._hotpath import HotPath, HotScope, HotTx
 from ._lease import LEASE_CLEARED, Leases
 from ._meta import SEAL_KEY, Meta
-from ._oversight import Claims, PolicyChanges
+from ._oversight import Claims, NewPolicy, PolicyChanges
 from ._ownrows import OwnRows, OwnRowsReader
-from ._runs import Runs
+from ._runs import NewRun, RunChange, Runs
 from ._seals import Seals
 from ._sources import Sources
 from ._steps import Steps
@@ -47,7 +47,10 @@ __all__ = [
     "HotScope",
     "HotTx",
     "NewDecision",
+    "NewPolicy",
+    "NewRun",
     "OwnRows",
+    "RunChange",
     "Store",
 ]
 

@@ -98,10 +98,10 @@ class Pruner:
             folder = self.archive_dir / archive.safe_name(run_id)
             for c in cands:
                 if c.kind == "step_records":
-                    self.store.steps.delete(conn, list(c.refs))
+                    self.store.steps.prune(conn, list(c.refs))
                     continue
                 if c.kind == "sent_alerts":
-                    self.store.alerts.delete(conn, run_id, list(c.alert_keys))
+                    self.store.alerts.prune_sent(conn, run_id, list(c.alert_keys))
                     continue
                 for ref in c.refs:
                     row = by_id[ref]
@@ -121,7 +121,7 @@ class Pruner:
                     else:
                         self.store.checkpoints.set_output_state(conn, ref, "pruned", None)
                 if c.kind == "finished_run":
-                    self.store.steps.delete(conn, list(c.step_refs))
+                    self.store.steps.prune(conn, list(c.step_refs))
             if cands:
                 self.store.decisions.record(
                     conn,
@@ -138,5 +138,5 @@ class Pruner:
                         ),
                     ),
                 )
-                self.store.runs.update(conn, run_id, {"updated_at": run.updated_at})
+                self.store.runs.touch(conn, run_id, run.updated_at)
         return cands

@@ -206,9 +206,9 @@ class Verifier:
                     fr.index,
                     fr.steps_done,
                 ):
-                    self.store.runs.update(conn, run_id, frontier_columns(fr))
+                    self.store.runs.set_frontier(conn, run_id, fr.phase, fr.index, fr.steps_done)
                 return
-            self.store.runs.update(
+            self.store.runs.block(
                 conn,
                 run_id,
                 {

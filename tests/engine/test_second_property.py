@@ -28,6 +28,7 @@ from phasegate import Engine, PhaseContext, Workflow
 from phasegate.errors import PhasegateError
 from phasegate.history import trail
 from phasegate.oversight.identity import normal, os_account
+from phasegate.store.store import NewPolicy
 
 RATE = {"value": "v1"}
 FAIL = {"on": True}
@@ -88,17 +89,17 @@ def _set_policy(eng: Engine, listed: bool, *, web_account: str) -> None:
     # Through the policy's repository: `policy --web-account` refuses the
     # account it is typed from, and this process is the "server" here.
     with eng.store.write() as conn:
-        eng.store.policy.insert(
+        eng.store.policy.record(
             conn,
-            {
-                "require_second_json": '["approve"]' if listed else "[]",
-                "proposal_seconds": 86400.0,
-                "web_account": web_account,
-                "operator": "admin",
-                "account": "admin",
-                "at": eng.clock(),
-                "reason": "property",
-            },
+            NewPolicy(
+                require_second_json='["approve"]' if listed else "[]",
+                proposal_seconds=86400.0,
+                web_account=web_account,
+                operator="admin",
+                account="admin",
+                at=eng.clock(),
+                reason="property",
+            ),
         )
 
 
