@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from .. import _json
+
 if TYPE_CHECKING:  # the store's module loads SQLAlchemy: the views import the ledger without it
     from ..store._effects import EffectColumns
 
@@ -68,6 +70,24 @@ def new_intent(
         redo_on_rewind=redo_on_rewind,
         intent_at=now,
     )
+
+
+def confirm_done(rec: EffectRecord, result_json: str, decision: int, now: float) -> None:
+    """An operator's (or a reconcile hook's) answer: the effect happened,
+    with this result; `rec` changed in place, to be sealed again."""
+    rec.update(
+        state="done",
+        done_at=now,
+        result_json=result_json,
+        result_hash=_json.sha256(result_json),
+        confirmed_by=decision,
+    )
+
+
+def allow_retry(rec: EffectRecord) -> None:
+    """An answer that the effect did not happen: an intent that may be
+    called again; `rec` changed in place, to be sealed again."""
+    rec.update(state="intent", done_at=None, result_json=None, result_hash=None, retry_ok=True)
 
 
 def columns(rec: EffectRecord) -> EffectColumns:

@@ -8,7 +8,9 @@ committed after the call, with the run's next transaction or on a short timer
 window). An atomic effect and its record commit in one transaction instead.
 
 `needs_answer` is the one rule for "is this effect in doubt": the start
-sequence, `decide`, the views and the console all ask it.
+sequence, `decide`, the views and the console all ask it. The record itself
+(its key, columns and states) is effectrecord.py's; this module is the
+protocol around it.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from ..history import seals
 from ..observe import hooks
 from ..outcome import BlockReason
 from ..states import Action, BlockKind
+from . import effectrecord as record
 from .completions import Completions
 from .effectcall import call_effect
-from .effectrecord import EffectRecord, columns, effect_key, intent_params, new_intent, record_of, reintent_params
+from .effectrecord import EffectRecord, effect_key
 from .lease import Fence
 
 if TYPE_CHECKING:  # the store's module loads SQLAlchemy: the views import this module without it
@@ -108,7 +111,7 @@ class EffectLedger:
             self._read(conn)
 
     def _read(self, conn: Any) -> None:
-        self.effects = {e.key: record_of(e) for e in self._store.effects.of_run(conn, self._fence.run_id)}
+        self.effects = {e.key: record.record_of(e) for e in self._store.effects.of_run(conn, self._fence.run_id)}
         run = self._store.runs.get(conn, self._fence.run_id)
         self.head = run.effects_last if run is not None else None
         self.count = int(run.effects_count or 0) if run is not None else 0
@@ -116,7 +119,7 @@ class EffectLedger:
     def reload(self, key: str, conn: Any) -> None:
         row = self._store.effects.by_key(conn, key)
         if row is not None:
-            self.effects[key] = record_of(row)
+            self.effects[key] = record.record_of(row)
 
     def damage(self) -> list[seals.EffectDamage]:
         """How the run's effect records differ from their verified history."""
@@ -308,7 +311,7 @@ class EffectLedger:
         """(under `_lock`) Commit the intent, new or a re-intent of an allowed retry."""
         now = self._clock()
         if row is None:
-            rec = new_intent(
+            rec = record.new_intent(
                 self._fence.run_id,
                 phase,
                 name,
@@ -335,7 +338,7 @@ class EffectLedger:
         try:
             with self.completions.hot_tx() as tx:
                 if row is None:
-                    tx.run("intent", intent_params(rec))
+                    tx.run("intent", record.intent_params(rec))
                     # Fenced: the run row's write is the lease check (no extra read).
                     n = tx.run(
                         "effects_head",
@@ -343,7 +346,7 @@ class EffectLedger:
                     )
                     self._fence.check_rows(n)
                 else:
-                    tx.run("reintent", reintent_params(rec))
+                    tx.run("reintent", record.reintent_params(rec))
                     self._fence.check_hot(tx)
         except StoreError:
             self._check_foreign(row, key, name)
@@ -462,10 +465,10 @@ class EffectLedger:
             rec.update(state="done", done_at=now, result_json=text, result_hash=_json.sha256(text))
             seals.sealed(rec)
             if row is None:
-                self._store.effects.add(conn, columns(rec))
+                self._store.effects.add(conn, record.columns(rec))
                 self._store.effects.note_last(conn, self._fence.run_id, key)
             else:
-                self._store.effects.rewrite(conn, columns(rec))
+                self._store.effects.rewrite(conn, record.columns(rec))
             self._fence.check(conn, now)
         self.effects[key] = rec
         hooks.OBSERVER.effect(rec.run_id, phase, key, "done", now)
@@ -554,19 +557,16 @@ class EffectLedger:
         if old is None:
             where = seals.split_key(self._fence.run_id, key.split("@", 1)[0])
             phase, name = where if where is not None else ("?", key)
-            rec = new_intent(self._fence.run_id, phase, name, key, now, self.head)
+            rec = record.new_intent(self._fence.run_id, phase, name, key, now, self.head)
         else:
             rec = EffectRecord(old)
         if action is Action.CONFIRM_EFFECT:
-            text = _json.dumps(result)
-            rec.update(
-                state="done", done_at=now, result_json=text, result_hash=_json.sha256(text), confirmed_by=decision
-            )
+            record.confirm_done(rec, _json.dumps(result), decision, now)
         else:
-            rec.update(state="intent", done_at=None, result_json=None, result_hash=None, retry_ok=True)
+            record.allow_retry(rec)
         seals.sealed(rec)
         if old is None:
-            self._store.effects.add(conn, columns(rec))
+            self._store.effects.add(conn, record.columns(rec))
             # a record written anew fills a hole the count knows of; one
             # beyond the count is a new record
             grown = len(self.effects) + 1 > self.count
@@ -576,7 +576,7 @@ class EffectLedger:
             if count is not None:
                 self.count = count
         else:
-            self._store.effects.rewrite(conn, columns(rec))
+            self._store.effects.rewrite(conn, record.columns(rec))
         if repair:
             self._relink(conn)
         else:
