@@ -36,6 +36,7 @@ import os
 import select
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -48,12 +49,10 @@ from .observe import hooks
 
 __all__ = ["KillPoint", "KillReport", "KillResult", "KillTestFailed", "kill_at_each_step"]
 
-#: The pause points (`_pause.pause_point`) that are kill points, and what each means.
-_PAUSE_KINDS = {
-    "in-phase": "the phase's function is about to be called",
-    "after-intent": "the effect's intent is committed, its function not yet called",
-    "in-commit": "inside the phase's checkpoint transaction, before it commits",
-}
+#: The pause points (`_pause.pause_point`) that are kill points: a phase about
+#: to be called, an effect's intent committed before its call, a checkpoint's
+#: transaction before its commit. (`in-verify` is not a run's.)
+_PAUSE_KINDS = frozenset({"in-phase", "after-intent", "in-commit"})
 
 _RUN_ID = "kill-test"
 
@@ -391,8 +390,12 @@ def _fork(prefix: Path, body: Callable[[], int], timeout: float) -> int:
 
 def _wait(pid: int, timeout: float) -> int:
     """The child's exit code (negative: its signal), waited on through its
-    pidfd; SIGKILLed once `timeout` passes."""
-    fd = os.pidfd_open(pid)
+    pidfd (or, on a kernel without one, asked every 10 ms); SIGKILLed once
+    `timeout` passes."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return _wait_polling(pid, timeout)
     try:
         ready, _, _ = select.select([fd], [], [], timeout)
         if not ready:
@@ -401,3 +404,16 @@ def _wait(pid: int, timeout: float) -> int:
         os.close(fd)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
+
+
+def _wait_polling(pid: int, timeout: float) -> int:
+    end = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > end:
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
