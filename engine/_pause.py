@@ -15,16 +15,35 @@ environment after the fork), so unset, as in production, a point costs one
 truth test, not an `os.environ` lookup (~1 us: the key is encoded and the
 value decoded each time, at every phase and effect). The test that set it
 continues the process (SIGCONT).
+
+`watch` hands every point reached to a function of this process instead
+(`phasegate.testing` counts them, and kills its child at one).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 
 _done: set[str] = set()
 _wanted: frozenset[str] | None = None
 """The points asked for; None until read."""
+
+
+_watcher: Callable[[str, str], None] | None = None
+"""Called with (kind, name) at every point reached (`watch`); None: no one watches."""
+
+
+def watch(fn: Callable[[str, str], None] | None) -> None:
+    """Have `fn(kind, name)` called at every point this process reaches, before
+    any pause (None: stop).
+
+    Args:
+        fn: The watcher, or None.
+    """
+    global _watcher
+    _watcher = fn
 
 
 def _forget() -> None:
@@ -42,6 +61,8 @@ def _read() -> frozenset[str]:
 
 
 def pause_point(kind: str, name: str) -> None:
+    if _watcher is not None:
+        _watcher(kind, name)
     wanted = _wanted if _wanted is not None else _read()
     if not wanted:
         return

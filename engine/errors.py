@@ -44,16 +44,24 @@ class PhasegateError(Exception):
     exit_code: ClassVar[ExitCode] = ExitCode.USAGE
     """What the command line exits with when this error ends it."""
 
-    def __init__(self, message: str, title: str | None = None) -> None:
+    def __init__(self, message: str, title: str | None = None, *, options: tuple[str, ...] = ()) -> None:
         """An error with its one-line message.
 
         Args:
-            message: What went wrong and, where it helps, what to do: one line.
+            message: What went wrong and, where it helps, what to do: one line,
+                in words that name no command-line flag (the console and the
+                API show it as it is).
             title: A title for this error instead of its class's.
+            options: The request's options the error is about, by the names the
+                API takes them (`phase`, `effect`, `result`): what is missing,
+                not taken or wrong, as data.
         """
         super().__init__(message)
         self.message = message
-        """The one line the command line prints."""
+        """The one line the console shows; the command line adds its flags (`options`)."""
+        self.options = options
+        """The options the error is about, by their API names (`phase`, `effect`,
+        `result`, `force`...); the command line names each as its flag (`--phase NAME`)."""
         if title is not None:
             self.title = title  # type: ignore[misc]
 
@@ -145,12 +153,13 @@ class HolderStalled(PhasegateError):
         Args:
             run_id: The run whose holder is stalled.
             holder: The holder (`host:pid`).
-            what: What the refused command would do with `--force` ("take it over").
+            what: What the refused request would do if forced ("resume").
             risk: What could go wrong if it did ("an effect could happen twice").
         """
         super().__init__(
             f"run {run_id!r} is held by {holder}, alive on this host but past its lease (stalled); "
-            f"wait for it, or {what} with --force, which risks this: {risk}"
+            f"wait for it, or {what} by force, which risks this: {risk}",
+            options=("force",),
         )
         self.run_id = run_id
         """The run whose holder is stalled."""

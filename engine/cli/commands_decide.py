@@ -14,7 +14,7 @@ from ..safetext import safe, safe_json
 from ..states import Action
 from ..timefmt import iso
 from .args import open_engine, parse_json
-from .render import overrides, print_preview
+from .render import overrides, print_preview, with_flags
 
 
 def _decide_args(args: argparse.Namespace) -> None:
@@ -68,7 +68,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
                 value=args.answer_value,
             )
             if pv.action is Action.CONFIRM_EFFECT and result is NO_RESULT:
-                raise UsageError(CONFIRM_NEEDS_RESULT)  # refused as the decision itself would be
+                raise UsageError(CONFIRM_NEEDS_RESULT, options=("result",))  # refused as the decision itself would be
             # Then the claim rule, as the decision applies it: someone else's
             # claim refuses it (exit 4) unless --force overrides it.
             held = eng.oversight.overridden_claim(
@@ -151,7 +151,7 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
                     if ln.overrides is not None:
                         print(overrides(ln.overrides, now, "    "))
                 else:
-                    print(f"{safe(ln.run_id)}: does not fit: {safe(ln.unfit)}")
+                    print(f"{safe(ln.run_id)}: does not fit: {safe(with_flags(str(ln.unfit), ln.unfit_options))}")
             if unfit and not args.skip_unfit:
                 print(
                     f"phasegate: decision refused: {len(unfit)} of {len(lines)} run(s) do not fit; nothing would be"
@@ -172,8 +172,12 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
             )
         except GroupRefused as exc:
             for u in exc.unfit:
-                print(f"{safe(u.run_id)}: does not fit: {safe(u.why)}", file=sys.stderr)
-            raise
+                print(f"{safe(u.run_id)}: does not fit: {safe(with_flags(u.why, u.options))}", file=sys.stderr)
+            if "skip_unfit" not in exc.options or getattr(args, "debug", False):
+                raise
+            # The group's refusal in the command line's words: the flag that records the rest.
+            print(f"phasegate: {exc.title}: {safe(exc.message)} (--skip-unfit records the rest)", file=sys.stderr)
+            return exc.exit_code
     first = res.decided[0]
     when = {
         "applied": "applied",
@@ -189,7 +193,7 @@ def _decide_cause(args: argparse.Namespace, result: Any) -> int:
     if res.skipped:
         print(f"skipped {len(res.skipped)} run(s) that do not fit:")
         for u in res.skipped:
-            print(f"  {safe(u.run_id)}: {safe(u.why)}")
+            print(f"  {safe(u.run_id)}: {safe(with_flags(u.why, u.options))}")
     return ExitCode.OK
 
 

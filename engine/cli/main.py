@@ -68,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PhasegateError as exc:
         if debug:
             raise
-        print(f"phasegate: {exc.title}: {safe(exc.message)}", file=sys.stderr)
+        print(f"phasegate: {exc.title}: {safe(_said(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("phasegate: interrupted", file=sys.stderr)
@@ -84,6 +84,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK
+
+
+def _said(exc: PhasegateError) -> str:
+    """The error's words, with the flags of the options it is about (the core
+    names none: `--phase` means nothing to the console)."""
+    if not exc.options:
+        return exc.message
+    from .render import with_flags  # only for an error that names an option: a start does not pay for it
+
+    return with_flags(exc.message, exc.options)
 
 
 # build_parser too: tools and tests import it from here.

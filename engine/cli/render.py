@@ -26,6 +26,39 @@ if TYPE_CHECKING:
     from ..decide.preview import Preview
 
 
+#: How the command line names each option an error is about
+#: (`PhasegateError.options`, by the names the API takes them).
+FLAGS: dict[str, str] = {
+    "phase": "--phase NAME",
+    "effect": "--effect KEY",
+    "result": "--result JSON",
+    "expect_env": "--expect-env HASH",
+    "question": "--question NAME",
+    "value": "--value JSON",
+    "force": "--force",
+    "dry_run": "--dry-run",
+    "skip_unfit": "--skip-unfit",
+    "operator": "--operator NAME",
+    "reason": "--reason TEXT",
+}
+
+
+def with_flags(message: str, options: Sequence[str]) -> str:
+    """An error's words with the flags of the options it is about: the core
+    says "rewind needs the phase to re-run from", the command line adds
+    "(--phase NAME)", so its user knows what to type.
+
+    Args:
+        message: The error's words (`PhasegateError.message`).
+        options: The options it is about (`PhasegateError.options`).
+
+    Returns:
+        The message, followed by the options' flags in brackets when it names any.
+    """
+    flags = [FLAGS.get(o, "--" + o.replace("_", "-")) for o in options]
+    return f"{message} ({', '.join(flags)})" if flags else message
+
+
 def print_outcome(o: Outcome) -> int:
     """One line for how a run ended (a line more per block reason); the exit code it means."""
     # Every value below may come from the store: shown through `safe`.

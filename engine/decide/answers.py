@@ -81,17 +81,18 @@ def fit_answer(view: RunView, question: str | None, value: Any, now: float) -> t
     """The question an answer names and what the decision records with it.
 
     Raises:
-        UsageError: no `--question` or `--value`, no such open question, or a value its schema refuses.
+        UsageError: no question or value (its `options` say which), no such open question, or a
+            value its schema refuses.
         DecisionError: the run cannot be answered now (it is over), or the question timed out.
     """
     if not question:
         # The one question the run waits on needs no naming (a group answer by cause).
         open_ = [q for q in view.questions if q.state == "open"]
         if len(open_) != 1:
-            raise UsageError("answer needs --question NAME: the question the run asked")
+            raise UsageError("answer needs the question the run asked", options=("question",))
         question = f"{open_[0].phase}/{open_[0].name}"
     if value is NO_VALUE:
-        raise UsageError("answer needs --value JSON: the answer (--value null for JSON null)")
+        raise UsageError("answer needs the answer's value, as JSON (JSON null is one)", options=("value",))
     if view.status in (RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.RESET):
         raise DecisionError(f"run {view.run_id!r} is {view.status.value}: it waits for no answer")
     q = find(view, question)

@@ -32,7 +32,11 @@ class Unfit:
     """A run of the group the decision does not fit, and why (decide's own words)."""
 
     run_id: str
+    """The run."""
     why: str
+    """Why the decision does not fit it, in words."""
+    options: tuple[str, ...] = ()
+    """The options the refusal is about (`PhasegateError.options`)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,8 @@ class PreviewLine:
     unfit: str | None = None
     overrides: ClaimView | None = None
     """Someone else's claim the decision would override (`--force`)."""
+    unfit_options: tuple[str, ...] = ()
+    """The options the refusal (`unfit`) is about (`PhasegateError.options`)."""
 
 
 class GroupRefused(DecisionError):
@@ -103,13 +109,13 @@ class GroupRefused(DecisionError):
         Args:
             unfit: Each run the decision does not fit, and why.
             total: How many runs the group has.
-            none_fit: The decision fits none of them (`--skip-unfit` has nothing to record).
+            none_fit: The decision fits none of them (skipping those has nothing to record).
         """
         if none_fit:
             message = f"the decision fits none of the {total} run(s); nothing was recorded"
         else:
-            message = f"{len(unfit)} of {total} run(s) do not fit; nothing was recorded (--skip-unfit records the rest)"
-        super().__init__(message)
+            message = f"{len(unfit)} of {total} run(s) do not fit; nothing was recorded"
+        super().__init__(message, options=() if none_fit else ("skip_unfit",))
         self.unfit = tuple(unfit)
         """Each run the decision does not fit, and why (one line each on stderr)."""
 
@@ -193,7 +199,7 @@ def decide(
                 states.add(admit(conn, view, chosen))
                 fitting.append((run, view, chosen))
             except PhasegateError as exc:
-                unfit.append(Unfit(rid, exc.message))
+                unfit.append(Unfit(rid, exc.message, exc.options))
         total = len(fitting) + len(unfit)
         if unfit and not skip_unfit:
             raise GroupRefused(unfit, total)
@@ -241,5 +247,5 @@ def preview(
                 overrides = check(got[1]) if check is not None else None
                 out.append(PreviewLine(rid, pv, overrides=overrides))
             except PhasegateError as exc:
-                out.append(PreviewLine(rid, None, exc.message))
+                out.append(PreviewLine(rid, None, exc.message, unfit_options=exc.options))
     return out

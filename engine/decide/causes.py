@@ -264,35 +264,46 @@ def reasons(
     reasons of a blocked run, the exception of a failed one, for an
     interrupted or stalled one its effects in doubt (`in_doubt`: key, phase,
     name), and for a waiting one the question it asked (`waiting`)."""
-    out: list[Reason] = []
-    if status is RunStatus.WAITING:
-        q = (waiting or {}).get("question") if (waiting or {}).get("kind") == "answer" else None
-        if isinstance(q, Mapping):
-            phase, name = str(q.get("phase")), str(q.get("name"))
-            said = f"question {name} (phase {phase}) waits for an answer: {q.get('prompt')!s}"
-            out.append(Reason(CauseKind.QUESTION, ("question", phase, name), said))
-    elif status is RunStatus.BLOCKED:
-        for b in blocked:
-            if isinstance(b, Mapping):
-                out += _block_reasons(run_id, b)
-        if not out:
-            out.append(Reason(CauseKind.OTHER, ("blocked",), "blocked"))
-    elif status is RunStatus.FAILED:
-        err = error or {}
-        etype = str(err.get("type") or "error")
-        message = mask(str(err.get("message") or ""))
-        out.append(Reason(CauseKind.EXCEPTION, ("exception", etype, message), f"{etype}: {message}"))
-    elif status in (RunStatus.INTERRUPTED, RunStatus.STALLED):
-        out += [_in_doubt(run_id, key, phase, name) for key, phase, name in in_doubt]
-        if not out:
-            kind = CauseKind.INTERRUPTED if status is RunStatus.INTERRUPTED else CauseKind.STALLED
-            said = "process died; a worker resumes it" if kind is CauseKind.INTERRUPTED else "holder stalled"
-            out.append(Reason(kind, (kind.value,), said))
+    out = _status_reasons(run_id, status, blocked, error, in_doubt, waiting)
     # One reason once (two in-doubt effects of one name in one run are one reason).
     seen: dict[str, Reason] = {}
     for r in out:
         seen.setdefault(_json.dumps(list(r.key)), r)
     return list(seen.values())
+
+
+def _status_reasons(
+    run_id: str,
+    status: RunStatus,
+    blocked: Sequence[Mapping[str, Any]],
+    error: Mapping[str, Any] | None,
+    in_doubt: Iterable[tuple[str, str, str]],
+    waiting: Mapping[str, Any] | None,
+) -> list[Reason]:
+    """`reasons` before each is made one: what the run's status says."""
+    if status is RunStatus.WAITING:
+        q = (waiting or {}).get("question") if (waiting or {}).get("kind") == "answer" else None
+        if not isinstance(q, Mapping):
+            return []
+        phase, name = str(q.get("phase")), str(q.get("name"))
+        said = f"question {name} (phase {phase}) waits for an answer: {q.get('prompt')!s}"
+        return [Reason(CauseKind.QUESTION, ("question", phase, name), said)]
+    if status is RunStatus.BLOCKED:
+        out = [r for b in blocked if isinstance(b, Mapping) for r in _block_reasons(run_id, b)]
+        return out or [Reason(CauseKind.OTHER, ("blocked",), "blocked")]
+    if status is RunStatus.FAILED:
+        err = error or {}
+        etype = str(err.get("type") or "error")
+        message = mask(str(err.get("message") or ""))
+        return [Reason(CauseKind.EXCEPTION, ("exception", etype, message), f"{etype}: {message}")]
+    if status in (RunStatus.INTERRUPTED, RunStatus.STALLED):
+        out = [_in_doubt(run_id, key, phase, name) for key, phase, name in in_doubt]
+        if not out:
+            kind = CauseKind.INTERRUPTED if status is RunStatus.INTERRUPTED else CauseKind.STALLED
+            said = "process died; a worker resumes it" if kind is CauseKind.INTERRUPTED else "holder stalled"
+            out.append(Reason(kind, (kind.value,), said))
+        return out
+    return []
 
 
 def reasons_of_view(view: RunView) -> list[Reason]:

@@ -32,9 +32,10 @@ def resolve(run_id: str, keys: Sequence[str], effect: str, *, what: str = "in do
     listed = ", ".join(keys) or "none"
     if hits:
         raise UsageError(
-            f"--effect {effect!r} names {len(hits)} effects of run {run_id!r} ({', '.join(hits)}); give the full key"
+            f"effect {effect!r} names {len(hits)} effects of run {run_id!r} ({', '.join(hits)}); give the full key",
+            options=("effect",),
         )
-    raise DecisionError(f"effect {effect!r} is not {what} in run {run_id!r}; {what}: {listed}")
+    raise DecisionError(f"effect {effect!r} is not {what} in run {run_id!r}; {what}: {listed}", options=("effect",))
 
 
 __all__ = ["resolve"]

@@ -143,7 +143,7 @@ class Oversight:
             if not different_operators(proposer, who, web_account=web):
                 raise SameOperator(
                     f"decision {decision_id} was proposed by {shown_who(proposer)}; a second must come from another"
-                    f" operator's account or web identity (this is {shown_who(who)}), whatever --operator says"
+                    f" operator's account or web identity (this is {shown_who(who)}), whatever operator name is given"
                 )
             view = self._view(conn, run, now, with_candidates=False)
             if view.claim is not None and not same_person(Who(view.claim.operator, view.claim.account), proposer):

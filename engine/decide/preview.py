@@ -91,12 +91,7 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
     if chosen.detail.get("correction"):
         return _preview_correction(view, act, str(chosen.effect_key))
     if chosen.detail.get("repair"):
-        key = str(chosen.effect_key)
-        if act is Action.CONFIRM_EFFECT:
-            return Preview(act, f"Rewrite the damaged record of {key} as done (it happened), with the given result.")
-        return Preview(
-            act, f"Rewrite the damaged record of {key} as not done: it will be called again with its key.", [], [key]
-        )
+        return _preview_repair(act, str(chosen.effect_key))
     if chosen.effect_key is not None:
         effect = chosen.effect_key
     names = [p.name for p in view.phases]
@@ -117,27 +112,7 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
             env_hash=env_hash(view),
         )
     if act is Action.DEGRADE:
-        integ = [b for b in view.blocked if b["kind"] == "integrity"]
-        if integ:
-            f: Mapping[str, Any] = integ[0].get("failure") or {}
-            seq = f.get("seq")
-            return Preview(
-                act,
-                f"Trust only the checkpoints before {seq}; set aside checkpoint {seq} and later, and run on from there.",
-                rerun=[n for n in names if n not in _trusted_done(view, seq)],
-                discarded=[f"checkpoint {seq} and every later one (kept as evidence, not trusted)"],
-                kept=kept,
-            )
-        below = [b for b in view.blocked if b["kind"] == "below_floor"]
-        skip = sorted({str(b.get("phase")) for b in below})
-        return Preview(
-            act,
-            f"Continue without {', '.join(sorted({str(b.get('lost')) for b in below}))}; "
-            f"skip {', '.join(skip)} (below its floor) and phases that cannot run without it.",
-            rerun=[n for n in open_phases if n not in skip],
-            discarded=[f"phase {s} is skipped (degraded)" for s in skip],
-            kept=kept,
-        )
+        return _preview_degrade(view, names, open_phases, kept)
     if act is Action.REWIND:
         if phase is None or phase not in names:
             return Preview(act, "Choose the phase to re-run from.")
@@ -177,6 +152,41 @@ def _preview(view: RunView, chosen: Fit, phase: str | None, effect: str | None) 
         f"Call {', '.join(keys) or 'the effect'} again with the same idempotency key.",
         rerun=open_phases,
         effects_again=keys,
+        kept=kept,
+    )
+
+
+def _preview_repair(act: Action, key: str) -> Preview:
+    """An answer to a damaged effect record: it is rewritten as done or as not done."""
+    if act is Action.CONFIRM_EFFECT:
+        return Preview(act, f"Rewrite the damaged record of {key} as done (it happened), with the given result.")
+    return Preview(
+        act, f"Rewrite the damaged record of {key} as not done: it will be called again with its key.", [], [key]
+    )
+
+
+def _preview_degrade(view: RunView, names: list[str], open_phases: list[str], kept: list[str]) -> Preview:
+    """A degrade: past a damaged checkpoint, or without the phases below their floor."""
+    act = Action.DEGRADE
+    integ = [b for b in view.blocked if b["kind"] == "integrity"]
+    if integ:
+        f: Mapping[str, Any] = integ[0].get("failure") or {}
+        seq = f.get("seq")
+        return Preview(
+            act,
+            f"Trust only the checkpoints before {seq}; set aside checkpoint {seq} and later, and run on from there.",
+            rerun=[n for n in names if n not in _trusted_done(view, seq)],
+            discarded=[f"checkpoint {seq} and every later one (kept as evidence, not trusted)"],
+            kept=kept,
+        )
+    below = [b for b in view.blocked if b["kind"] == "below_floor"]
+    skip = sorted({str(b.get("phase")) for b in below})
+    return Preview(
+        act,
+        f"Continue without {', '.join(sorted({str(b.get('lost')) for b in below}))}; "
+        f"skip {', '.join(skip)} (below its floor) and phases that cannot run without it.",
+        rerun=[n for n in open_phases if n not in skip],
+        discarded=[f"phase {s} is skipped (degraded)" for s in skip],
         kept=kept,
     )
 

@@ -1,7 +1,7 @@
 """The docstrings the API reference is built from say what it needs.
 
 In scope is what the reference documents (docs/reference/api/): every name of
-`phasegate.__all__` and `phasegate.ops.__all__`, and the public methods and
+`phasegate.__all__`, `phasegate.ops.__all__` and `phasegate.testing.__all__`, and the public methods and
 attributes of those classes. Read statically by griffe, as mkdocstrings reads
 them, with the Google style the site renders:
 
@@ -23,6 +23,7 @@ import pytest
 
 import phasegate
 import phasegate.ops
+import phasegate.testing
 from tests.support.cli import ROOT
 
 griffe = pytest.importorskip("griffe", reason="griffe comes with mkdocstrings (pip install '.[test]')")
@@ -48,7 +49,11 @@ def _load() -> griffe.Module:
 
 def _public() -> Iterator[griffe.Object]:
     package = _load()
-    names = [*phasegate.__all__, *(f"ops.{n}" for n in phasegate.ops.__all__)]
+    names = [
+        *phasegate.__all__,
+        *(f"ops.{n}" for n in phasegate.ops.__all__),
+        *(f"testing.{n}" for n in phasegate.testing.__all__),
+    ]
     for name in names:
         obj = package[name]
         yield obj.final_target if obj.is_alias else obj

@@ -103,7 +103,7 @@ def _refused(h, *args, code=2, words=()):
         (("r1", "approve"), ("approve does not fit", "not blocked")),
         (("r1", "confirm_effect"), ("confirm_effect does not fit",)),
         (("r1", "degrade"), ("degrade does not fit",)),
-        (("r1", "rewind"), ("rewind needs --phase",)),
+        (("r1", "rewind"), ("rewind needs the phase to re-run from (--phase NAME)",)),
         (("r1", "rewind", "--phase", "nope"), ("no phase 'nope'",)),
         (("r1", "launch"), ("unknown action 'launch'",)),
         (("nope", "reset"), ("no run 'nope'",)),

@@ -94,8 +94,9 @@ def test_what_does_not_fit_is_refused_with_the_reason() -> None:
         fit(v, "frobnicate")
     with pytest.raises(UsageError, match="has no phase 'nosuch'"):
         fit(v, "rewind", phase="nosuch")
-    with pytest.raises(UsageError, match="rewind needs --phase"):
+    with pytest.raises(UsageError, match="rewind needs the phase to re-run from") as missing:
         fit(v, "rewind")
+    assert missing.value.options == ("phase",)
 
 
 def test_a_live_holder_refuses_every_decision_but_a_hold() -> None:
@@ -145,3 +146,34 @@ def test_reset_fits_anything_but_a_reset_run() -> None:
     assert fit(view(RunStatus.COMPLETED), "reset").action is Action.RESET
     with pytest.raises(AlreadyDecided):
         fit(view(RunStatus.RESET), "reset")
+
+
+@pytest.mark.parametrize(
+    "status,blocked,action,kw,options",
+    [
+        (RunStatus.FAILED, (), "rewind", {}, ("phase",)),
+        (RunStatus.FAILED, (), "rewind", {"phase": "nosuch"}, ("phase",)),
+        (RunStatus.FAILED, (), "reset", {"phase": "load"}, ("phase",)),
+        (RunStatus.FAILED, (), "reset", {"effect": "x"}, ("effect",)),
+        (RunStatus.FAILED, (), "degrade", {"result": 1}, ("result",)),
+        (RunStatus.FAILED, (), "pause", {"phase": "load"}, ("phase",)),
+        (RunStatus.FAILED, (), "reset", {"expect_env": "abc"}, ("expect_env",)),
+        (RunStatus.FAILED, (), "reset", {"question": "q"}, ("question", "value")),
+        (RunStatus.BLOCKED, (DOUBT, {**DOUBT, "effect": "r1/charge/charge:inv-2"}), "confirm_effect", {}, ("effect",)),
+        (RunStatus.BLOCKED, (DOUBT,), "retry_effect", {"effect": "nosuch"}, ("effect",)),
+        (RunStatus.BLOCKED, (ENV,), "approve", {"expect_env": "0123456789abcdef"}, ("dry_run",)),
+    ],
+)
+def test_a_refusal_names_no_flag_and_carries_the_option_it_is_about(status, blocked, action, kw, options) -> None:
+    """The console and the API show the core's words; the command line adds
+    the flags from `options` (cli/render.with_flags)."""
+    from phasegate.cli.render import with_flags
+
+    effects = tuple(effect(str(b["effect"])) for b in blocked if b["kind"] == "in_doubt_effect")
+    v = view(status, blocked=blocked, effects=effects)
+    with pytest.raises((UsageError, DecisionError)) as refused:
+        fit(v, action, **kw)
+    assert refused.value.options == options
+    assert "--" not in refused.value.message, refused.value.message
+    assert with_flags(refused.value.message, refused.value.options).endswith(")")
+    assert "--" in with_flags(refused.value.message, refused.value.options)

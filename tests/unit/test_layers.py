@@ -50,6 +50,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("decide", ("decide",)),
     ("upkeep", ("upkeep",)),
     ("engine", ("engine", "settings")),
+    # What authors test their own workflows with: it runs them through `Engine`.
+    ("testing", ("testing",)),
     ("alerts", ("alerts",)),
     ("cli", ("cli", "__main__")),
     # The package itself, whose lazy public API names every layer (and whose
