@@ -23,13 +23,13 @@ from phasegate.ops import safe
 from . import live, service
 from ._format import set_monochrome
 from .actions import ACTIONS
+from .deciding import WORKER_WILL
 from .palette import ConsoleCommands
 from .screens._run_actions import RunActions
 from .screens.causes import CausesScreen
 from .screens.detail import DetailScreen
 from .screens.help import HelpScreen
 from .screens.runs import RunsScreen
-from .service import WORKER_WILL
 
 
 class ConsoleApp(App[int]):

@@ -17,7 +17,7 @@ from typing import Any
 from phasegate import NO_RESULT, Cause, Engine
 
 from .actions import BY_NAME, ActionSpec
-from .service import proposal_words
+from .requesting import proposal_words
 
 #: The decisions a group can take (prune is per run, and not a decision).
 GROUP_ACTIONS: tuple[str, ...] = ("approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect")

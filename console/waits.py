@@ -16,7 +16,7 @@ from phasegate import Engine, RunStatus, RunSummary, RunView, UsageError
 from phasegate.ops import safe, safe_json
 
 from .answers import Form, form_of
-from .service import workers_alive
+from .runs_page import workers_alive
 
 #: A time as the engine writes it in a line (`iso`): UTC, to the second or finer.
 _ISO = re.compile(r"\b(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z\b")

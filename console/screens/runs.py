@@ -68,11 +68,13 @@ class RunsScreen(RunActions):
 
     @dataclass
     class PageLoaded(Message):
-        page: service.RunsPage
+        page: service.ListedPage
         cursor: str
         """Where the cursor goes: "keep", "live" (keep, and hold the rows in place), "first" or "last"."""
         generation: int
         """Which request it answers; an older answer arriving late is dropped."""
+        selection_generation: int = 0
+        """Which read of the selection the page's selected run answers (as `SelectionLoaded`'s)."""
 
     @dataclass
     class WorkersCounted(Message):
@@ -151,7 +153,7 @@ class RunsScreen(RunActions):
         if page is None:
             return
         now = self.ctx.clock()
-        rows = [r.at(now) for r in page.rows]
+        rows = tuple(r.at(now) for r in page.rows)
         moved = [r.run_id for r, old in zip(rows, page.rows, strict=True) if r.status is not old.status]
         if moved:
             page = self._page = replace(page, rows=rows)
@@ -194,7 +196,7 @@ class RunsScreen(RunActions):
             if self._page is not None:
                 self._show(self._page, "live")
 
-    _page: service.RunsPage | None = None
+    _page: service.ListedPage | None = None
 
     # -- reading --------------------------------------------------------------
 
@@ -205,9 +207,11 @@ class RunsScreen(RunActions):
             order = order[1:] if order.startswith("-") else "-" + order
         return order
 
-    def load(self, cursor: str = "keep", where: service.Where = "reload") -> None:
+    def load(self, cursor: str = "keep", where: service.Where = "reload", *, with_selected: bool = False) -> None:
         """Read a page: `where` says which, from the page shown (keyset paging:
-        the next page starts after the last row read, not at an offset)."""
+        the next page starts after the last row read, not at an offset).
+        `with_selected`: read the run under the cursor in the same snapshot
+        (a refresh: one read of the store, whose keys agree with its row)."""
         self._generation += 1
         page = self._page
         anchor: tuple[Any, ...] | None = None
@@ -218,14 +222,19 @@ class RunsScreen(RunActions):
             anchor = page.first_key
         if where == "reload" and self.page_offset == 0:
             where = "first"  # the top of the list: a new arrival there is read too
-        request = _Request(where, anchor, offset)
+        selected = self._selected if with_selected else None
+        if selected is not None:
+            # The page's answer is the newest read of the selection: one
+            # already under way for it is dropped when it arrives.
+            self._selection_generation += 1
+        request = _Request(where, anchor, offset, selected, self._selection_generation)
         self._read(request, self.filter_index, self.text, self.order, cursor, self._generation)
 
     def refresh_data(self) -> None:
-        # "live": rows keep their places; only an operator's key re-sorts.
-        self.load("live")
-        if self._selected is not None:
-            self._read_selection(self._selected)
+        """Read the page again, with the run under the cursor: ONE read of
+        the store (`Engine.runs_page`). "live": rows keep their places; only
+        an operator's key re-sorts."""
+        self.load("live", with_selected=True)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
     def _read(self, request: _Request, filter_index: int, text: str, order: str, cursor: str, generation: int) -> None:
@@ -239,11 +248,12 @@ class RunsScreen(RunActions):
                 where=request.where,
                 anchor=request.anchor,
                 offset=request.offset,
+                selected=request.selected,
             )
         except PhasegateError as exc:
             self.failed(exc)
             return
-        self.post_message(self.PageLoaded(page, cursor, generation))
+        self.post_message(self.PageLoaded(page, cursor, generation, request.selection_generation))
 
     def on_runs_screen_page_loaded(self, message: PageLoaded) -> None:
         if message.generation != self._generation:
@@ -251,6 +261,8 @@ class RunsScreen(RunActions):
         self._page = message.page
         self.page_offset = message.page.offset
         self._show(message.page, message.cursor)
+        if message.page.selected is not None:
+            self._take_selection(message.page.selected, message.page.allowed, message.selection_generation)
 
     def _arrange(self, rows: list[RunSummary], cursor: str) -> list[RunSummary]:
         """The rows in the order to show them. A live refresh keeps the rows
@@ -302,7 +314,7 @@ class RunsScreen(RunActions):
             return
         table.move_cursor(row=row, animate=False)
 
-    def _show(self, page: service.RunsPage, cursor: str) -> None:
+    def _show(self, page: service.ListedPage, cursor: str) -> None:
         table = self.query_one(RunsTable)
         keep_id = self._selected
         keep_row, scroll_y = table.cursor_row, table.scroll_y
@@ -493,10 +505,15 @@ class RunsScreen(RunActions):
         self.post_message(self.SelectionLoaded(view, allowed, generation))
 
     def on_runs_screen_selection_loaded(self, message: SelectionLoaded) -> None:
-        if message.generation != self._selection_generation:
+        self._take_selection(message.view, message.allowed, message.generation)
+
+    def _take_selection(self, view: RunView | None, allowed: list[str], generation: int) -> None:
+        """The keys act on `view` if it answers the newest read of the
+        selection and the cursor is still on it."""
+        if generation != self._selection_generation:
             return
-        if message.view is not None and message.view.run_id == self._selected:
-            self.set_target(message.view, message.allowed)
+        if view is not None and view.run_id == self._selected:
+            self.set_target(view, allowed)
 
     # -- paging, filtering, sorting ---------------------------------------------
 
@@ -587,6 +604,10 @@ class _Request:
     where: service.Where
     anchor: tuple[Any, ...] | None
     offset: int
+    selected: str | None = None
+    """The run to read in full with the page (a refresh's), or None."""
+    selection_generation: int = 0
+    """The selection read the page's answer stands for."""
 
 
 def _longest_rising(values: list[int]) -> int:
