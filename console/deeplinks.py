@@ -16,8 +16,11 @@ class StartAt:
     """A deep link: the run whose detail opens first, and the list's filters."""
 
     run_id: str | None = None
+    """The run whose detail opens over the list, or None for the list alone."""
     filter_index: int = 0
+    """The list's status filter (an index into `STATUS_FILTERS`)."""
     text: str = ""
+    """The list's text filter ("": none)."""
 
 
 def show_index(name: str) -> int:

@@ -22,9 +22,14 @@ from phasegate.ops import new_private_file, safe
 
 @dataclass(frozen=True)
 class Resumed:
+    """A `phasegate resume` the console started, detached from it."""
+
     run_id: str
+    """The run being resumed."""
     pid: int
+    """The child's process id."""
     log: Path
+    """The file its output is appended to, beside the store."""
     proc: subprocess.Popen[bytes] | None = field(default=None, compare=False, repr=False)
     """The child, watched until it ends (`watch_resume`)."""
 
@@ -34,12 +39,15 @@ class ResumeEnded:
     """How a resume the console started ended."""
 
     run_id: str
+    """The run it resumed."""
     pid: int
+    """The child's process id."""
     code: int
     """Its exit status (negative: the signal that ended it)."""
     last_line: str
     """Its log's last line, made safe (what it said last, an error's message)."""
     log: Path
+    """The file its output went to."""
 
 
 def resume_command(db: Path, run_id: str) -> list[str]:

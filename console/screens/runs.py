@@ -68,7 +68,10 @@ class RunsScreen(RunActions):
 
     @dataclass
     class PageLoaded(Message):
+        """A page was read (with the run under the cursor, on a refresh)."""
+
         page: service.ListedPage
+        """The page, as one read of the store."""
         cursor: str
         """Where the cursor goes: "keep", "live" (keep, and hold the rows in place), "first" or "last"."""
         generation: int
@@ -78,23 +81,36 @@ class RunsScreen(RunActions):
 
     @dataclass
     class WorkersCounted(Message):
+        """The timed look at the workers' heartbeats came back."""
+
         alive: int
+        """Workers alive now."""
 
     @dataclass
     class SelectionLoaded(Message):
+        """The run under the cursor was read."""
+
         view: RunView | None
+        """The run, or None when it could not be read."""
         allowed: list[str]
+        """The actions that fit it (read with it)."""
         generation: int
+        """Which read of the selection it answers; an older one arriving late is dropped."""
 
     def __init__(self, ctx: ConsoleContext, *, page_size: int = 200) -> None:
         super().__init__(ctx)
         self.page_size = page_size
         """Rows read per page."""
         self.page_offset = 0
+        """Where the page shown starts in the list (kept as the screen pages by keyset)."""
         self.filter_index = 0
+        """The status filter (an index into `service.STATUS_FILTERS`; f cycles it)."""
         self.text = ""
+        """The text filter ("": none; / edits it)."""
         self.sort_index = 0
+        """The sort (an index into `SORTS`; s cycles it)."""
         self.descending = False
+        """The sort is reversed (S)."""
         self._width = 0
         self._selected: str | None = None
         self._generation = 0
@@ -108,6 +124,7 @@ class RunsScreen(RunActions):
         """Runs marked with space, in the order marked: a decision key then
         applies to all of them (one group decision), not to the cursor's run."""
         self.groups = GroupDecider(self, ctx)
+        """Builds and writes one decision for every marked run."""
         self.new_stops: dict[str, None] = {}
         """Runs that stopped (needs attention) while the console watched, until
         the operator's cursor lands on them: the header says how many."""
@@ -127,13 +144,13 @@ class RunsScreen(RunActions):
         # No palette key (? Help names it): the footer keeps to 80 columns.
         yield KeyBar()
 
-    #: Seconds between looks at the workers' heartbeats: a worker that dies
-    #: commits nothing, so no change event would tell the header.
     WORKERS_EVERY: ClassVar[float] = 5.0
+    """Seconds between looks at the workers' heartbeats: a worker that dies
+    commits nothing, so no change event would tell the header."""
 
-    #: Seconds between looks at the leases of the runs shown: a process that
-    #: dies or freezes writes nothing, so only the clock can tell.
     LIVENESS_EVERY: ClassVar[float] = 2.0
+    """Seconds between looks at the leases of the runs shown: a process that
+    dies or freezes writes nothing, so only the clock can tell."""
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
@@ -202,6 +219,7 @@ class RunsScreen(RunActions):
 
     @property
     def order(self) -> str:
+        """The sort order as `Engine.runs` takes it ("-" prefix: descending)."""
         order = SORTS[self.sort_index][0]
         if self.descending:
             order = order[1:] if order.startswith("-") else "-" + order
@@ -296,6 +314,7 @@ class RunsScreen(RunActions):
         self.query_one(CountsBar).set_notice(self._notice())
 
     def action_new_stop(self) -> None:
+        """Move the cursor to the newest run that stopped since the operator looked (or say where it is)."""
         if not self.new_stops:
             self.notify("no run stopped since you looked", title="new stop", markup=False, timeout=3)
             return
@@ -381,6 +400,7 @@ class RunsScreen(RunActions):
     # -- marking ----------------------------------------------------------------
 
     def action_mark(self) -> None:
+        """Mark or unmark the run under the cursor: a decision key then decides every marked run."""
         if self.ctx.read_only:
             self.notify(
                 "mark: read-only (this console was opened with --read-only); marks are for decisions",
@@ -407,6 +427,7 @@ class RunsScreen(RunActions):
         self.refresh_bindings()
 
     def clear_marks(self) -> None:
+        """Unmark every run."""
         if self.marked:
             self.marked = {}
             self._marks_changed()
@@ -418,11 +439,13 @@ class RunsScreen(RunActions):
         return any(rid not in shown or shown[rid].needs_attention for rid in self.marked)
 
     def action_fits(self, name: str) -> bool:
+        """With marks, whether the decision `name` may go to the marked runs; else as for one run."""
         if self.marked:
             return not self.ctx.read_only and name in groups.GROUP_ACTIONS and self._marked_to_decide()
         return super().action_fits(name)
 
     def why_not(self, name: str) -> str:
+        """One line: why the action `name` is not offered now (marks included)."""
         if self.marked and name not in groups.GROUP_ACTIONS:
             return f"{name} is for one run at a time; esc unmarks the {len(self.marked)} marked run(s)"
         if self.marked and not self._marked_to_decide():
@@ -430,6 +453,7 @@ class RunsScreen(RunActions):
         return super().why_not(name)
 
     def action_decide(self, name: str) -> None:
+        """Open the decision `name`'s modal: for the marked runs as a group, else for the run under the cursor."""
         if not self.marked:
             super().action_decide(name)
             return
@@ -488,6 +512,7 @@ class RunsScreen(RunActions):
         self.query_one("#why", Static).update(line, layout=False)
 
     def acts_on(self, view: RunView) -> bool:
+        """Whether `view` is the run under the cursor (not one the cursor has left while it was read)."""
         return view.run_id == self._selected
 
     def _read_selection(self, run_id: str) -> None:
@@ -536,10 +561,12 @@ class RunsScreen(RunActions):
         self.action_open()
 
     def action_open(self) -> None:
+        """Open the detail of the run under the cursor."""
         if self._selected is not None:
             self.app.push_screen(DetailScreen(self.ctx, self._selected))
 
     def action_filter(self) -> None:
+        """Show the text filter and focus it."""
         box = self.query_one("#filter", Input)
         box.display = True
         box.focus()
@@ -557,6 +584,7 @@ class RunsScreen(RunActions):
         self.query_one(RunsTable).focus()
 
     def action_clear_filter(self) -> None:
+        """Esc: clear the text filter, or, with none, the marks."""
         box = self.query_one("#filter", Input)
         if box.value or box.display:
             box.value = ""
@@ -566,20 +594,24 @@ class RunsScreen(RunActions):
             self.clear_marks()
 
     def action_resort(self) -> None:
+        """Read the same page again in the store's order (a live refresh keeps rows where they were)."""
         self.load("keep")  # the same page, read again in the store's order
 
     def action_cycle_status(self) -> None:
+        """The next status filter, from the first page."""
         self.filter_index = (self.filter_index + 1) % len(service.STATUS_FILTERS)
         self.page_offset = 0
         self.load("first", "first")
 
     def action_cycle_sort(self) -> None:
+        """The next sort column, ascending, from the first page."""
         self.sort_index = (self.sort_index + 1) % len(SORTS)
         self.descending = False
         self.page_offset = 0
         self.load("first", "first")
 
     def action_reverse_sort(self) -> None:
+        """Reverse the sort, from the first page."""
         self.descending = not self.descending
         self.page_offset = 0
         self.load("first", "first")
