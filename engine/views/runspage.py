@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from ..errors import PhasegateError
 from ..store._snapshot import snapshot
 from ..store.store import Store
 from .build import decision_view
@@ -106,7 +107,8 @@ def read(
         where: Which page (`Where`).
         anchor: The sort key the page is read from.
         offset: Where the caller's page starts in the list.
-        selected: A run to read in full besides, or None.
+        selected: A run to read in full besides, or None (also None in the
+            page when it is gone or cannot be read).
         view_of: Builds a run's view on the snapshot.
         secondable_of: The selected run's proposals its reader may second.
 
@@ -134,8 +136,14 @@ def read(
         run = store.runs.get(conn, selected)
         if run is None:
             return page
-        view = view_of(conn, run, now)
-        return replace(page, selected=view, secondable=tuple(secondable_of(conn, view)))
+        try:
+            view = view_of(conn, run, now)
+            second = tuple(secondable_of(conn, view))
+        except PhasegateError:
+            # A selected run that cannot be shown does not cost the page: the
+            # screen's own read of that run says what is wrong with it.
+            return page
+        return replace(page, selected=view, secondable=second)
 
 
 def read_on(
