@@ -24,11 +24,16 @@ ConsoleActionName = Literal[
 
 @dataclass(frozen=True)
 class ActionSpec:
+    """One of the console's actions on a run: its key, its words and its command-line twin."""
+
     name: ConsoleActionName
+    """The action's name: a decision (`Action`), a hold, "second" or "prune"."""
     key: str
+    """The key that opens its modal (its binding is `binding_id`, so it can be rebound)."""
     label: str
     """As the command palette names it, after "run: "."""
     help: str
+    """One line on what it does, for help and the palette."""
     cli: str
     """The command-line twin, so nothing can only be done in the console."""
 
@@ -39,6 +44,7 @@ class ActionSpec:
 
     @property
     def binding_id(self) -> str:
+        """The id of its key binding ("run.NAME"), by which a user rebinds it."""
         return f"run.{self.name}"
 
 
@@ -145,8 +151,11 @@ class Choice:
     with what choosing it would do."""
 
     value: str | None
+    """What choosing it passes to the engine (a phase, an effect key), or None."""
     label: str
+    """How the modal names it."""
     summary: str
+    """What the decision would do, in a sentence (the engine's preview)."""
     sections: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """(heading, items) pairs: "accepts", "re-runs", "may call again", "sets aside", "keeps"."""
     expect_env: str | None = None
@@ -164,11 +173,15 @@ class ActionRequest:
     """Everything the confirmation modal shows; built off the UI thread."""
 
     spec: ActionSpec
+    """The action."""
     run_id: str
+    """The run it acts on."""
     choices: tuple[Choice, ...]
+    """The options, each with what it would do (one when there is nothing to choose)."""
     choose: str = ""
     """What the operator picks among `choices` ("phase", "effect"); empty when there is one."""
     default: int = 0
+    """The index of the option selected first."""
     type_run_id: bool = False
     """The operator types the run id to confirm: a reset (it discards work),
     a retry against a target that does not deduplicate, and any decision on
@@ -191,8 +204,11 @@ class ActionResult:
     """What the operator confirmed."""
 
     spec: ActionSpec
+    """The action confirmed."""
     run_id: str
+    """The run it acts on."""
     reason: str
+    """Why, in the operator's words (stored forever with the decision)."""
     choice: str | None = None
     """The phase (rewind) or effect key (confirm/retry) chosen, if any."""
     result_json: str | None = None

@@ -29,8 +29,11 @@ class Field:
     path: str
     """The property it fills (WHOLE for the whole answer)."""
     label: str
+    """How the form names it."""
     kind: FieldKind
+    """Which widget enters it (text, number, a checkbox, a choice, JSON)."""
     required: bool = True
+    """The schema requires it: an empty entry is refused."""
     options: tuple[Any, ...] = ()
     """For a choice: the values to choose among, in the schema's order."""
     default: Any = None
@@ -44,6 +47,7 @@ class Form:
     """The fields of one question's answer."""
 
     fields: tuple[Field, ...]
+    """The fields, in the schema's order."""
     whole_object: bool = False
     """The answer is an object whose properties are the fields."""
 
@@ -138,6 +142,7 @@ class EntryError(ValueError):
     def __init__(self, path: str, message: str) -> None:
         super().__init__(f"at {path or 'the answer'}: {message}")
         self.path = path
+        """The path of the field whose entry was refused ("" for the whole answer)."""
 
 
 Entry = bool | str | None

@@ -23,13 +23,13 @@ from phasegate.ops import safe
 from . import live, service
 from ._format import set_monochrome
 from .actions import ACTIONS
+from .deciding import WORKER_WILL
 from .palette import ConsoleCommands
 from .screens._run_actions import RunActions
 from .screens.causes import CausesScreen
 from .screens.detail import DetailScreen
 from .screens.help import HelpScreen
 from .screens.runs import RunsScreen
-from .service import WORKER_WILL
 
 
 class ConsoleApp(App[int]):
@@ -78,17 +78,23 @@ class ConsoleApp(App[int]):
         self.engine = engine
         """The store, reached only through the engine's public API."""
         self.read_only = read_only
+        """True when the console offers no action at all (`--read-only`): it only shows."""
         self.clock = clock
         """Injectable so "time since the last checkpoint" is stable in snapshots."""
         self.live_events = live_events
+        """Watch the store's files for commits (False: poll only, every `poll_interval`)."""
         self.poll_interval = poll_interval
+        """Seconds between looks for a commit by another process (0: no live refresh)."""
         self.page_size = page_size
+        """Rows the runs list reads per page."""
         self._stop_live = threading.Event()
         self._awaiting = {}
         # No animation by default: over SSH it costs bandwidth and reads badly.
         self.animation_level = "none"
+        """"none": no animation by default (over SSH it costs bandwidth and reads badly)."""
         if read_only:
             self.sub_title = "read-only"
+            """"read-only" in the header when the console only shows."""
         set_monochrome(self.no_color)
 
     def on_mount(self) -> None:
@@ -124,9 +130,9 @@ class ConsoleApp(App[int]):
             use_events=self.live_events,
         )
 
-    #: At most one refresh a second while a busy store commits continuously:
-    #: the first change shows at once, later ones are folded into one.
     REFRESH_EVERY: ClassVar[float] = 1.0
+    """At most one refresh a second while a busy store commits continuously:
+    the first change shows at once, later ones are folded into one."""
     _last_refresh = float("-inf")
     _refresh_timer: Timer | None = None
 
@@ -172,6 +178,8 @@ class ConsoleApp(App[int]):
     _awaiting: dict[str, str]
 
     def seen(self, view: RunView) -> None:
+        """A screen read this run: a notice that a worker would carry out a decision on it is withdrawn once it
+        has, and the operator is told."""
         said = self._awaiting.get(view.run_id)
         if said is None or view.pending_decisions:
             return
@@ -228,20 +236,24 @@ class ConsoleApp(App[int]):
         self.notify(safe(message.text), title=message.title, severity="error", markup=False, timeout=10)
 
     def action_causes(self) -> None:
+        """Open the causes screen: the runs that need attention, grouped by why they stopped."""
         if not isinstance(self.screen, CausesScreen):
             self.push_screen(CausesScreen(self))
 
     def action_help(self) -> None:
+        """Open the help over the current screen: every key binding."""
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
     # -- command palette --------------------------------------------------------
 
-    #: Textual's own entries that are not operations (looks, not triage).
     PALETTE_HIDDEN: ClassVar[frozenset[str]] = frozenset({"Theme", "Screenshot", "Maximize", "Minimize"})
+    """Textual's own entries that are not operations (looks, not triage)."""
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         # The operations first: ctrl+p (or :) then Enter acts on the run.
+        """The palette's commands: the operations on the screen's run first, then the screen's own, then
+        Textual's (without its looks)."""
         if isinstance(screen, RunActions):
             actor: RunActions = screen
             for spec in ACTIONS:

@@ -17,7 +17,7 @@ from typing import Any
 from phasegate import NO_RESULT, Cause, Engine
 
 from .actions import BY_NAME, ActionSpec
-from .service import proposal_words
+from .requesting import proposal_words
 
 #: The decisions a group can take (prune is per run, and not a decision).
 GROUP_ACTIONS: tuple[str, ...] = ("approve", "degrade", "rewind", "reset", "confirm_effect", "retry_effect")
@@ -36,8 +36,11 @@ class GroupLine:
     """What the decision would do to one run, or why it does not fit it."""
 
     run_id: str
+    """The run."""
     summary: str | None
+    """What the decision would do to it (the engine's preview), or None when it does not fit."""
     unfit: str | None = None
+    """Why the decision does not fit this run (the engine's refusal), or None when it fits."""
 
 
 @dataclass(frozen=True)
@@ -45,11 +48,15 @@ class GroupChoice:
     """One option (a phase to rewind to), with its per-run preview."""
 
     value: str | None
+    """The value chosen (a phase to rewind to), or None for an action without a choice."""
     label: str
+    """How the modal names the option."""
     lines: tuple[GroupLine, ...]
+    """The option's preview, run by run."""
 
     @property
     def fitting(self) -> tuple[str, ...]:
+        """The runs this option fits: the ones a confirmation decides."""
         return tuple(ln.run_id for ln in self.lines if ln.unfit is None)
 
 
@@ -58,15 +65,21 @@ class GroupRequest:
     """Everything the group modal shows; built off the UI thread."""
 
     spec: ActionSpec
+    """The action the group decides."""
     what: str
     """What the group is: "cause c-... (summary)" or "3 marked runs"."""
     cause: str | None
+    """The cause's id when the group is a cause, None for marked runs."""
     choices: tuple[GroupChoice, ...]
+    """The options, each with its preview for every run."""
     choose: str = ""
+    """What the operator picks among `choices` ("phase"); empty when there is one."""
     default: int = 0
+    """The index of the option selected first."""
     typed_why: str = ""
     """Non-empty: the operator types the number of runs to confirm, and why."""
     ask_result: bool = False
+    """A confirmation records each effect's result: the operator gives it as JSON."""
     proposal: str = ""
     """Said when the store's policy makes each decision a proposal (`service.proposal_words`)."""
 
@@ -76,12 +89,17 @@ class GroupResult:
     """What the operator confirmed."""
 
     spec: ActionSpec
+    """The action confirmed."""
     cause: str | None
+    """The cause decided, or None for marked runs."""
     run_ids: tuple[str, ...]
     """The runs the preview said it fits: exactly these are decided."""
     reason: str
+    """Why, in the operator's words (stored with every decision)."""
     choice: str | None = None
+    """The option chosen (a phase to rewind to), if any."""
     result_json: str | None = None
+    """A confirmation's result, as the JSON text the operator typed."""
 
 
 def read_causes(engine: Engine) -> list[Cause]:

@@ -11,6 +11,7 @@ class ConsoleCommands(SystemCommandsProvider):
     """`App.get_system_commands`, listed as given; searching is Textual's."""
 
     async def discover(self) -> Hits:
+        """What the palette lists before anything is typed: the same commands, the operations first."""
         for name, help_text, callback, discover in self.app.get_system_commands(self.screen):
             if discover:
                 yield DiscoveryHit(name, callback, help=help_text)

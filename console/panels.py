@@ -20,7 +20,7 @@ from phasegate import RunStatus, RunView
 from phasegate.ops import printable, safe, safe_json
 
 from ._format import EFFECT_MARKS, hashes, marked, middle, plain, short, size, tone
-from .service import proposal_line
+from .requesting import proposal_line
 from .waits import clock_time, wait_line
 
 NONE = Text("none", style="dim")

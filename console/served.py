@@ -35,6 +35,7 @@ class ServerGone(PhasegateError):
     """The server that started this console is not its parent (any more)."""
 
     title = "served console"
+    """The notice's title."""
 
 
 def tether(environ: dict[str, str] | None = None) -> bool:

@@ -16,7 +16,7 @@ from phasegate import Engine, RunStatus, RunSummary, RunView, UsageError
 from phasegate.ops import safe, safe_json
 
 from .answers import Form, form_of
-from .service import workers_alive
+from .runs_page import workers_alive
 
 #: A time as the engine writes it in a line (`iso`): UTC, to the second or finer.
 _ISO = re.compile(r"\b(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z\b")
@@ -102,8 +102,11 @@ class Asked:
     """One run's open question, as the answer form shows it."""
 
     run_id: str
+    """The run asking."""
     name: str
+    """The question's name."""
     prompt: str
+    """The question as the workflow put it, made safe."""
     payload: str
     """Its payload as safe JSON (indented), "" when it has none."""
     payload_line: str
@@ -117,9 +120,11 @@ class AnswerRequest:
     question: str
     """The question's name (`decide --question`)."""
     form: Form
+    """The fields the answer is entered in, from the question's schema."""
     asked: tuple[Asked, ...]
     """The run asking it; for a cause, every run of it (each with its payload)."""
     cause: str | None = None
+    """The cause answered (every run of it), or None for one run."""
     run_id: str = ""
     """The run answered (one run); empty for a cause."""
     proposal: bool = False
@@ -127,11 +132,13 @@ class AnswerRequest:
     typed_why: str = ""
     """Non-empty: the operator types the run id to confirm (someone else claimed it)."""
     override_claim: bool = False
+    """Someone else claimed the run: confirming (the run id typed) answers anyway."""
     deadline: str = ""
     """When the question stops waiting for an answer, as said ("no answer by 14:05: ...")."""
 
     @property
     def cli(self) -> str:
+        """The command-line twin of this answer (`phasegate decide ... answer`), shown in the form."""
         target = f"--cause {self.cause}" if self.cause else "RUN"
         return f"phasegate decide {target} answer --question {self.question} --value JSON --reason ..."
 
@@ -141,8 +148,11 @@ class AnswerResult:
     """What the operator confirmed."""
 
     request: AnswerRequest
+    """The form the answer was entered in."""
     value: Any
+    """The answer, as a JSON value checked against the form."""
     reason: str
+    """Why, in the operator's words."""
 
 
 def _asked(v: RunView) -> Asked:

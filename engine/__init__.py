@@ -109,6 +109,7 @@ if TYPE_CHECKING:
         RunSummary,
         RunView,
     )
+    from .views.runspage import RunsPage
     from .views.workers import WorkerView
     from .waits import NoAnswer, RetryLater
 
@@ -188,6 +189,7 @@ _WHERE: dict[str, str] = {
     ),
     "CodeDiff": ".authoring.sources",
     "RunView": ".views.models",
+    "RunsPage": ".views.runspage",
     "Frontier": ".run.frontier",
     "WorkerView": ".views.workers",
     "Workflow": ".authoring.workflow",
@@ -253,6 +255,7 @@ __all__ = [
     "RunStatusName",
     "RunSummary",
     "RunView",
+    "RunsPage",
     "SameOperator",
     "StopRequest",
     "StoreError",

@@ -36,9 +36,10 @@ from .upkeep.pruning import Pruner
 from .upkeep.reports import PolicyReport, UnknownSchema, VerifyReport
 from .upkeep.resealing import Resealed, reseal
 from .upkeep.verify import Verifier
-from .views import listing
+from .views import listing, runspage
 from .views.build import build
 from .views.models import RunSummary, RunView
+from .views.runspage import RunsPage
 from .views.workers import WorkerView, list_workers
 
 
@@ -455,6 +456,56 @@ class Engine:
             after=after,
             inclusive=inclusive,
             backward=backward,
+        )
+
+    def runs_page(
+        self,
+        *,
+        limit: int,
+        statuses: Sequence[str] | None = None,
+        text: str | None = None,
+        order: str = "attention",
+        where: runspage.Where = "first",
+        anchor: Sequence[Any] | None = None,
+        offset: int = 0,
+        selected: str | None = None,
+    ) -> RunsPage:
+        """A page of the runs list and everything a screen shows with it,
+        read in ONE snapshot of the store (`views/runspage.py`): the page,
+        the matching total, the counts, the workers alive, the page's claims
+        and proposals, and the `selected` run in full. Paged by keyset, as `runs`.
+
+        Args:
+            limit: Lines per page.
+            statuses: Only runs whose stored status is one of these.
+            text: Only runs whose id, workflow or reason contains it.
+            order: As `runs` takes it.
+            where: "first", "next" (after `anchor`), "previous" (before it),
+                "reload" (from it, inclusive) or "last".
+            anchor: `RunsPage.last_key` for "next", `first_key` for
+                "previous" and "reload"; None reads the first page.
+            offset: Where the page the anchor came from starts in the list.
+            selected: A run to read in full besides (a screen's cursor), or None.
+
+        Returns:
+            The page, as one state of the store.
+
+        Raises:
+            StoreError: The store cannot be read.
+        """
+        return runspage.read(
+            self.store,
+            self.clock(),
+            limit=limit,
+            statuses=statuses,
+            text=text,
+            order=order,
+            where=where,
+            anchor=anchor,
+            offset=offset,
+            selected=selected,
+            view_of=self._view,
+            secondable_of=lambda conn, view: self._oversight.secondable(view, conn=conn),
         )
 
     def count_runs(self, *, statuses: Sequence[str] | None = None, text: str | None = None) -> int:

@@ -29,6 +29,7 @@ class Answerer:
         """The answer form can open: its question has been read."""
 
         request: waits.AnswerRequest
+        """What the form shows."""
 
     def __init__(
         self,
@@ -46,7 +47,9 @@ class Answerer:
             decided: makes the app's message for an answer recorded (run id, text).
         """
         self.screen = screen
+        """The screen it opens the form over and posts to."""
         self.ctx = ctx
+        """The engine, read-only and the clock."""
         # Given by the owner, not imported: the owner's module imports this one.
         self._failed = failed
         self._decided = decided
@@ -70,6 +73,7 @@ class Answerer:
         self.screen.post_message(self.Ready(request))
 
     def open(self, request: waits.AnswerRequest) -> None:
+        """Open the answer form for `request`; a confirmed answer is written off the UI thread."""
         check = partial(waits.check_answer, self.ctx.engine, request)
         self.screen.app.push_screen(AnswerModal(request, check), callback=self._confirmed)
 

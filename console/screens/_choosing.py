@@ -25,11 +25,19 @@ class Choosable(Protocol):
     """A modal's request: its choices, what is chosen among them, the default."""
 
     @property
-    def choices(self) -> Sequence[Any]: ...
+    def choices(self) -> Sequence[Any]:
+        """The options, each with what choosing it would do."""
+        ...
+
     @property
-    def choose(self) -> str: ...
+    def choose(self) -> str:
+        """What the operator picks among them ("phase", "effect"); empty when there is one."""
+        ...
+
     @property
-    def default(self) -> int: ...
+    def default(self) -> int:
+        """The index of the option selected first."""
+        ...
 
 
 class ChoosingModal(ModalScreen[R]):
@@ -38,6 +46,7 @@ class ChoosingModal(ModalScreen[R]):
     def __init__(self, request: Choosable) -> None:
         super().__init__()
         self.index = request.default
+        """The index of the choice selected now."""
         self._choosable = request
 
     def on_mount(self) -> None:
@@ -56,9 +65,11 @@ class ChoosingModal(ModalScreen[R]):
         raise NotImplementedError
 
     def action_confirm(self) -> None:
+        """Check the entries and dismiss with what was confirmed (each modal says how)."""
         raise NotImplementedError
 
     def action_choose(self, delta: int) -> None:
+        """Select the choice `delta` places away (wrapping), when there is a choice."""
         if not self._choosable.choose:
             return
         self.index = (self.index + delta) % len(self._choosable.choices)

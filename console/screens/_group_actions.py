@@ -30,16 +30,20 @@ class GroupDecider:
         """The group modal can open: every run's preview has been read."""
 
         request: groups.GroupRequest
+        """What the modal shows."""
 
     @dataclass
     class Done(Message):
         """A group decision landed (the list clears its marks)."""
 
         count: int
+        """How many runs were decided."""
 
     def __init__(self, screen: Screen[None], ctx: ConsoleContext) -> None:
         self.screen = screen
+        """The screen it opens the modal over and posts to."""
         self.ctx = ctx
+        """The engine, read-only and the clock."""
 
     def start(self, name: str, run_ids: tuple[str, ...], cause: str | None, what: str) -> None:
         """Read the per-run preview of `name` for these runs, then open the modal."""
@@ -69,6 +73,7 @@ class GroupDecider:
         self.screen.post_message(self.Ready(request))
 
     def open(self, request: groups.GroupRequest) -> None:
+        """Open the group modal for `request`; a confirmed decision is written off the UI thread."""
         self.screen.app.push_screen(GroupModal(request), callback=self._confirmed)
 
     def _confirmed(self, result: groups.GroupResult | None) -> None:

@@ -43,6 +43,7 @@ class RunActions(Screen[None]):
         """The modal for an action can open: its preview has been read."""
 
         request: ActionRequest
+        """What the modal shows."""
 
     @dataclass
     class Decided(Message):
@@ -50,6 +51,7 @@ class RunActions(Screen[None]):
         the screen: the operator may have gone back by the time it lands)."""
 
         run_id: str
+        """The run it landed on."""
         text: str
         """One line saying what landed."""
         title: str = "decision recorded"
@@ -60,7 +62,9 @@ class RunActions(Screen[None]):
         """`phasegate resume` was started for a run, detached (posted to the app)."""
 
         run_id: str
+        """The run being resumed."""
         pid: int
+        """The child's process id."""
         log: str
         """Where its output goes."""
 
@@ -69,6 +73,7 @@ class RunActions(Screen[None]):
         """A resume the console started has ended (posted to the app)."""
 
         ended: service.ResumeEnded
+        """How it ended: its exit status and its log's last line."""
 
     @dataclass
     class ActionFailed(Message):
@@ -76,7 +81,9 @@ class RunActions(Screen[None]):
         written (posted to the app, which shows it)."""
 
         title: str
+        """The notice's title (the error's)."""
         text: str
+        """The error, in one line."""
 
     def __init__(self, ctx: ConsoleContext) -> None:
         super().__init__()
@@ -87,8 +94,11 @@ class RunActions(Screen[None]):
         self.allowed: list[str] = []
         """The actions that fit it (read with it, so they always agree)."""
         self.answerer = Answerer(self, ctx, failed=self.ActionFailed, decided=self.Decided)
+        """Opens the answer form for the run's question and writes the answer."""
 
     def set_target(self, view: RunView | None, allowed: list[str]) -> None:
+        """Make `view` the run the keys act on, with the actions that fit it (read with it); the footer is
+        redrawn only if the keys it shows change."""
         if view is not None:
             self.ctx.seen(view)
         before = self._offered()
@@ -115,15 +125,20 @@ class RunActions(Screen[None]):
         return True
 
     def action_fits(self, name: str) -> bool:
+        """Whether the action `name` is offered on the target now: not read-only, a target read, the action among
+        those that fit it."""
         view = self.run_view
         return not self.ctx.read_only and view is not None and name in self.allowed and self.acts_on(view)
 
     def resume_fits(self) -> bool:
+        """Whether `e` may start `phasegate resume` for the target now."""
         view = self.run_view
         return not self.ctx.read_only and view is not None and not service.can_resume(view) and self.acts_on(view)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides the binding; its key then reaches `on_key`, which says why.
+        """Textual's guard: a key whose action does not fit is hidden from the footer (and `on_key` says why when
+        pressed)."""
         if action == "decide":
             return bool(parameters) and self.action_fits(str(parameters[0]))
         if action == "resume":
@@ -133,10 +148,12 @@ class RunActions(Screen[None]):
         return True
 
     def claim_fits(self) -> bool:
+        """Whether `m` may claim or release the target now (not read-only, a target read)."""
         view = self.run_view
         return not self.ctx.read_only and view is not None and self.acts_on(view)
 
     def action_claim(self) -> None:
+        """Claim the target for this operator, or release their claim (someone else's asks to be confirmed first)."""
         if self.run_view is None or not self.claim_fits():
             return
         if service.claimed_by_other(self.ctx.engine, self.run_view) and self.run_view.claim is not None:
@@ -161,6 +178,7 @@ class RunActions(Screen[None]):
         self.app.post_message(self.Decided(run_id, text, title="claim"))
 
     def action_copy(self) -> None:
+        """Open the copy modal: the run id or one of its hashes, whole, by OSC 52."""
         view = self.run_view
         if view is None or not self.acts_on(view):
             self.notify(
@@ -170,6 +188,7 @@ class RunActions(Screen[None]):
         self.app.push_screen(CopyModal(view.run_id, copy_choices(view)))
 
     def action_resume(self) -> None:
+        """Start `phasegate resume` for the target, detached; notices say it started and how it ended."""
         if self.run_view is not None and self.resume_fits():
             self._resume(self.run_view.run_id)
 
@@ -190,6 +209,7 @@ class RunActions(Screen[None]):
         service.watch_resume(started, ended)
 
     def action_decide(self, name: str) -> None:
+        """Open the modal of the action `name` on the target, its preview read fresh (answer: the question's form)."""
         if self.run_view is None or not self.action_fits(name):
             return
         if name == "answer":
@@ -220,6 +240,7 @@ class RunActions(Screen[None]):
         self.notify(self.why_not(spec.name), title=spec.label, severity="warning", markup=False, timeout=4)
 
     def why_not_resume(self) -> str:
+        """One line: why `e` does not resume the target now."""
         if self.ctx.read_only:
             return "resume: read-only (this console was opened with --read-only)"
         if self.run_view is None:

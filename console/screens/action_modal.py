@@ -75,6 +75,7 @@ class ActionModal(ChoosingModal[ActionResult | None]):
 
     def first_field(self) -> str:
         # The result first, where one is asked: it is what the operator looked up.
+        """The field focused first: the result where one is asked (what the operator looked up), else the reason."""
         return "#result" if self.request.ask_result else "#reason"
 
     _template_shown = ""
@@ -104,6 +105,8 @@ class ActionModal(ChoosingModal[ActionResult | None]):
             self._template_shown = choice.template
 
     def action_confirm(self) -> None:
+        """Check the entries (a reason, the run id typed where asked, a result that is JSON) and dismiss with
+        what was confirmed."""
         req = self.request
         reason = self.query_one("#reason", Input).value.strip()
         if not reason:
@@ -139,4 +142,5 @@ class ActionModal(ChoosingModal[ActionResult | None]):
         )
 
     def action_cancel(self) -> None:
+        """Dismiss with nothing decided."""
         self.dismiss(None)

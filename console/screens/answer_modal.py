@@ -70,7 +70,9 @@ class AnswerModal(ModalScreen[AnswerResult | None]):
         """The engine's check of the value came back."""
 
         value: Any
+        """The answer, as checked."""
         reason: str
+        """Why, in the operator's words."""
         refused: str | None
         """Why the engine refused it (the failing field's path said); None: it fits."""
 
@@ -179,6 +181,8 @@ class AnswerModal(ModalScreen[AnswerResult | None]):
         self.action_confirm()
 
     def action_confirm(self) -> None:
+        """Turn the entries into an answer and have the engine check it against the question, off the UI thread;
+        a refusal is shown at its field."""
         if self._checking:
             return
         req = self.request
@@ -220,4 +224,5 @@ class AnswerModal(ModalScreen[AnswerResult | None]):
         (found.first() if found else self.query_one("#reason", Input)).focus()
 
     def action_cancel(self) -> None:
+        """Dismiss with nothing answered."""
         self.dismiss(None)

@@ -48,16 +48,21 @@ class CauseActions(Screen[None]):
     def __init__(self, ctx: ConsoleContext) -> None:
         super().__init__()
         self.ctx = ctx
+        """The engine, read-only and the clock."""
         self.cause: Cause | None = None
         """The cause the decision keys act on, as last read."""
         self.groups = GroupDecider(self, ctx)
+        """Builds and writes one decision for every run of the cause."""
         self.answerer = Answerer(self, ctx, failed=RunActions.ActionFailed, decided=RunActions.Decided)
+        """Opens the answer form for a question cause, and writes one answer for all its runs."""
 
     def answer_fits(self) -> bool:
+        """Whether `i` may answer the cause now: a question every run of it waits on, and not read-only."""
         cause = self.cause
         return not self.ctx.read_only and cause is not None and "answer" in cause.allowed_actions
 
     def action_answer_cause(self) -> None:
+        """Open the answer form for the cause's question (one answer, every run)."""
         cause = self.cause
         if cause is not None and self.answer_fits():
             self.answerer.start(cause=(cause.cause, cause.runs))
@@ -66,11 +71,13 @@ class CauseActions(Screen[None]):
         self.answerer.open(message.request)
 
     def group_fits(self, name: str) -> bool:
+        """Whether the decision `name` fits every run of the cause now (and the console may write)."""
         cause = self.cause
         return not self.ctx.read_only and cause is not None and name in cause.allowed_actions
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # False hides the binding; its key then reaches `on_key`, which says why.
+        """Textual's guard: a decision key that does not fit the cause is hidden (and `on_key` says why)."""
         if action == "group":
             return bool(parameters) and self.group_fits(str(parameters[0]))
         if action == "answer_cause":
@@ -78,6 +85,7 @@ class CauseActions(Screen[None]):
         return True
 
     def action_group(self, name: str) -> None:
+        """Open the group modal of the decision `name` for every run of the cause."""
         cause = self.cause
         if cause is None or not self.group_fits(name):
             return
@@ -108,6 +116,7 @@ class CauseActions(Screen[None]):
         self.groups.open(message.request)
 
     def action_back(self) -> None:
+        """Back to the screen underneath."""
         self.app.pop_screen()
 
 
@@ -124,8 +133,12 @@ class CausesScreen(CauseActions):
 
     @dataclass
     class Loaded(Message):
+        """The causes were read."""
+
         causes: list[Cause]
+        """Every cause, the largest first."""
         generation: int
+        """Which read it answers; an older one arriving late is dropped."""
 
     def __init__(self, ctx: ConsoleContext) -> None:
         super().__init__(ctx)
@@ -148,9 +161,11 @@ class CausesScreen(CauseActions):
         self.load()
 
     def refresh_data(self) -> None:
+        """Read the causes again (another process may have changed them)."""
         self.load()
 
     def load(self) -> None:
+        """Read the causes, off the UI thread; an older read answering late is dropped."""
         self._generation += 1
         self._read(self._generation)
 
@@ -210,10 +225,12 @@ class CausesScreen(CauseActions):
         self.action_open()
 
     def action_open(self) -> None:
+        """Show the runs of the cause under the cursor."""
         if self.cause is not None:
             self.app.push_screen(CauseRunsScreen(self.ctx, self.cause))
 
     def action_cursor(self, where: str) -> None:
+        """Move the cursor "down" or "up" (j and k)."""
         table = self.query_one("#causes", DataTable)
         table.action_cursor_down() if where == "down" else table.action_cursor_up()
 
@@ -231,11 +248,15 @@ class CauseRunsScreen(CauseActions):
 
     @dataclass
     class Loaded(Message):
+        """The cause was read again."""
+
         cause: Cause | None
+        """The cause now, or None when no run needs attention for it."""
 
     def __init__(self, ctx: ConsoleContext, cause: Cause) -> None:
         super().__init__(ctx)
         self.cause = cause
+        """The cause as last read (None: no run needs attention for it now)."""
         self.cause_id = cause.cause
         """The cause shown (fixed for the life of the screen)."""
 
@@ -267,6 +288,7 @@ class CauseRunsScreen(CauseActions):
         self.query_one("#why", Static).update(why)
 
     def refresh_data(self) -> None:
+        """Read the cause again (its runs change as they are decided)."""
         self._read()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="cause-runs")
@@ -284,6 +306,7 @@ class CauseRunsScreen(CauseActions):
         self.refresh_bindings()
 
     def action_open(self) -> None:
+        """Open the detail of the run under the cursor."""
         table = self.query_one("#cause-runs", DataTable)
         if table.row_count:
             key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
@@ -294,5 +317,6 @@ class CauseRunsScreen(CauseActions):
         self.action_open()
 
     def action_cursor(self, where: str) -> None:
+        """Move the cursor "down" or "up" (j and k)."""
         table = self.query_one("#cause-runs", DataTable)
         table.action_cursor_down() if where == "down" else table.action_cursor_up()

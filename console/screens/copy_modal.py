@@ -85,7 +85,9 @@ class CopyModal(ModalScreen[tuple[str, str] | None]):
     def __init__(self, run_id: str, choices: list[tuple[str, str]]) -> None:
         super().__init__()
         self.run_id = run_id
+        """The run whose id and hashes are offered."""
         self.choices = choices
+        """What may be copied: (label, the whole text) pairs."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="copy-dialog") as box:
@@ -104,6 +106,7 @@ class CopyModal(ModalScreen[tuple[str, str] | None]):
         self.query_one(OptionList).focus()
 
     def action_move(self, step: int) -> None:
+        """Move the highlight one item: down for a positive `step` (j), else up (k)."""
         box = self.query_one(OptionList)
         if step > 0:
             box.action_cursor_down()
@@ -133,4 +136,5 @@ class CopyModal(ModalScreen[tuple[str, str] | None]):
         self.notify(f"{safe(what)}: {hashes(safe(value))}", title="not copied: OSC 52 is off", markup=False, timeout=8)
 
     def action_cancel(self) -> None:
+        """Close with nothing copied."""
         self.dismiss(None)

@@ -65,10 +65,16 @@ class DetailScreen(RunActions):
 
     @dataclass
     class Loaded(Message):
+        """The run was read."""
+
         view: RunView | None
+        """The run, or None when it could not be read."""
         allowed: list[str]
+        """The actions that fit it (read with it)."""
         generation: int
+        """Which read it answers; an older one arriving late is dropped."""
         error: str | None = None
+        """Why it could not be read, or None."""
 
     def __init__(self, ctx: ConsoleContext, run_id: str) -> None:
         super().__init__(ctx)
@@ -86,8 +92,8 @@ class DetailScreen(RunActions):
         # No palette key (? Help names it): the footer keeps to 80 columns.
         yield KeyBar()
 
-    #: Seconds between looks at the run's lease (see `RunsScreen.LIVENESS_EVERY`).
     LIVENESS_EVERY: ClassVar[float] = 2.0
+    """Seconds between looks at the run's lease (see `RunsScreen.LIVENESS_EVERY`)."""
 
     def on_mount(self) -> None:
         self.query_one("#detail").focus()
@@ -127,6 +133,7 @@ class DetailScreen(RunActions):
     _generation = 0
 
     def refresh_data(self) -> None:
+        """Read the run again (another process may have changed it); an older read answering late is dropped."""
         self._generation += 1
         self._read(self.run_id, self._generation)
 
@@ -177,9 +184,12 @@ class DetailScreen(RunActions):
             anchor = panel
 
     def action_back(self) -> None:
+        """Back to the list."""
         self.app.pop_screen()
 
     def action_scroll(self, where: str) -> None:
+        """Scroll "down", "up", "home" or "end", at once (keys typed ahead over SSH each move from where the last
+        left)."""
         box = self.query_one("#detail", VerticalScroll)
         # immediate: keys typed ahead (over SSH they arrive together) each move
         # from where the last one left, not from the last painted position.

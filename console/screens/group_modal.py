@@ -58,10 +58,12 @@ class GroupModal(ChoosingModal[GroupResult | None]):
 
     def first_field(self) -> str:
         # The result first, where one is asked: it is what the operator looked up.
+        """The field focused first: the result where one is asked, else the reason."""
         return "#result" if self.request.ask_result else "#reason"
 
     @property
     def choice(self) -> GroupChoice:
+        """The option chosen now."""
         return self.request.choices[self.index]
 
     def compose(self) -> ComposeResult:
@@ -114,6 +116,8 @@ class GroupModal(ChoosingModal[GroupResult | None]):
         self.query_one("#hint", Static).update(Text(hint, style="dim"))
 
     def action_confirm(self) -> None:
+        """Check the entries (a reason, the number of runs typed where asked) and dismiss with the runs the
+        option fits."""
         req, choice = self.request, self.choice
         runs = choice.fitting
         if not runs:
@@ -140,4 +144,5 @@ class GroupModal(ChoosingModal[GroupResult | None]):
         self.dismiss(GroupResult(req.spec, req.cause, runs, reason, choice.value, result_json))
 
     def action_cancel(self) -> None:
+        """Dismiss with nothing decided."""
         self.dismiss(None)

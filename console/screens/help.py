@@ -152,10 +152,12 @@ class HelpScreen(ModalScreen[None]):
         self.query_one("#help").focus()
 
     def action_scroll(self, where: str) -> None:
+        """Scroll "down", "up", "home" or "end", at once (keys typed ahead each move)."""
         box = self.query_one("#help", VerticalScroll)
         {"down": box.scroll_down, "up": box.scroll_up, "home": box.scroll_home, "end": box.scroll_end}[where](
             animate=False, immediate=True
         )
 
     def action_close(self) -> None:
+        """Close the help."""
         self.dismiss(None)

@@ -68,31 +68,49 @@ class RunsScreen(RunActions):
 
     @dataclass
     class PageLoaded(Message):
-        page: service.RunsPage
+        """A page was read (with the run under the cursor, on a refresh)."""
+
+        page: service.ListedPage
+        """The page, as one read of the store."""
         cursor: str
         """Where the cursor goes: "keep", "live" (keep, and hold the rows in place), "first" or "last"."""
         generation: int
         """Which request it answers; an older answer arriving late is dropped."""
+        selection_generation: int = 0
+        """Which read of the selection the page's selected run answers (as `SelectionLoaded`'s)."""
 
     @dataclass
     class WorkersCounted(Message):
+        """The timed look at the workers' heartbeats came back."""
+
         alive: int
+        """Workers alive now."""
 
     @dataclass
     class SelectionLoaded(Message):
+        """The run under the cursor was read."""
+
         view: RunView | None
+        """The run, or None when it could not be read."""
         allowed: list[str]
+        """The actions that fit it (read with it)."""
         generation: int
+        """Which read of the selection it answers; an older one arriving late is dropped."""
 
     def __init__(self, ctx: ConsoleContext, *, page_size: int = 200) -> None:
         super().__init__(ctx)
         self.page_size = page_size
         """Rows read per page."""
         self.page_offset = 0
+        """Where the page shown starts in the list (kept as the screen pages by keyset)."""
         self.filter_index = 0
+        """The status filter (an index into `service.STATUS_FILTERS`; f cycles it)."""
         self.text = ""
+        """The text filter ("": none; / edits it)."""
         self.sort_index = 0
+        """The sort (an index into `SORTS`; s cycles it)."""
         self.descending = False
+        """The sort is reversed (S)."""
         self._width = 0
         self._selected: str | None = None
         self._generation = 0
@@ -106,6 +124,7 @@ class RunsScreen(RunActions):
         """Runs marked with space, in the order marked: a decision key then
         applies to all of them (one group decision), not to the cursor's run."""
         self.groups = GroupDecider(self, ctx)
+        """Builds and writes one decision for every marked run."""
         self.new_stops: dict[str, None] = {}
         """Runs that stopped (needs attention) while the console watched, until
         the operator's cursor lands on them: the header says how many."""
@@ -125,13 +144,13 @@ class RunsScreen(RunActions):
         # No palette key (? Help names it): the footer keeps to 80 columns.
         yield KeyBar()
 
-    #: Seconds between looks at the workers' heartbeats: a worker that dies
-    #: commits nothing, so no change event would tell the header.
     WORKERS_EVERY: ClassVar[float] = 5.0
+    """Seconds between looks at the workers' heartbeats: a worker that dies
+    commits nothing, so no change event would tell the header."""
 
-    #: Seconds between looks at the leases of the runs shown: a process that
-    #: dies or freezes writes nothing, so only the clock can tell.
     LIVENESS_EVERY: ClassVar[float] = 2.0
+    """Seconds between looks at the leases of the runs shown: a process that
+    dies or freezes writes nothing, so only the clock can tell."""
 
     def on_mount(self) -> None:
         self._layout(self.app.size.width)
@@ -151,7 +170,7 @@ class RunsScreen(RunActions):
         if page is None:
             return
         now = self.ctx.clock()
-        rows = [r.at(now) for r in page.rows]
+        rows = tuple(r.at(now) for r in page.rows)
         moved = [r.run_id for r, old in zip(rows, page.rows, strict=True) if r.status is not old.status]
         if moved:
             page = self._page = replace(page, rows=rows)
@@ -194,20 +213,23 @@ class RunsScreen(RunActions):
             if self._page is not None:
                 self._show(self._page, "live")
 
-    _page: service.RunsPage | None = None
+    _page: service.ListedPage | None = None
 
     # -- reading --------------------------------------------------------------
 
     @property
     def order(self) -> str:
+        """The sort order as `Engine.runs` takes it ("-" prefix: descending)."""
         order = SORTS[self.sort_index][0]
         if self.descending:
             order = order[1:] if order.startswith("-") else "-" + order
         return order
 
-    def load(self, cursor: str = "keep", where: service.Where = "reload") -> None:
+    def load(self, cursor: str = "keep", where: service.Where = "reload", *, with_selected: bool = False) -> None:
         """Read a page: `where` says which, from the page shown (keyset paging:
-        the next page starts after the last row read, not at an offset)."""
+        the next page starts after the last row read, not at an offset).
+        `with_selected`: read the run under the cursor in the same snapshot
+        (a refresh: one read of the store, whose keys agree with its row)."""
         self._generation += 1
         page = self._page
         anchor: tuple[Any, ...] | None = None
@@ -218,14 +240,19 @@ class RunsScreen(RunActions):
             anchor = page.first_key
         if where == "reload" and self.page_offset == 0:
             where = "first"  # the top of the list: a new arrival there is read too
-        request = _Request(where, anchor, offset)
+        selected = self._selected if with_selected else None
+        if selected is not None:
+            # The page's answer is the newest read of the selection: one
+            # already under way for it is dropped when it arrives.
+            self._selection_generation += 1
+        request = _Request(where, anchor, offset, selected, self._selection_generation)
         self._read(request, self.filter_index, self.text, self.order, cursor, self._generation)
 
     def refresh_data(self) -> None:
-        # "live": rows keep their places; only an operator's key re-sorts.
-        self.load("live")
-        if self._selected is not None:
-            self._read_selection(self._selected)
+        """Read the page again, with the run under the cursor: ONE read of
+        the store (`Engine.runs_page`). "live": rows keep their places; only
+        an operator's key re-sorts."""
+        self.load("live", with_selected=True)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs")
     def _read(self, request: _Request, filter_index: int, text: str, order: str, cursor: str, generation: int) -> None:
@@ -239,11 +266,12 @@ class RunsScreen(RunActions):
                 where=request.where,
                 anchor=request.anchor,
                 offset=request.offset,
+                selected=request.selected,
             )
         except PhasegateError as exc:
             self.failed(exc)
             return
-        self.post_message(self.PageLoaded(page, cursor, generation))
+        self.post_message(self.PageLoaded(page, cursor, generation, request.selection_generation))
 
     def on_runs_screen_page_loaded(self, message: PageLoaded) -> None:
         if message.generation != self._generation:
@@ -251,6 +279,8 @@ class RunsScreen(RunActions):
         self._page = message.page
         self.page_offset = message.page.offset
         self._show(message.page, message.cursor)
+        if message.page.selected is not None:
+            self._take_selection(message.page.selected, message.page.allowed, message.selection_generation)
 
     def _arrange(self, rows: list[RunSummary], cursor: str) -> list[RunSummary]:
         """The rows in the order to show them. A live refresh keeps the rows
@@ -284,6 +314,7 @@ class RunsScreen(RunActions):
         self.query_one(CountsBar).set_notice(self._notice())
 
     def action_new_stop(self) -> None:
+        """Move the cursor to the newest run that stopped since the operator looked (or say where it is)."""
         if not self.new_stops:
             self.notify("no run stopped since you looked", title="new stop", markup=False, timeout=3)
             return
@@ -302,7 +333,7 @@ class RunsScreen(RunActions):
             return
         table.move_cursor(row=row, animate=False)
 
-    def _show(self, page: service.RunsPage, cursor: str) -> None:
+    def _show(self, page: service.ListedPage, cursor: str) -> None:
         table = self.query_one(RunsTable)
         keep_id = self._selected
         keep_row, scroll_y = table.cursor_row, table.scroll_y
@@ -369,6 +400,7 @@ class RunsScreen(RunActions):
     # -- marking ----------------------------------------------------------------
 
     def action_mark(self) -> None:
+        """Mark or unmark the run under the cursor: a decision key then decides every marked run."""
         if self.ctx.read_only:
             self.notify(
                 "mark: read-only (this console was opened with --read-only); marks are for decisions",
@@ -395,6 +427,7 @@ class RunsScreen(RunActions):
         self.refresh_bindings()
 
     def clear_marks(self) -> None:
+        """Unmark every run."""
         if self.marked:
             self.marked = {}
             self._marks_changed()
@@ -406,11 +439,13 @@ class RunsScreen(RunActions):
         return any(rid not in shown or shown[rid].needs_attention for rid in self.marked)
 
     def action_fits(self, name: str) -> bool:
+        """With marks, whether the decision `name` may go to the marked runs; else as for one run."""
         if self.marked:
             return not self.ctx.read_only and name in groups.GROUP_ACTIONS and self._marked_to_decide()
         return super().action_fits(name)
 
     def why_not(self, name: str) -> str:
+        """One line: why the action `name` is not offered now (marks included)."""
         if self.marked and name not in groups.GROUP_ACTIONS:
             return f"{name} is for one run at a time; esc unmarks the {len(self.marked)} marked run(s)"
         if self.marked and not self._marked_to_decide():
@@ -418,6 +453,7 @@ class RunsScreen(RunActions):
         return super().why_not(name)
 
     def action_decide(self, name: str) -> None:
+        """Open the decision `name`'s modal: for the marked runs as a group, else for the run under the cursor."""
         if not self.marked:
             super().action_decide(name)
             return
@@ -476,6 +512,7 @@ class RunsScreen(RunActions):
         self.query_one("#why", Static).update(line, layout=False)
 
     def acts_on(self, view: RunView) -> bool:
+        """Whether `view` is the run under the cursor (not one the cursor has left while it was read)."""
         return view.run_id == self._selected
 
     def _read_selection(self, run_id: str) -> None:
@@ -493,10 +530,15 @@ class RunsScreen(RunActions):
         self.post_message(self.SelectionLoaded(view, allowed, generation))
 
     def on_runs_screen_selection_loaded(self, message: SelectionLoaded) -> None:
-        if message.generation != self._selection_generation:
+        self._take_selection(message.view, message.allowed, message.generation)
+
+    def _take_selection(self, view: RunView | None, allowed: list[str], generation: int) -> None:
+        """The keys act on `view` if it answers the newest read of the
+        selection and the cursor is still on it."""
+        if generation != self._selection_generation:
             return
-        if message.view is not None and message.view.run_id == self._selected:
-            self.set_target(message.view, message.allowed)
+        if view is not None and view.run_id == self._selected:
+            self.set_target(view, allowed)
 
     # -- paging, filtering, sorting ---------------------------------------------
 
@@ -519,10 +561,12 @@ class RunsScreen(RunActions):
         self.action_open()
 
     def action_open(self) -> None:
+        """Open the detail of the run under the cursor."""
         if self._selected is not None:
             self.app.push_screen(DetailScreen(self.ctx, self._selected))
 
     def action_filter(self) -> None:
+        """Show the text filter and focus it."""
         box = self.query_one("#filter", Input)
         box.display = True
         box.focus()
@@ -540,6 +584,7 @@ class RunsScreen(RunActions):
         self.query_one(RunsTable).focus()
 
     def action_clear_filter(self) -> None:
+        """Esc: clear the text filter, or, with none, the marks."""
         box = self.query_one("#filter", Input)
         if box.value or box.display:
             box.value = ""
@@ -549,20 +594,24 @@ class RunsScreen(RunActions):
             self.clear_marks()
 
     def action_resort(self) -> None:
+        """Read the same page again in the store's order (a live refresh keeps rows where they were)."""
         self.load("keep")  # the same page, read again in the store's order
 
     def action_cycle_status(self) -> None:
+        """The next status filter, from the first page."""
         self.filter_index = (self.filter_index + 1) % len(service.STATUS_FILTERS)
         self.page_offset = 0
         self.load("first", "first")
 
     def action_cycle_sort(self) -> None:
+        """The next sort column, ascending, from the first page."""
         self.sort_index = (self.sort_index + 1) % len(SORTS)
         self.descending = False
         self.page_offset = 0
         self.load("first", "first")
 
     def action_reverse_sort(self) -> None:
+        """Reverse the sort, from the first page."""
         self.descending = not self.descending
         self.page_offset = 0
         self.load("first", "first")
@@ -587,6 +636,10 @@ class _Request:
     where: service.Where
     anchor: tuple[Any, ...] | None
     offset: int
+    selected: str | None = None
+    """The run to read in full with the page (a refresh's), or None."""
+    selection_generation: int = 0
+    """The selection read the page's answer stands for."""
 
 
 def _longest_rising(values: list[int]) -> int:

@@ -104,7 +104,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 class ServeError(PhasegateError):
+    """`phasegate serve` cannot serve (the address is taken, a flag is refused): one line, exit 2."""
+
     title = "cannot serve"
+    """The error's title."""
 
 
 def _login() -> str:

@@ -50,7 +50,9 @@ class Refusal:
     """Why a session was refused; the reason is safe to log (it never holds the token)."""
 
     status: int
+    """The HTTP status the refusal is answered with."""
     reason: str
+    """Why, in a line safe to log and to show."""
 
 
 def operator_for(*, header: str | None, value: str | None, peer: str | None, login: str) -> str | Refusal:

@@ -48,7 +48,9 @@ class ConsoleProcess(AppService):
             download_manager=DownloadManager(),
         )
         self.argv = tuple(argv)
+        """The console's command line, as an argv list (never a shell's text)."""
         self.operator = operator
+        """The name the console's decisions record (`web:<user>`)."""
         self.db = db
         """The store's path or URL, or None to leave the environment's `PHASEGATE_DB`."""
         self.web_user = web_user
@@ -56,6 +58,7 @@ class ConsoleProcess(AppService):
 
     @property
     def pid(self) -> int | None:
+        """The console process's id, or None before it starts."""
         return None if self._process is None else self._process.pid
 
     def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:

@@ -40,12 +40,20 @@ _CSP = (
 
 @dataclass(frozen=True)
 class ServeConfig:
+    """How `phasegate serve` was asked to serve (its flags)."""
+
     db: str
+    """The store each console opens (a path or URL)."""
     host: str = "127.0.0.1"
+    """The address listened on (loopback unless a proxy in front authenticates)."""
     port: int = 8765
+    """The port listened on (0: any free port, printed)."""
     read_only: bool = True
+    """Consoles that only show (the default): no decision from a browser without `--allow-decisions`."""
     operator_header: str | None = None
+    """The header an authenticating proxy names the user in, or None."""
     max_sessions: int = 4
+    """At most this many consoles at once; one more is refused."""
     idle_timeout: float = 900.0
     """Seconds without a key, a click or a resize after which a session is closed."""
     login: str = "unknown"
@@ -54,9 +62,14 @@ class ServeConfig:
 
 @dataclass
 class Session:
+    """One browser's console: its process and its WebSocket."""
+
     process: ConsoleProcess
+    """The console process serving it."""
     websocket: web.WebSocketResponse
+    """The browser's connection."""
     last_active: float = field(default_factory=time.monotonic)
+    """When the browser last sent a key, a click or a resize (monotonic seconds)."""
 
 
 class ConsoleServer:
@@ -71,7 +84,9 @@ class ConsoleServer:
         out: TextIO | None = None,
     ) -> None:
         self.config = config
+        """How it serves."""
         self.argv = argv
+        """The command line each session's console is started with."""
         self._token = token or guard.new_token()
         self._out = out or sys.stdout
         self._sessions: dict[int, Session] = {}
@@ -82,6 +97,7 @@ class ConsoleServer:
     # -- the aiohttp application ----------------------------------------------
 
     def make_app(self) -> web.Application:
+        """The web application: the page, its static files and the WebSocket, behind the token."""
         app = web.Application(middlewares=[self._require_token], client_max_size=64 * 1024)
         aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(_ASSETS / "templates"), autoescape=True)
         app.add_routes(
@@ -110,6 +126,7 @@ class ConsoleServer:
         return response
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        """The console's page, pointed at this server's WebSocket."""
         scheme = "wss" if self._secure(request) else "ws"
         context: dict[str, Any] = {
             "font_size": _int(request.query.get("fontsize"), 16, 6, 48),
@@ -122,12 +139,15 @@ class ConsoleServer:
         return response
 
     async def handle_static(self, request: web.Request) -> web.StreamResponse:
+        """A static file of the page (nothing outside the static folder)."""
         target = (_STATIC / request.match_info["path"]).resolve()
         if not target.is_relative_to(_STATIC) or not target.is_file():
             raise web.HTTPNotFound()
         return web.FileResponse(target)
 
     async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+        """One browser's session: admitted (origin, operator, room left), then a console process of its own until
+        either side closes."""
         refusal = self._admit(request)
         if isinstance(refusal, guard.Refusal):
             log.warning("refused a session from %s: %s", request.remote, refusal.reason)
@@ -226,6 +246,7 @@ class ConsoleServer:
 
     @property
     def session_count(self) -> int:
+        """How many sessions are open now."""
         return len(self._sessions)
 
     async def close_idle(self) -> None:

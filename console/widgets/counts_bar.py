@@ -70,10 +70,15 @@ class Header:
     """What the header says; `CountsBar.show` draws it for the width it has."""
 
     counts: dict[str, int]
+    """Runs by status, over the whole store."""
     filter_label: str
+    """The status filter in force ("all", "needs attention", ...)."""
     sort_label: str
+    """The sort in force, in words."""
     text: str
+    """The text filter ("": none)."""
     shown: str
+    """Which rows the page shows ("rows 1-200 of 950"), or why none."""
     notice: str = ""
     """Said in reverse video, never dim (read-only must not be missed)."""
     workers: int | None = None
@@ -115,6 +120,7 @@ class CountsBar(Static):
 
     _last: Text | None = None
     header: Header | None = None
+    """What the header says now (None until the first page is shown)."""
 
     def show(
         self,
@@ -134,6 +140,7 @@ class CountsBar(Static):
         self._draw()
 
     def set_workers(self, workers: int) -> None:
+        """Say how many workers are alive now (a timed look between page reads); redrawn only if it changed."""
         if self.header is not None and self.header.workers != workers:
             self.header = replace(self.header, workers=workers)
             self._draw()

@@ -13,7 +13,9 @@ class InfoPanel(Static):
     def __init__(self, title: str, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="panel")
         self.border_title = title
+        """The panel's title, on its border."""
 
     def show(self, renderable: RenderableType, *, empty: bool = False) -> None:
+        """Show `renderable` (Rich text or a table, never markup); `empty` dims the panel."""
         self.set_class(empty, "-empty")
         self.update(renderable)

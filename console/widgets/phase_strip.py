@@ -55,6 +55,7 @@ class PhaseStrip(Static):
         return strip(phases, frontier, self._width or self.app.size.width - 4)
 
     def show(self, phases: Sequence[PhaseView], frontier: Frontier) -> None:
+        """Draw the strip of `phases` and the `frontier` for the widget's width."""
         self.update(self.text(phases, frontier))
 
     _width = 0

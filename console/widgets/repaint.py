@@ -28,6 +28,7 @@ class Painter:
         self._drawn: dict[int, tuple[tuple[tuple[str, str], ...], ...]] = {}
 
     def put(self, widget: Static, renderable: RenderableType) -> None:
+        """Draw `renderable` in `widget` unless it would draw the same lines as last time (nothing is sent then)."""
         width = widget.content_size.width or widget.app.size.width
         drawn = lines(renderable, width)
         before = self._drawn.get(id(widget))

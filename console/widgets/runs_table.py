@@ -87,6 +87,7 @@ class RunsTable(DataTable[Text]):
         """The cursor went past the edge of the page."""
 
         table: RunsTable
+        """The table whose cursor went past its page."""
         where: str
         """"next", "previous", "first" or "last"."""
 
@@ -95,6 +96,7 @@ class RunsTable(DataTable[Text]):
         self.has_next = False
         """More runs after this page."""
         self.has_previous = False
+        """More runs before this page."""
         self._shown_cells: dict[str, dict[str, Text]] = {}
         """What each row shows, by run id then column (to repaint only what changed)."""
         self.widths: dict[str, int] = column_widths(80)
@@ -105,6 +107,7 @@ class RunsTable(DataTable[Text]):
         """Each shown id's characters shared with its neighbours (`shared_ends`)."""
 
     def set_columns(self, width: int) -> None:
+        """Size the columns for a terminal `width` columns wide (every row is drawn again)."""
         self.widths = column_widths(width)
         self._shown_cells = {}
         self.clear(columns=True)
@@ -186,17 +189,21 @@ class RunsTable(DataTable[Text]):
     _rows_only = False
 
     def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
+        """Textual's repaint, except the whole-table one `update_cell` asks for while only some rows changed:
+        those rows are repainted instead."""
         if self._rows_only and not regions and not layout and not recompose:
             return self  # a whole-table repaint asked by `update_cell`: the changed rows are repainted instead
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
     def run_id_at(self, row: int) -> str | None:
+        """The run id of row `row`, or None past the table's rows."""
         if 0 <= row < self.row_count:
             key = self.coordinate_to_cell_key(Coordinate(row, 0)).row_key
             return str(key.value)
         return None
 
     def index_of(self, run_id: str) -> int | None:
+        """The row showing `run_id`, or None when it is not on the page."""
         try:
             return self.get_row_index(run_id)
         except Exception:  # noqa: BLE001 - RowDoesNotExist: the run left this page
@@ -217,31 +224,39 @@ class RunsTable(DataTable[Text]):
         self.cursor_coordinate = self.cursor_coordinate.up()
 
     def action_cursor_down(self) -> None:
+        """Down a row; past the page's last, the next page is asked for."""
         self._edge("next", self._down, self.cursor_row >= self.row_count - 1, self.has_next)
 
     def action_cursor_up(self) -> None:
+        """Up a row; before the page's first, the previous page is asked for."""
         self._edge("previous", self._up, self.cursor_row <= 0, self.has_previous)
 
     def action_page_down(self) -> None:
+        """Down a screenful; at the page's last row, the next page is asked for."""
         self._edge("next", super().action_page_down, self.cursor_row >= self.row_count - 1, self.has_next)
 
     def action_page_up(self) -> None:
+        """Up a screenful; at the page's first row, the previous page is asked for."""
         self._edge("previous", super().action_page_up, self.cursor_row <= 0, self.has_previous)
 
     def action_first(self) -> None:
+        """To the list's first run (its first page, if this is not it)."""
         if self.has_previous:
             self.post_message(self.PageRequested(self, "first"))
         else:
             self.move_cursor(row=0)
 
     def action_last(self) -> None:
+        """To the list's last run (its last page, if this is not it)."""
         if self.has_next:
             self.post_message(self.PageRequested(self, "last"))
         else:
             self.move_cursor(row=max(self.row_count - 1, 0))
 
     def action_scroll_top(self) -> None:
+        """Home: `action_first`."""
         self.action_first()
 
     def action_scroll_bottom(self) -> None:
+        """End: `action_last`."""
         self.action_last()

@@ -229,12 +229,15 @@ class Oversight:
         held = view.claim
         return held is not None and not same_person(Who(held.operator, held.account), whoami(operator))
 
-    def secondable(self, view: RunView, operator: str | None = None) -> list[DecisionView]:
+    def secondable(self, view: RunView, operator: str | None = None, *, conn: Any = None) -> list[DecisionView]:
         """The proposals on the run this operator may second: those proposed
-        from another account (`identity.different_operators`, the one rule)."""
+        from another account (`identity.different_operators`, the one rule).
+        `conn`: a transaction the caller holds, to read the policy on (a
+        screen's one read, `Engine.runs_page`); None reads it in one of its own."""
         if not view.proposals:
             return []
-        me, web = whoami(operator), self.policy().web_account
+        rules = _policy.current(self.store, conn) if conn is not None else self.policy()
+        me, web = whoami(operator), rules.web_account
         return [d for d in view.proposals if different_operators(Who(d.operator, d.account or ""), me, web_account=web)]
 
     def policy(self) -> _policy.Policy:

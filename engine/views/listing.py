@@ -53,31 +53,79 @@ def page(
         The page's lines, in order.
     """
     with store.read() as conn:
-        dead: list[str] = []
-        if order.lstrip("-") == "attention":
-            dead = [
-                r.run_id
-                for r in store.runs.running_candidates(conn, now, HOST)
-                if r.lease_host == HOST and not _alive(r, now)
-            ]
-        keyed = store.runs.page(
+        return page_on(
+            store,
             conn,
-            limit=None if limit is None else limit + offset,
-            order=order,
+            now,
+            limit=limit,
+            offset=offset,
             statuses=statuses,
             text=text,
-            now=now,
-            dead=dead,
+            order=order,
             after=after,
             inclusive=inclusive,
             backward=backward,
         )
-        if offset:
-            keyed = keyed[:-offset] if backward else keyed[offset:]
-        # A running run's steps since its last checkpoint: its row counts
-        # them only at the next one, and a live run must not look stuck.
-        running = [(r.run_id, r.frontier_phase) for r, _k in keyed if r.status == "running" and r.frontier_phase]
-        live_steps = store.steps.counts(conn, running) if running else {}
+
+
+def page_on(
+    store: Store,
+    conn: Any,
+    now: float,
+    *,
+    limit: int | None,
+    offset: int,
+    statuses: Sequence[str] | None,
+    text: str | None,
+    order: str,
+    after: Sequence[Any] | None,
+    inclusive: bool,
+    backward: bool,
+) -> list[RunSummary]:
+    """`page`, read inside a transaction the caller holds (a screen's one
+    read: `views/runspage.py`).
+
+    Args:
+        store: The store.
+        conn: The caller's read transaction.
+        now: The time the statuses are judged at.
+        limit: At most this many lines; None: all.
+        offset: Lines to skip after those read.
+        statuses: Only runs whose stored status is one of these.
+        text: Only runs whose id, workflow or reason contains it.
+        order: "attention", or a column; a "-" prefix descends.
+        after: A line's `sort_key` from a page read in the same order.
+        inclusive: With `after`: the page starts at that line.
+        backward: The page before `after`.
+
+    Returns:
+        The page's lines, in order.
+    """
+    dead: list[str] = []
+    if order.lstrip("-") == "attention":
+        dead = [
+            r.run_id
+            for r in store.runs.running_candidates(conn, now, HOST)
+            if r.lease_host == HOST and not _alive(r, now)
+        ]
+    keyed = store.runs.page(
+        conn,
+        limit=None if limit is None else limit + offset,
+        order=order,
+        statuses=statuses,
+        text=text,
+        now=now,
+        dead=dead,
+        after=after,
+        inclusive=inclusive,
+        backward=backward,
+    )
+    if offset:
+        keyed = keyed[:-offset] if backward else keyed[offset:]
+    # A running run's steps since its last checkpoint: its row counts
+    # them only at the next one, and a live run must not look stuck.
+    running = [(r.run_id, r.frontier_phase) for r, _k in keyed if r.status == "running" and r.frontier_phase]
+    live_steps = store.steps.counts(conn, running) if running else {}
     out = []
     for r, key in keyed:
         try:
@@ -101,8 +149,22 @@ def counts(store: Store, now: float) -> dict[str, int]:
         Status name -> how many runs are in it (statuses with none left out).
     """
     with store.read() as conn:
-        found = store.runs.count_by_status(conn)
-        running = store.runs.running_candidates(conn, now, HOST) if found.get("running") else []
+        return counts_on(store, conn, now)
+
+
+def counts_on(store: Store, conn: Any, now: float) -> dict[str, int]:
+    """`counts`, read inside a transaction the caller holds.
+
+    Args:
+        store: The store.
+        conn: The caller's read transaction.
+        now: The time the statuses are judged at.
+
+    Returns:
+        Status name -> how many runs are in it (statuses with none left out).
+    """
+    found = store.runs.count_by_status(conn)
+    running = store.runs.running_candidates(conn, now, HOST) if found.get("running") else []
     for r in running:
         try:
             seen = effective_status(_rowcheck.check(r), now)

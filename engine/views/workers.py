@@ -146,8 +146,23 @@ def _view(row: Any, now: float) -> WorkerView | None:
 def list_workers(store: Store, clock: Callable[[], float], *, limit: int = 100) -> list[WorkerView]:
     """The workers the store knows, most recently seen first."""
     with store.read() as conn:
-        now = store.lease_clock(conn, clock())
-        rows = store.workers.recent(conn, limit=limit)
+        return workers_on(store, conn, clock(), limit=limit)
+
+
+def workers_on(store: Store, conn: Any, host_now: float, *, limit: int = 100) -> list[WorkerView]:
+    """`list_workers`, read inside a transaction the caller holds.
+
+    Args:
+        store: The store.
+        conn: The caller's read transaction.
+        host_now: This host's time (the lease clock is the server's on PostgreSQL).
+        limit: At most this many workers.
+
+    Returns:
+        The workers, most recently seen first (a damaged row left out).
+    """
+    now = store.lease_clock(conn, host_now)
+    rows = store.workers.recent(conn, limit=limit)
     return [v for v in (_view(r, now) for r in rows) if v is not None]
 
 

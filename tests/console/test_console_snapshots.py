@@ -33,7 +33,11 @@ def _detail(run_id: str, keys: tuple[str, ...] = ()) -> Any:
         await pilot.app.push_screen(DetailScreen(pilot.app, run_id))
         await settle(pilot)
         if keys:
-            await pilot.press(*keys)
+            # The first key opens a modal once its preview is read (a worker):
+            # the rest are typed into it, not raced against its focus.
+            await pilot.press(keys[0])
+            await settle(pilot)
+            await pilot.press(*keys[1:])
             await settle(pilot)
 
     return run_before

@@ -145,7 +145,7 @@ def test_no_pickle_eval_or_exec_in_the_engine() -> None:
 
 #: The one command the console may start: `phasegate resume` itself (the `e`
 #: key, never in read-only), as an argv list with no shell.
-_OWN_COMMAND = "console/service.py"
+_OWN_COMMAND = "console/resuming.py"
 
 
 def test_the_console_never_runs_code_or_commands() -> None:
