@@ -97,7 +97,18 @@ def test_a_postgres_block_runs(block: Block, tmp_path: Path) -> None:
     from tests.engine.pg_schema import pg_schema
 
     with pg_schema() as url:
-        _execute(block, tmp_path, {**_env(), "PHASEGATE_DB": url})
+        env = {**_env(), "PHASEGATE_DB": url}
+        _execute(block, tmp_path, env)
+        if str(block.page) == "docs/deploying/postgresql.md":
+            # The guide's order works: the first run made the store, the worker finished the killed run.
+            status = subprocess.run(
+                ["phasegate", "status", "nightly", "--json"], env=env, capture_output=True, text=True
+            )
+            assert json.loads(status.stdout)["status"] == "completed", status.stdout + status.stderr
+
+
+def test_the_postgres_guide_is_run() -> None:
+    assert "docs/deploying/postgresql.md" in {str(b.page) for b in ON_POSTGRES}
 
 
 def test_the_live_run_of_a_sample_ends_completed(tmp_path: Path) -> None:
