@@ -176,3 +176,39 @@ def test_a_shown_command_parses(block: Block, args: list[str]) -> None:
     known = {o for p in (parser, sub.choices[command]) for a in p._actions for o in a.option_strings}
     unknown = [a.split("=")[0] for a in args if a.startswith("-") and a.split("=")[0] not in known]
     assert not unknown, f"{block}: phasegate {command} has no {unknown}"
+
+
+def test_the_webhook_check_without_phasegate_agrees_with_phasegates() -> None:
+    """docs/operating/monitoring.md's `verify`, for receivers without
+    phasegate, accepts what `watch` signs and refuses a changed body or an old
+    timestamp, as `phasegate.ops.verify_webhook` does."""
+    import time
+
+    from phasegate.alerts.signing import sign
+
+    (block,) = [b for b in RUN if str(b.page) == "docs/operating/monitoring.md" and "def verify(" in b.body]
+    names: dict[str, object] = {}
+    exec(compile(block.body, str(block), "exec"), names)  # the page's own code, not stored data
+    verify = names["verify"]
+    secret, body = b"k" * 32, b'{"run_id": "r1", "status": "blocked"}'
+    assert verify(secret, body, sign(secret, body))  # type: ignore[operator]
+    assert not verify(secret, body + b" ", sign(secret, body))  # type: ignore[operator]
+    assert not verify(secret, body, sign(secret, body, now=time.time() - 600))  # type: ignore[operator]
+
+
+def _complete(block: Block) -> bool:
+    """A Python block that stands alone: it imports what it uses from
+    phasegate, declares a workflow and runs it (or has a `__main__`)."""
+    body = block.body
+    runs = "Engine(" in body or 'if __name__ == "__main__"' in body
+    return "import" in body and "Workflow(" in body and runs
+
+
+def test_every_complete_example_is_marked_to_run() -> None:
+    """An example a reader can paste and run is one the suite runs: marked
+    `<!-- run -->` (or `<!-- run FILE -->`), its output in `<!-- prints -->`."""
+    unmarked = [
+        str(b) for b in BLOCKS if b.lang == "python" and _complete(b) and b.marker not in ("run", "api-example")
+    ]
+    assert not unmarked, f"complete examples not marked <!-- run -->: {unmarked}"
+    assert sum(_complete(b) for b in RUN) >= 4  # the rule sees the marked ones
