@@ -5,7 +5,7 @@ is one the code names.
 "Reads" is any string literal `PHASEGATE_...` in the installed folders
 (engine/, console/, sample_runs/): `os.environ.get("PHASEGATE_X")` and a
 constant such as `WEB_USER_ENV = "PHASEGATE_WEB_USER"` alike. The test
-suite's own variables (`PHASEGATE_TEST_...`) are listed under "For tests only".
+suite's own variables (`PHASEGATE_TEST_...`) are listed under "For tests, the demo and the guides' examples".
 A variable of another convention the code reads by name (`NO_COLOR`, through
 `os.environ.get`, `os.getenv` or `os.environ[...]`) must be listed too.
 """
