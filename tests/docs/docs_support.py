@@ -3,6 +3,8 @@ code blocks and the marker before each block.
 
 A block preceded by `<!-- run -->` is executed by `test_code_blocks.py`; a
 block preceded by `<!-- prints -->` is what the `run` block before it prints.
+A marker may name a file after it (`<!-- run newsletter.py -->`: the Python
+block is saved under that name, as the page tells its reader to).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from tests.support.cli import ROOT
 
 DOCS = ROOT / "docs"
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\n(?P<body>.*?)^```$", re.M | re.S)
-MARKER = re.compile(r"<!--\s*([\w-]+)\s*-->\s*$")
+MARKER = re.compile(r"<!--\s*([\w-]+)(?:\s+([\w.-]+))?\s*-->\s*$")
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class Block:
     """The code between the fences."""
     marker: str | None
     """The `<!-- marker -->` on the last non-blank line before it, if any."""
+    file: str | None = None
+    """The file name the marker gives (`<!-- run newsletter.py -->`), if any."""
 
     def __str__(self) -> str:
         return f"{self.page}:{self.line}"
@@ -57,6 +61,7 @@ def blocks(page: Path) -> list[Block]:
                 lang=m.group("lang"),
                 body=m.group("body"),
                 marker=marker.group(1) if marker else None,
+                file=marker.group(2) if marker else None,
             )
         )
     return out
