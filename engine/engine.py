@@ -6,12 +6,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ._dbpath import default_db
-from .authoring import sources as _sources
 from .authoring.workflow import Workflow
 from .decide import fit as _fit
 from .decide import preview as _previews
@@ -20,24 +18,23 @@ from .decide.gate import Oversight
 from .decide.recording import record
 from .decide.triage import Triage
 from .errors import RunNotFound, UsageError
-from .history import archive, chain, keys
+from .history import archive, keys
 from .history import prune as _prune
 from .ids import validate_run_id
 from .outcome import Outcome
-from .oversight import claims
 from .oversight.identity import distinct, whoami
 from .run import callers
 from .run.runner import Runner
 from .run.stopping import StopRequest
 from .settings import Settings
 from .states import Action
-from .store.store import ChangeProbe, OwnRows, Store
+from .store.store import ChangeProbe, Store
 from .upkeep.pruning import Pruner
 from .upkeep.reports import PolicyReport, UnknownSchema, VerifyReport
 from .upkeep.resealing import Resealed, reseal
 from .upkeep.verify import Verifier
+from .viewing import Viewer
 from .views import listing, runspage
-from .views.build import build
 from .views.models import RunSummary, RunView
 from .views.runspage import RunsPage
 from .views.workers import WorkerView, list_workers
@@ -127,6 +124,7 @@ class Engine:
         resumable, with where it stopped as its reason (run/stopping.py)."""
         self.archive_dir = archive.archive_dir(self.store.path, settings.archive_dir)
         """The folder pruning exports to, made absolute."""
+        self._view = Viewer(self.store, self.retention_days)
         self._oversight = Oversight(self.store, clock, self._view, self.claim_seconds)
         self._triage = Triage(self.store, clock, self._view, self._oversight)
         self._verifier = Verifier(self.store, clock)
@@ -372,44 +370,6 @@ class Engine:
                 raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
             return self._view(conn, run, self.clock())
 
-    def _view(
-        self,
-        conn: Any,
-        run: Any,
-        now: float,
-        *,
-        with_candidates: bool = True,
-        with_diffs: bool = True,
-        own: OwnRows | None = None,
-    ) -> RunView:
-        """A run's view from its own rows, read on `conn` (or given: `own`,
-        read for many runs at once by `Store.own_rows.of_runs`)."""
-        if own is None:
-            own = OwnRows(
-                self.store.checkpoints.of_run(conn, run.run_id),
-                self.store.steps.of_run(conn, run.run_id),
-                self.store.effects.of_run(conn, run.run_id),
-                self.store.decisions.of_run(conn, run.run_id),
-            )
-        rows, steps, effects, decisions, held = own
-        verified = chain.verify_run(run, rows)  # once, for the view and the prune candidates
-        cands = (
-            _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days, verified=verified)
-            if with_candidates
-            else []
-        )
-        view = build(run, rows, steps, effects, decisions, cands, now, verified)
-        # The code behind a drift, from the stored sources: read only when a
-        # code change is among the reasons the run is blocked.
-        diffs = _sources.diffs(self.store, conn, view.blocked) if with_diffs else []
-        if diffs:
-            view = replace(view, code_diffs=tuple(diffs))
-        if held is None:
-            held = self.store.claims.of_run(conn, run.run_id)
-        if held:
-            view = replace(view, claim=claims.in_force(held, now), claims=tuple(claims.history(held, now)))
-        return view
-
     def runs(
         self,
         *,
@@ -644,14 +604,7 @@ class Engine:
         Returns:
             The line `phasegate verify` prints.
         """
-        stored, mine = self.store.store_key_id, self.store.seal_key
-        if stored is None:
-            extra = f"; {keys.KEY_FILE_ENV} names key {mine.key_id}, not this store's" if mine else ""
-            return f"plain SHA-256 hashes (no seal key): they catch damage, not a forger who recomputes them{extra}"
-        if mine is not None and mine.key_id == stored:
-            return f"keyed: HMAC-SHA256 under key {stored} (checked with {keys.KEY_FILE_ENV})"
-        held = f"{keys.KEY_FILE_ENV} names key {mine.key_id}" if mine else f"{keys.KEY_FILE_ENV} is not set"
-        return f"keyed: HMAC-SHA256 under key {stored}; {held}, so the keyed seals were not checked"
+        return keys.describe_seal(self.store.store_key_id, self.store.seal_key)
 
     def verify(
         self, run_id: str | None = None, *, record: bool = True, deep: bool = False

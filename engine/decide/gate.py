@@ -32,7 +32,7 @@ from .recording import carry, takes_effect_now
 
 
 class ViewOf(Protocol):
-    """The engine's one way to build a run's view from its rows (`Engine._view`)."""
+    """The engine's one way to build a run's view from its rows (`viewing.Viewer`)."""
 
     def __call__(
         self,

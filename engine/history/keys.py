@@ -58,6 +58,25 @@ def key_id(secret: bytes) -> str:
     return hashlib.sha256(b"phasegate seal key id\0" + secret).hexdigest()[:16]
 
 
+def describe_seal(stored: str | None, mine: SealKey | None) -> str:
+    """Which kind of seal a store carries, in the line `phasegate verify` prints.
+
+    Args:
+        stored: The id of the key the store is sealed under; None: plain hashes.
+        mine: The key this process holds, or None.
+
+    Returns:
+        Plain hashes, or HMACs under a key (its id), and whether `mine` is that key.
+    """
+    if stored is None:
+        extra = f"; {KEY_FILE_ENV} names key {mine.key_id}, not this store's" if mine else ""
+        return f"plain SHA-256 hashes (no seal key): they catch damage, not a forger who recomputes them{extra}"
+    if mine is not None and mine.key_id == stored:
+        return f"keyed: HMAC-SHA256 under key {stored} (checked with {KEY_FILE_ENV})"
+    held = f"{KEY_FILE_ENV} names key {mine.key_id}" if mine else f"{KEY_FILE_ENV} is not set"
+    return f"keyed: HMAC-SHA256 under key {stored}; {held}, so the keyed seals were not checked"
+
+
 def is_keyed(seal: str | None) -> bool:
     """Whether a stored seal is keyed (else a plain hash, or none)."""
     return bool(seal) and str(seal).startswith(_PREFIX)

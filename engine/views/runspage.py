@@ -70,7 +70,7 @@ class RunsPage:
 
 
 class ViewOf(Protocol):
-    """The engine's one way to build a run's view from its row (`Engine._view`)."""
+    """The engine's one way to build a run's view from its row (`viewing.Viewer`)."""
 
     def __call__(self, conn: Any, run: Any, now: float) -> RunView: ...
 

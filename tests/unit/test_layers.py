@@ -49,7 +49,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("oversight", ("oversight",)),
     ("decide", ("decide",)),
     ("upkeep", ("upkeep",)),
-    ("engine", ("engine", "settings")),
+    ("engine", ("engine", "settings", "viewing")),
     # What authors test their own workflows with: it runs them through `Engine`.
     ("testing", ("testing",)),
     ("alerts", ("alerts",)),
