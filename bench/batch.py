@@ -65,8 +65,8 @@ def _copy(src: Path, dst: Path) -> Path:
     return dst
 
 
-def run(quick: bool, rounds: int, d: Path) -> list[Figure]:
-    n = 100 if quick else 300
+def run(quick: bool, rounds: int, d: Path, *, runs: int | None = None) -> list[Figure]:
+    n = runs or (100 if quick else 300)
     src = d / "batch.db"
     build(src, n)
     group_s: list[float] = []

@@ -1,4 +1,4 @@
-"""`python -m bench [--quick] [--json FILE]`: every figure, in one run."""
+"""`python -m bench [--quick | --smoke] [--json FILE]`: every figure, in one run."""
 
 from __future__ import annotations
 
@@ -18,6 +18,11 @@ log = logging.getLogger("bench")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="CI-sized: small stores, no peers, under two minutes")
+    ap.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the harness checked, not the figures: --quick with every figure measured once, on tiny stores",
+    )
     ap.add_argument("--json", type=Path, default=None, help="write the figures as a list of JSON rows")
     ap.add_argument("--markdown", type=Path, default=None, help="write the machine and the table as Markdown")
     ap.add_argument("--rounds", type=int, default=RUNS, help=f"runs behind each median (at least {RUNS})")
@@ -31,10 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING, format="%(asctime)s %(message)s")
     # The engine logs every blocked and failed run; the fixtures make thousands.
     logging.getLogger("phasegate").setLevel(logging.CRITICAL)
-    rounds = max(a.rounds, RUNS)
+    # --smoke is what tests/bench runs: every row of --quick, each from one
+    # round on a tiny store, so a figure it prints means nothing.
+    a.quick = a.quick or a.smoke
+    rounds = 1 if a.smoke else max(a.rounds, RUNS)
     only = {x for x in a.only.split(",") if x}
     meta = machine(Path(_disk_tmp()))
-    meta["mode"] = "quick" if a.quick else "full"
+    meta["mode"] = "smoke" if a.smoke else "quick" if a.quick else "full"
     meta["rounds"] = rounds
     started = time.time()
     figs: list[Figure] = []
@@ -54,8 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     group("waits", lambda: waits.run(a.quick, rounds))
     group("postgres", lambda: postgres.run(a.quick, rounds))
     with scratch("pgbench-stores-") as d:
-        resume_sizes = [10, 1_000] if a.quick else [10, 1_000, 100_000]
-        console_sizes = [100, 20_000] if a.quick else [100, 10_000, 100_000, 1_000_000]
+        if a.smoke:
+            resume_sizes, console_sizes = [10, 100], [10, 100]
+        elif a.quick:
+            resume_sizes, console_sizes = [10, 1_000], [100, 20_000]
+        else:
+            resume_sizes, console_sizes = [10, 1_000, 100_000], [100, 10_000, 100_000, 1_000_000]
+        live_commits = 2 if a.smoke else None
         needed = sorted(
             set(
                 (resume_sizes if not only or "resume" in only else [])
@@ -69,13 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         def _console() -> list[Figure]:
             figs = console.run_scale(a.quick, rounds, {n: stores[n] for n in console_sizes})
             big = console_sizes[-1]
-            return figs + console.run_live(a.quick, stores[big], runs=big)
+            return figs + console.run_live(a.quick, stores[big], runs=big, commits=live_commits)
 
         group("console", _console)
 
         def _verify() -> list[Figure]:
             path = d / "verify.db"
-            verify.build(path, 8 if a.quick else 40, 64 * 1024)
+            verify.build(path, 2 if a.smoke else 8 if a.quick else 40, 64 * 1024)
             return verify.run(a.quick, rounds, path)
 
         group("verify", _verify)
@@ -91,17 +104,17 @@ def main(argv: list[str] | None = None) -> int:
             path = d / "live.db"
             from . import fixture
 
-            fixture.build(path, 600)
-            return console.run_live(a.quick, path)
+            fixture.build(path, 60 if a.smoke else 600)
+            return console.run_live(a.quick, path, commits=live_commits)
 
         group("live", _live)
 
-        group("batch", lambda: batch.run(a.quick, rounds, d))
+        group("batch", lambda: batch.run(a.quick, rounds, d, runs=10 if a.smoke else None))
 
         def _wire() -> list[Figure]:
             from . import wire
 
-            return wire.run(d)
+            return wire.run(d, idle=2.0 if a.smoke else 10.0, presses=2 if a.smoke else 5)
 
         group("wire", _wire)
     meta["seconds"] = round(time.time() - started, 1)

@@ -150,8 +150,9 @@ def run_scale(quick: bool, rounds: int, stores: dict[int, Path]) -> list[Figure]
     return figs
 
 
-def run_live(quick: bool, store: Path, *, runs: int | None = None) -> list[Figure]:
-    """`runs`: the store is a large console store (sorted by run id, see `_live`)."""
+def run_live(quick: bool, store: Path, *, runs: int | None = None, commits: int | None = None) -> list[Figure]:
+    """`runs`: the store is a large console store (sorted by run id, see `_live`);
+    `commits`: how many decisions are timed (by default 10, or 50 in a full run)."""
     skip = available()
     name = "live latency: commit in another process to the console showing it"
     if runs is not None:
@@ -161,7 +162,7 @@ def run_live(quick: bool, store: Path, *, runs: int | None = None) -> list[Figur
             Figure(name + " (median)", None, "s", "< 0.5 s", None, group="8 live", skipped=skip),
             Figure(name + " (p95)", None, "s", None, None, group="8 live", skipped=skip),
         ]
-    n = 10 if quick else 50
+    n = commits or (10 if quick else 50)
     by_id = runs is not None
     r = _child("live", "--db", str(store), "--commits", str(n), *(["--by-id"] if by_id else []), timeout=60 + n * 30)
     lat = r["latencies"]

@@ -18,7 +18,7 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     env = child_env({"PHASEGATE_BENCH_DIR": str(tmp_path)})
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--json", str(out)],
+        [sys.executable, "-m", "bench", "--smoke", "--json", str(out)],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -7,6 +7,7 @@ The workflow is `author_flow.py`, copied in as `flow.py`."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -105,12 +106,17 @@ class Author:
         return cli.Result(p.returncode, out, err, p.pid)
 
     def phasegate(self, *args: str) -> cli.Result:
-        return self.do_cli(list(args))
+        """An operator's command (decide, status, verify, prune) on the
+        store, in a forked warm child that starts where `python -m
+        phasegate` would (`cwd`, the folder importable): these tests are
+        about the ways an author runs the flow, not about the entry point,
+        which `start` and `do` still exec."""
 
-    def do_cli(self, args: list[str]) -> cli.Result:
-        p = self._python(["-m", "phasegate", *args, "--db", self.db])
-        out, err = p.communicate(timeout=120)
-        return cli.Result(p.returncode, out, err, p.pid)
+        def here() -> None:
+            os.chdir(self.cwd)
+            sys.path.insert(0, str(self.dir))
+
+        return cli.run([*args, "--db", self.db], env=self.env, mode="fork", before=here, timeout=120)
 
     def status(self, run_id: str = "r1") -> dict[str, Any]:
         p = self.phasegate("status", run_id, "--json")

@@ -1,4 +1,4 @@
-"""Fan-out torture at CI size: twenty concurrent items (a durable step and a
+"""Fan-out torture at CI size (`PHASEGATE_TEST_SOAK=1`: the soak size, tests/support/soak.py): twenty concurrent items (a durable step and a
 non-idempotent effect each) by `asyncio.gather`, `ctx.map` and threads,
 SIGKILLed at random instants mid-flight, resumed until complete; `verify`
 clean after every attempt, no key sent twice, no saved item computed again.
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import soak
 from tests.support.seeds import replay_hint
 from tests.torture import fanout
 
@@ -37,10 +38,14 @@ def test_fifty_kills_of_concurrent_steps_and_effects_on_sqlite(tmp_path: Path, s
 
 
 def test_kills_of_concurrent_steps_and_effects_on_postgres(tmp_path: Path, seed: int) -> None:
+    # CI size: every mode killed at least once on PostgreSQL, where a kill
+    # costs about three times what it does on SQLite (99 s for 50 of them
+    # was the suite's second-longest test); the soak size with PHASEGATE_TEST_SOAK=1.
+    kills = soak.size(ci=24, soak=50)
     lines: list[str] = []
     with pg_schema() as url:
-        reports = fanout.torture(50, seed, tmp_path, db=url, log=lines.append)
-    _assert_all_ok(reports, 50, seed, lines)
+        reports = fanout.torture(kills, seed, tmp_path, db=url, log=lines.append)
+    _assert_all_ok(reports, kills, seed, lines)
 
 
 def test_an_effect_frozen_after_its_intent_mid_fan_out_is_reported_in_doubt_and_never_sent_twice(
