@@ -19,6 +19,8 @@ import pytest
 from engine_harness import ROOT, Harness, Proc, spawn
 from test_second_operator import TwoAccounts, two  # noqa: F401 - the fixture, for the policy tests
 
+from phasegate import _json
+
 WAITS = ROOT / "tests" / "workflows" / "waits.py"
 #: Every wait at least this long parks (the tests' own PHASEGATE_PARK_SECONDS).
 PARK = {"PHASEGATE_PARK_SECONDS": "0.5"}
@@ -191,15 +193,42 @@ def test_a_timer_survives_a_kill_without_starting_over(h):
     assert names(h) == ["before"]
 
 
+def _move_timer(h: Harness, run_id: str, wake: float) -> None:
+    """Move a parked timer's wake time, in its durable step and on its run's
+    row, as the engine itself records them: the test decides when the timer
+    is due instead of racing a short one on a loaded machine."""
+    ((text, row_waiting),) = h.sql(
+        "SELECT s.result_json, r.waiting_json FROM phasegate_steps s JOIN phasegate_runs r ON r.run_id = s.run_id"
+        " WHERE s.run_id = ? AND s.step_key = ?",
+        (run_id, "@sleep:cool_down"),
+    )
+    saved = {**json.loads(text), "until": wake}
+    step = _json.dumps(saved)
+    waiting = _json.dumps({**json.loads(row_waiting), "until": wake})
+    h.sql(
+        "UPDATE phasegate_steps SET result_json = ?, result_hash = ? WHERE run_id = ? AND step_key = ?",
+        (step, _json.sha256(step), run_id, "@sleep:cool_down"),
+    )
+    h.sql("UPDATE phasegate_runs SET wake_at = ?, waiting_json = ? WHERE run_id = ?", (wake, waiting, run_id))
+
+
 def test_a_parked_timer_is_woken_by_the_worker_once_due_and_not_before(h):
-    assert start(h, "timer", "t1", seconds=1.5).returncode == 5
-    wake = _wake_time(h, "t1")
+    # An hour's timer: nothing before it is due can race it, however slow the machine.
+    assert start(h, "timer", "t1", seconds=3600).returncode == 5
     early = h.resume("t1", env=PARK)  # an early resume parks again, doing nothing
     assert early.returncode == 5 and names(h) == ["before"], early
+    once = h.cli("worker", "--once", env=PARK)  # nor does a worker's pass wake it early
+    assert once.returncode == 0, once
+    assert h.status("t1")["status"] == "waiting" and names(h) == ["before"]
+    # Now it is due: the worker wakes it, and the timer goes on no earlier than its (moved) wake time.
+    wake = time.time()
+    _move_timer(h, "t1", wake)
+    assert _wake_time(h, "t1") == wake
     with worker(h):
         until(status_is(h, "t1", "completed"), what="the worker to wake the timer")
     (after,) = [ln for ln in trace(h) if ln.startswith("after ")]
     assert float(after.rsplit("t=", 1)[1]) >= wake
+    assert names(h) == ["before", "after"]
 
 
 def test_retry_later_parks_the_run_and_the_worker_calls_again_when_due(h):
@@ -248,11 +277,11 @@ def test_pause_stops_a_live_run_at_its_next_step_keeping_its_work_and_unpause_le
     assert s["status"] == "paused" and s["paused"]["reason"] == "look at the tool calls" and s["lease"] is None
     done_before = len(names(h))
     assert 5 <= done_before < 60
-    # Nothing resumes a paused run: not a resume, not a worker.
+    # Nothing resumes a paused run: not a resume, not a worker's pass.
     assert h.resume("p1").returncode == 5
+    assert h.cli("worker", "--once", env=PARK).returncode == 0
+    assert h.status("p1")["status"] == "paused" and len(names(h)) == done_before
     with worker(h):
-        time.sleep(1.0)
-        assert h.status("p1")["status"] == "paused"
         back = h.cli("unpause", "p1", "--reason", "looked")
         assert back.returncode == 0, back
         until(status_is(h, "p1", "completed"), what="the worker to finish the unpaused run")
