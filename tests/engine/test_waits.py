@@ -20,6 +20,7 @@ from engine_harness import ROOT, Harness, Proc, spawn
 from test_second_operator import TwoAccounts, two  # noqa: F401 - the fixture, for the policy tests
 
 from phasegate import _json
+from tests.support.waiting import until
 
 WAITS = ROOT / "tests" / "workflows" / "waits.py"
 #: Every wait at least this long parks (the tests' own PHASEGATE_PARK_SECONDS).
@@ -40,18 +41,6 @@ def trace(h: Harness) -> list[str]:
 
 def names(h: Harness) -> list[str]:
     return [line.rsplit(" t=", 1)[0] for line in trace(h)]
-
-
-def until(check: Callable[[], Any], timeout: float = 60.0, what: str = "the condition") -> Any:
-    """Poll `check` until it returns something true (generous timeouts: the machines are shared)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @contextmanager
@@ -193,7 +182,7 @@ def test_a_timer_survives_a_kill_without_starting_over(h):
     assert names(h) == ["before"]
 
 
-def _move_timer(h: Harness, run_id: str, wake: float) -> None:
+def move_timer(h: Harness, run_id: str, wake: float) -> None:
     """Move a parked timer's wake time, in its durable step and on its run's
     row, as the engine itself records them: the test decides when the timer
     is due instead of racing a short one on a loaded machine."""
@@ -222,7 +211,7 @@ def test_a_parked_timer_is_woken_by_the_worker_once_due_and_not_before(h):
     assert h.status("t1")["status"] == "waiting" and names(h) == ["before"]
     # Now it is due: the worker wakes it, and the timer goes on no earlier than its (moved) wake time.
     wake = time.time()
-    _move_timer(h, "t1", wake)
+    move_timer(h, "t1", wake)
     assert _wake_time(h, "t1") == wake
     with worker(h):
         until(status_is(h, "t1", "completed"), what="the worker to wake the timer")

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from engine_harness import ROOT, Harness, Proc, spawn
 from test_second_operator import TwoAccounts, two  # noqa: F401 - the fixture, for the policy test
-from test_waits import PARK, WAITS, names, start, status_is, until, worker
+from test_waits import PARK, WAITS, move_timer, names, start, status_is, worker
 
 from phasegate import Engine
 from tests.support import cli
+from tests.support.waiting import until
 
 APPROVE = '{"approved": true, "amount": 7}'
 
@@ -131,7 +132,9 @@ def test_an_unpause_before_the_pause_is_met_lets_the_run_go_on(h):
     until(lambda: len(names(h)) >= 1, what="a first step")
     assert h.cli("pause", "p1", "--reason", "look").returncode == 0
     until(lambda: h.status("p1")["lease"] is not None, what="the run to hold its lease")
-    time.sleep(0.5)  # the watch has looked (not a timing assertion: the bug shows however long this is)
+    time.sleep(
+        0.5
+    )  # sleep: the hold watch looks every 0.2 s and shows no sign of it; the bug shows however long this is
     back = h.cli("unpause", "p1", "--reason", "never mind")
     assert back.returncode == 0, back
     ended = child.wait()
@@ -157,13 +160,15 @@ def test_an_unpause_restores_only_what_a_pause_could_have_set_aside(h):
 def test_a_due_run_the_worker_cannot_resume_is_not_tried_at_every_look(h):
     flow = h.tmp / "flow.py"
     flow.write_text((ROOT / "tests" / "workflows" / "waits.py").read_text())
-    p = h.cli("run", f"{flow}:timer", "--run-id", "t1", "--input", json.dumps({"seconds": 0.6}), env=PARK)
+    # An hour's timer parks whatever the machine's load; then it is made due now.
+    p = h.cli("run", f"{flow}:timer", "--run-id", "t1", "--input", json.dumps({"seconds": 3600}), env=PARK)
     assert p.returncode == 5, p
+    move_timer(h, "t1", time.time())
     flow.write_text("raise RuntimeError('a bad deploy')\n")  # its code cannot be loaded now
     child = cli.start(["worker", "--poll", "0.2", "--db", h.target], env={**h.env, **PARK}, mode="exec")
     try:
         until(lambda: "a bad deploy" in child._err.read_text(), what="the worker to try the due run")
-        time.sleep(2.0)  # ten looks
+        time.sleep(2.0)  # sleep: ten of the worker's looks, which leave no trace when they try nothing
     finally:
         ended = child.kill()
     tries = ended.stderr.count("run t1: resuming")
