@@ -132,9 +132,8 @@ def test_an_unpause_before_the_pause_is_met_lets_the_run_go_on(h):
     until(lambda: len(names(h)) >= 1, what="a first step")
     assert h.cli("pause", "p1", "--reason", "look").returncode == 0
     until(lambda: h.status("p1")["lease"] is not None, what="the run to hold its lease")
-    time.sleep(
-        0.5
-    )  # sleep: the hold watch looks every 0.2 s and shows no sign of it; the bug shows however long this is
+    # sleep: the hold watch looks every 0.2 s and leaves no sign of it; the bug shows however long this is
+    time.sleep(0.5)
     back = h.cli("unpause", "p1", "--reason", "never mind")
     assert back.returncode == 0, back
     ended = child.wait()

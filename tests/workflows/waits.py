@@ -109,6 +109,7 @@ ticking = Workflow("ticking")
 @ticking.phase()
 def work(ctx: PhaseContext) -> dict[str, Any]:
     for i in range(ctx.inputs["steps"]):
+        # sleep: the pace, so a test can pause or cancel the run between two ticks
         ctx.step(f"tick:{i}", lambda i=i: (time.sleep(ctx.inputs["pace"]), trace(f"tick:{i}")), durable=True)
     return {"ticks": ctx.inputs["steps"]}
 
