@@ -255,11 +255,15 @@ def test_retry_later_past_the_step_policy_fails_the_run(h):
 
 @pytest.mark.parametrize("flow", ["ticking", "ticking_async"])
 def test_pause_stops_a_live_run_at_its_next_step_keeping_its_work_and_unpause_lets_the_worker_finish(h, flow):
-    child = spawn(["run", target(flow), "--run-id", "p1", "--input", json.dumps({"steps": 60, "pace": 0.05}),
-                   "--db", h.target], env={**h.env, **PARK})  # fmt: skip
+    # Its eleventh step does not end until the test says: the pause is met at a step, not raced by the pace.
+    hold = h.tmp / "hold"
+    inputs = {"steps": 60, "pace": 0.05, "hold": str(hold), "hold_at": 10}
+    child = spawn(["run", target(flow), "--run-id", "p1", "--input", json.dumps(inputs), "--db", h.target],
+                  env={**h.env, **PARK})  # fmt: skip
     until(lambda: len(names(h)) >= 5, what="the run to compute a few steps")
     paused = h.cli("pause", "p1", "--reason", "look at the tool calls")
     assert paused.returncode == 0 and "stops at its next step" in paused.stdout, paused
+    hold.touch()
     ended = child.wait()
     assert ended.rc == 5, ended
     s = h.status("p1")
@@ -310,10 +314,13 @@ def test_cancel_is_final(h):
 
 
 def test_cancel_of_a_live_run_stops_it_at_its_next_step(h):
-    child = spawn(["run", target("ticking"), "--run-id", "c1", "--input", json.dumps({"steps": 60, "pace": 0.05}),
-                   "--db", h.target], env={**h.env, **PARK})  # fmt: skip
+    hold = h.tmp / "hold"
+    inputs = {"steps": 60, "pace": 0.05, "hold": str(hold), "hold_at": 10}
+    child = spawn(["run", target("ticking"), "--run-id", "c1", "--input", json.dumps(inputs), "--db", h.target],
+                  env={**h.env, **PARK})  # fmt: skip
     until(lambda: len(names(h)) >= 3, what="a few steps")
     assert h.cli("cancel", "c1", "--reason", "wrong customer").returncode == 0
+    hold.touch()
     assert child.wait().rc == 6
     s = h.status("c1")
     assert s["status"] == "cancelled" and len(names(h)) < 60
