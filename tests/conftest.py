@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support import cli as support
-from tests.support import parallel, seeds
+from tests.support import markers, parallel, seeds
 
 ROOT = support.ROOT
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
@@ -52,7 +52,22 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """What `-n auto` (pyproject's addopts) means here: see tests/support/parallel.py."""
-    return parallel.workers([_from_root(config, a) for a in config.args], os.environ, os.cpu_count())
+    args = [_from_root(config, a) for a in config.args]
+    return parallel.workers(args, os.environ, os.cpu_count(), config.getoption("markexpr") or "")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`pytest -m unit` collects tests/unit alone: only its tests can carry
+    the mark (tests/support/markers.py), and importing the rest of the suite
+    to deselect it would take longer than the unit tests take to run."""
+    if (config.getoption("markexpr") or "").strip() != markers.UNIT:
+        return None
+    tests = config.rootpath / "tests"
+    unit = tests / "unit"
+    path = collection_path.resolve()
+    if not path.is_relative_to(tests) or path == tests or path.is_relative_to(unit):
+        return None
+    return True
 
 
 def _from_root(config: pytest.Config, arg: str) -> str:
@@ -63,7 +78,16 @@ def _from_root(config: pytest.Config, arg: str) -> str:
     return rel + sep + rest
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Every test is marked by where it lives and what it uses (tests/support/markers.py),
+    # first, so that `-m` (pytest's own hook, after this one) selects on the marks.
+    for item in items:
+        rel = Path(str(item.path)).resolve()
+        path = rel.relative_to(config.rootpath).as_posix() if rel.is_relative_to(config.rootpath) else str(rel)
+        callspec = getattr(item, "callspec", None)
+        for kind in sorted(markers.kinds(path, getattr(item, "fixturenames", ()), callspec and callspec.params)):
+            item.add_marker(kind)
     # Only a worker reorders (all workers the same way, as xdist requires):
     # the longest parts are handed out first. A serial run keeps file order.
     if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -15,6 +15,7 @@ from phasegate.console.screens.runs import RunsScreen
 from tests.console import fixtures as fx
 from tests.console.pilot_helpers import settle
 from tests.support import cli
+from tests.support.waiting import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -26,11 +27,7 @@ def decide_elsewhere(db: Path, run_id: str, action: str, reason: str) -> subproc
 
 async def wait_for(pilot: Any, predicate: Any, timeout: float = 30.0) -> None:
     # Only the app's own clock is frozen; waiting here is on the event loop.
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < end, "the change never showed up"
-        await asyncio.sleep(0.05)
+    await until_async(predicate, "the change to show up", timeout=timeout)
 
 
 @pytest.mark.parametrize("events", [True, False], ids=["file-events", "polling-only"])
@@ -101,7 +98,7 @@ def test_file_events_ignore_shm(tmp_path: Path) -> None:
     def woken(within: float) -> bool:
         deadline = time.monotonic() + within
         while not seen and time.monotonic() < deadline:
-            time.sleep(0.02)
+            time.sleep(0.02)  # sleep: `within` must pass in full to show a write that does not wake the watcher
         return bool(seen)
 
     try:
@@ -110,7 +107,7 @@ def test_file_events_ignore_shm(tmp_path: Path) -> None:
         while not woken(0.3):
             assert time.monotonic() < deadline, "the watcher never woke on a write to runs.db-journal"
             (tmp_path / "runs.db-journal").write_bytes(b"x")
-        time.sleep(0.3)  # let that write's last batch through, then start clean
+        time.sleep(0.3)  # sleep: let that write's last batch through (the debounce), then start clean
         seen.clear()
         for name in ("runs.db-shm", "other.db"):
             (tmp_path / name).write_bytes(b"x")

@@ -6,7 +6,6 @@ where the console was started, and says how it ended (#28)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
@@ -25,6 +24,7 @@ from phasegate.console.screens.detail import DetailScreen
 from phasegate.console.screens.runs import RunsScreen
 from tests.console.pilot_helpers import settle
 from tests.support import cli
+from tests.support.waiting import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -107,11 +107,7 @@ def steps_of(db: Path, run_id: str) -> int:
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, what: str = "the change") -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not predicate():
-        assert loop.time() < end, f"{what} never showed up"
-        await asyncio.sleep(0.05)
+    await until_async(predicate, what, timeout=timeout)
 
 
 def status_cell(table: Any, run_id: str) -> str:

@@ -4,7 +4,6 @@ copies a run id or a whole hash (OSC 52, with the value shown)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from phasegate.console.screens.detail import DetailScreen
 from tests.console import fixtures as fx
 from tests.console.pilot_helpers import settle
 from tests.support import cli
+from tests.support.waiting import until_async
 
 pytestmark = pytest.mark.anyio
 
@@ -31,13 +31,13 @@ def notices(app: Any) -> list[str]:
 
 async def _until_header(app: Any, pilot: Any, text: str) -> None:
     """Re-read with `o` (the header is also re-read on a timer) until it says `text`."""
-    for _ in range(300):
+
+    async def says() -> bool:
         await pilot.press("o")
         await settle(pilot)
-        if text in header(app):
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(header(app))
+        return text in header(app)
+
+    await until_async(says, f"the header to say {text!r}", timeout=60, every=0.1)
 
 
 async def test_the_header_counts_a_real_worker_alive_and_not_once_killed(store: Path, make_app: Any) -> None:
@@ -65,11 +65,9 @@ async def test_with_no_worker_alive_a_decision_says_it_waits_and_names_the_resum
         await settle(pilot)
         await pilot.press(*"new rates are right", "enter")
         await settle(pilot)
-        for _ in range(100):
-            said = [n for n in notices(app) if n.startswith("approve on ")]
-            if said:
-                break
-            await asyncio.sleep(0.05)
+        said = await until_async(
+            lambda: [n for n in notices(app) if n.startswith("approve on ")], "the approval's notification"
+        )
         assert said and "NO WORKER IS ALIVE, so it waits: press e to resume the run now" in said[0], notices(app)
     with Engine(store) as eng:
         assert [d.action for d in eng.status(fx.ENV_MISMATCH).pending_decisions] == ["approve"]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import cli as support
+from tests.support.waiting import until
 
 ROOT = support.ROOT
 PAUSE_ENV = "PHASEGATE_SAMPLE_PAUSE_AT"
@@ -64,12 +65,13 @@ def kill_at(db: Path, workflow: str, run_id: str, inputs: dict[str, Any], point:
     beacon = tmp / f"{run_id}.paused"
     argv = ["run", TARGETS[workflow], "--run-id", run_id, "--input", json.dumps(inputs), "--db", str(db)]
     proc = support.popen(argv, env={PAUSE_ENV: point, BEACON_ENV: str(beacon)})
-    deadline = time.monotonic() + 60
     try:
-        while not beacon.exists():
+
+        def paused() -> bool:
             assert proc.poll() is None, f"run ended before {point}: {proc.communicate()}"
-            assert time.monotonic() < deadline, f"run never reached {point}"
-            time.sleep(0.02)
+            return beacon.exists()
+
+        until(paused, f"the run to reach {point}")
         os.kill(proc.pid, signal.SIGKILL)
         assert proc.wait(timeout=30) == -signal.SIGKILL
     finally:
@@ -79,14 +81,8 @@ def kill_at(db: Path, workflow: str, run_id: str, inputs: dict[str, Any], point:
 
 
 def wait_for(predicate: Any, *, timeout: float = 90, every: float = 0.2, what: str = "condition") -> Any:
-    """Poll until `predicate()` is truthy; a generous deadline, never a timing assertion."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(every)
+    """tests/support/waiting.py's `until`, in this folder's keyword spelling."""
+    return until(predicate, what, timeout=timeout, every=every)
 
 
 def ledger_keys(gateway_dir: Path) -> list[str]:

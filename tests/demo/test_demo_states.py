@@ -11,6 +11,7 @@ import pytest
 from demo_support import cli, ledger_keys, status
 
 from phasegate.sample_runs._spare import kill_if_same
+from tests.support.waiting import until
 
 # One xdist worker for the module: the demo store is built once, for all its tests.
 pytestmark = pytest.mark.xdist_group("demo-states")
@@ -199,14 +200,13 @@ def test_store_gauges_match_status_json(demo: tuple[Path, Any, list[dict[str, An
 
         # The demo's live run moves on meanwhile: compare a scrape with the
         # status read just before and after it, until the two agree.
-        for _ in range(20):
+        def steady() -> tuple[Any, Any] | None:
             before = status(db)
             got = scrape()
             after = status(db)
-            if [r["status"] for r in before] == [r["status"] for r in after]:
-                break
-            time.sleep(0.2)
-        runs = after
+            return (got, after) if [r["status"] for r in before] == [r["status"] for r in after] else None
+
+        got, runs = until(steady, "a scrape between two reads of the same statuses", timeout=30, every=0.2)
     finally:
         stop(proc)
 

@@ -58,7 +58,7 @@ def compute(ctx: PhaseContext, load: list[int]) -> list[int]:
     out = [ctx.step(f"double:{x}", double, ctx, x, durable=True) for x in load]
     if ctx.inputs.get("hang") and Path(ctx.inputs["hang"]).exists():
         trace(ctx, "hung")  # the test SIGKILLs the process here
-        time.sleep(600)
+        time.sleep(600)  # sleep: hangs here until the test SIGKILLs it
     if not Path(ctx.inputs["gate"]).exists():
         raise RuntimeError("the gate is closed")
     return out
@@ -68,7 +68,7 @@ def compute(ctx: PhaseContext, load: list[int]) -> list[int]:
 def publish(ctx: PhaseContext, compute: list[int]) -> int:
     if Path(ctx.inputs["hang2"]).exists():
         trace(ctx, "hung2")
-        time.sleep(600)
+        time.sleep(600)  # sleep: hangs here until the test SIGKILLs it
 
     def send(key: str) -> str:
         trace(ctx, f"send:{key}")
@@ -79,7 +79,7 @@ def publish(ctx: PhaseContext, compute: list[int]) -> int:
     def notify(key: str) -> str:
         trace(ctx, f"notify:{key}")
         if Path(ctx.inputs["hang3"]).exists():
-            time.sleep(600)  # killed here: the (non-idempotent) notification is in doubt
+            time.sleep(600)  # sleep: killed here: the (non-idempotent) notification is in doubt
         return key
 
     ctx.effect("notify", notify)

@@ -9,10 +9,6 @@ import pytest
 from engine_harness import Harness
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "sqlite_only: the test is about SQLite files (bytes, modes, locks)")
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
     """One suite, both backends: every test that uses `h` runs against an

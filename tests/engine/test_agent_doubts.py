@@ -36,7 +36,7 @@ FAIL = {"now": True}
 @queued.phase()
 async def send(ctx: AsyncPhaseContext) -> str:
     def busy() -> None:
-        time.sleep(1.5)
+        time.sleep(1.5)  # sleep: a slow call in a thread, while the phase's loop goes on
 
     def notify(key: str) -> str:
         SENT.append(key)
@@ -257,7 +257,7 @@ async def both(ctx: AsyncPhaseContext) -> list[Any]:
     def hook(key: str) -> Any:
         from phasegate import Reconciled
 
-        time.sleep(1.0)  # the outside system is slow to answer
+        time.sleep(1.0)  # sleep: the outside system is slow to answer
         TICKS["hook_end"] = TICKS["n"]
         return Reconciled.not_done()
 
@@ -329,7 +329,7 @@ DROPPED = {"a": True}
 @finishing.phase()
 async def pair(ctx: AsyncPhaseContext) -> list[Any]:
     def b(key: str) -> str:
-        time.sleep(0.5)
+        time.sleep(0.5)  # sleep: a slow call in a thread, while the phase's loop goes on
         if DROPPED["a"]:
             raise ConnectionError("the gateway dropped this one too")  # idempotent: simply called again
         MARKS["b_returned"] = MARKS["n"]
@@ -343,7 +343,7 @@ async def pair(ctx: AsyncPhaseContext) -> list[Any]:
     def hook(key: str) -> Any:
         from phasegate import Reconciled
 
-        time.sleep(1.5)
+        time.sleep(1.5)  # sleep: a slow call in a thread, while the phase's loop goes on
         MARKS["hook_end"] = MARKS["n"]
         return Reconciled.not_done()
 
@@ -389,7 +389,7 @@ STEPS = {"n": 0, "b_called": -1, "atomic_end": -1}
 @beside_atomic.phase()
 async def books(ctx: AsyncPhaseContext) -> list[Any]:
     def post(key: str, session: Any) -> str:
-        time.sleep(1.0)  # a slow statement inside the store's transaction
+        time.sleep(1.0)  # sleep: a slow statement inside the store's transaction
         STEPS["atomic_end"] = STEPS["n"]
         return "posted"
 
@@ -435,7 +435,7 @@ async def tries(ctx: AsyncPhaseContext) -> str:
         return "second"
 
     def busy() -> None:
-        time.sleep(1.5)
+        time.sleep(1.5)  # sleep: a slow call in a thread, while the phase's loop goes on
 
     def notify(key: str) -> str:
         LEFT["sent"].append(key)

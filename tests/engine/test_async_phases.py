@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from collections import Counter
 from typing import Any
 
@@ -16,6 +15,7 @@ from engine_harness import Harness, spawn
 from tests.support.cli import ROOT
 from tests.support.pause import thaw, wait_stopped
 from tests.support.standin import Standin
+from tests.support.waiting import until
 
 AGENTS = ROOT / "tests" / "workflows" / "agents.py"
 
@@ -29,18 +29,10 @@ def _start(h: Harness, wf: str, run_id: str, env: dict[str, str] | None = None, 
     return spawn(args, env={**h.env, **(env or {})})
 
 
-def _wait(pred: Any, what: str, timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
 def test_an_async_agent_killed_mid_loop_repeats_no_model_call_but_the_one_in_flight(h: Harness) -> None:
     with Standin(h.tmp / "server.log", delay=0.05) as model:
         child = _start(h, "agent", "a1", url=model.url, turns=12)
-        _wait(lambda: len(model.requests("model")) >= 5, "five model calls")
+        until(lambda: len(model.requests("model")) >= 5, "five model calls")
         assert child.kill().killed
         before = Counter(r["turn"] for r in model.requests("model"))
         saved = {s for s in _saved_steps(h, "a1")}
@@ -100,7 +92,7 @@ def test_async_code_in_a_sync_phase_is_refused_in_one_line_and_never_left_in_dou
 def test_sigterm_stops_an_async_phase_at_its_next_await_and_a_resume_redoes_only_that_step(h: Harness) -> None:
     tr = h.tmp / "trace.txt"
     child = _start(h, "long_async", "s1", steps=30, pace=0.5, trace=str(tr))
-    _wait(lambda: tr.exists() and tr.read_text().count("step ") >= 3, "three steps")
+    until(lambda: tr.exists() and tr.read_text().count("step ") >= 3, "three steps")
     # Cancelled at its next await: the step in flight (0.5 s of sleep) is cut short.
     import os
 
@@ -122,7 +114,7 @@ def test_sigterm_stops_an_async_phase_at_its_next_await_and_a_resume_redoes_only
 def test_sigterm_lets_an_async_effect_in_flight_finish_and_records_it(h: Harness) -> None:
     tr = h.tmp / "trace.txt"
     child = _start(h, "slow_effect", "d1", pace=1.0, trace=str(tr))
-    _wait(lambda: tr.exists() and "send begins" in tr.read_text(), "the send to begin")
+    until(lambda: tr.exists() and "send begins" in tr.read_text(), "the send to begin")
     import os
 
     os.kill(child.pid, signal.SIGTERM)
@@ -139,7 +131,7 @@ def test_sigterm_lets_an_async_effect_in_flight_finish_and_records_it(h: Harness
 def test_sigterm_stops_a_sync_phase_at_its_next_step_and_nothing_saved_is_redone(h: Harness) -> None:
     tr = h.tmp / "trace.txt"
     child = _start(h, "long", "t1", steps=30, pace=0.1, trace=str(tr))
-    _wait(lambda: tr.exists() and tr.read_text().count("step ") >= 4, "four steps")
+    until(lambda: tr.exists() and tr.read_text().count("step ") >= 4, "four steps")
     import os
 
     os.kill(child.pid, signal.SIGTERM)
@@ -163,11 +155,11 @@ def test_sigterm_to_a_worker_stops_a_thirty_step_phase_within_one_step_and_it_re
 
     tr = h.tmp / "trace.txt"
     first = _start(h, "long", "w1", steps=30, pace=0.2, trace=str(tr))
-    _wait(lambda: tr.exists() and tr.read_text().count("step ") >= 2, "two steps")
+    until(lambda: tr.exists() and tr.read_text().count("step ") >= 2, "two steps")
     first.kill()  # a deploy killed it: the worker takes it over
     worker = popen(["worker", "--db", h.target, "--poll", "0.1"], env=h.env, merge_stderr=True)
     try:
-        _wait(lambda: tr.read_text().count("step ") >= 6, "the worker to carry it on")
+        until(lambda: tr.read_text().count("step ") >= 6, "the worker to carry it on")
         at_signal = tr.read_text().count("step ")
         os.kill(worker.pid, signal.SIGTERM)
         out, _ = worker.communicate(timeout=60)

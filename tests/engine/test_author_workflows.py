@@ -12,7 +12,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.support import cli
+from tests.support.waiting import until
 
 FLOW = Path(__file__).resolve().parent / "author_flow.py"
 IMPORT_MAIN = "import sys, flow; sys.exit(flow.main(sys.argv[1:], flow.wf, 'flow:wf'))"
@@ -139,10 +139,12 @@ def author(tmp_path: Path) -> Author:
 
 def _kill_at(author: Author, child: subprocess.Popen[str], mark: str) -> None:
     """SIGKILL the child once the trace shows it reached `mark`."""
-    deadline = time.monotonic() + 60
-    while mark not in author.trace():
-        assert child.poll() is None and time.monotonic() < deadline, child.communicate()
-        time.sleep(0.02)
+
+    def reached() -> bool:
+        assert child.poll() is None, child.communicate()
+        return mark in author.trace()
+
+    until(reached, f"the child to reach {mark}")
     child.kill()
     child.wait()
 

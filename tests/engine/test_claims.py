@@ -56,7 +56,7 @@ def test_a_claim_expires_and_the_audit_keeps_it(h):
     # The shortest claim there is (1 s: bounds.WAIT_SECONDS), waited out.
     p = h.cli("claim", "r1", env={**ADA, "PHASEGATE_CLAIM_SECONDS": "1"})
     assert p.returncode == 0, p
-    time.sleep(1.1)
+    time.sleep(1.1)  # sleep: the claim the test made must lapse, and the store's clock is the real one
     st = h.status("r1")
     assert st["claim"] is None
     assert [(c["kind"], c["operator"]) for c in st["claims"]] == [("claim", "ada"), ("expiry", "ada")]
@@ -152,7 +152,7 @@ def test_the_runs_list_says_who_claimed_a_run(h):
     assert h.run("r2").returncode == 0
     assert h.cli("claim", "r1", env=ADA).returncode == 0
     assert h.cli("claim", "r2", env={**BOB, "PHASEGATE_CLAIM_SECONDS": "1"}).returncode == 0
-    time.sleep(1.1)  # the shortest claim there is, waited out
+    time.sleep(1.1)  # sleep: the shortest claim there is, waited out (the store's clock is the real one)
     quick = h.cli("status")
     full = h.cli("status", env={"PHASEGATE_LEASE_SECONDS": "30"})
     assert quick.returncode == full.returncode == 0

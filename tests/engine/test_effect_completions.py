@@ -8,10 +8,11 @@ completion; and with nothing else to write, the timer commits it."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from engine_harness import HERE_WORKFLOWS, spawn
+
+from tests.support.waiting import until
 
 TARGET = f"{HERE_WORKFLOWS / 'deferred.py'}:wf"
 #: A wait no test reaches: the timer never commits, only the run's own writes do.
@@ -61,16 +62,15 @@ def test_with_nothing_else_to_write_the_timer_commits_the_completion(h, tmp_path
     env = {**h.env, "PHASEGATE_EFFECT_FLUSH_MS": "50", "DEFERRED_WAIT": str(wait)}
     child = spawn(["run", TARGET, "--run-id", "d1", "--input", h.inputs(), "--db", h.target], env=env)
     try:
-        deadline = time.monotonic() + 60
-        states: dict[str, str] = {}
-        while time.monotonic() < deadline:
-            if wait.exists():
-                p = h.cli("status", "d1", "--json")
-                states = {e["name"]: e["state"] for e in json.loads(p.stdout)["effects"]} if p.returncode == 0 else {}
-                if states.get("charge3") == "done":
-                    break
-            time.sleep(0.05)
-        assert states.get("charge3") == "done", states
+
+        def charge3_done() -> bool:
+            if not wait.exists():
+                return False
+            p = h.cli("status", "d1", "--json")
+            states = {e["name"]: e["state"] for e in json.loads(p.stdout)["effects"]} if p.returncode == 0 else {}
+            return states.get("charge3") == "done"
+
+        until(charge3_done, "the flush timer to commit charge3's completion")
     finally:
         child.kill()
     # The phase never returned; its redo finds every charge done and calls none again.

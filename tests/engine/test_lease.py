@@ -13,19 +13,9 @@ import time
 import pytest
 from engine_harness import BILLING_FILE, spawn
 
+from tests.support.waiting import until
+
 HOST = socket.gethostname()
-
-
-def _wait_for(pred, timeout=30.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            if pred():
-                return
-        except Exception:  # noqa: BLE001 - the store is still being created (either backend)
-            pass
-        time.sleep(0.02)
-    raise AssertionError("condition not reached")
 
 
 def _start_slow(h, run_id="r1"):
@@ -35,12 +25,15 @@ def _start_slow(h, run_id="r1"):
         {**h.env, "PHASEGATE_TEST_SLOW": "60"},
     )
     try:
-        _wait_for(
+        until(
             lambda: (
                 (h.backend == "postgres" or h.db.exists())
                 and "start:charge" in h.trace()
                 and h.sql("SELECT count(*) FROM phasegate_effects WHERE run_id=?", (run_id,)) == [(1,)]
-            )
+            ),
+            "the holder's first charge",
+            timeout=30,
+            ignoring=(Exception,),  # the store is still being created (either backend)
         )
     except AssertionError:
         raise AssertionError(f"the holder never reached its first charge: {child.kill()}") from None
@@ -124,7 +117,7 @@ def _freeze_outside_a_write(pid: int, db) -> None:
     engine), which is not what this test is about."""
     for _ in range(500):
         os.kill(pid, signal.SIGSTOP)
-        _wait_for(lambda: _stopped(pid), timeout=10)
+        until(lambda: _stopped(pid), "the holder to stop", timeout=10)
         con = sqlite3.connect(db, timeout=0.05, isolation_level=None)
         try:
             con.execute("BEGIN IMMEDIATE")
@@ -135,7 +128,7 @@ def _freeze_outside_a_write(pid: int, db) -> None:
         finally:
             con.close()
         os.kill(pid, signal.SIGCONT)
-        time.sleep(0.01)
+        time.sleep(0.01)  # sleep: let the thawed holder run on, out of its write, before it is frozen again
     raise AssertionError("the holder never let go of the write lock")
 
 
@@ -147,12 +140,17 @@ def test_a_holder_that_lost_its_lease_cannot_record_anything(h):
         ["run", f"{BILLING_FILE}:wf", "--run-id", "r1", "--input", h.inputs(idempotent=True), "--db", str(h.db)],
         {**h.env, "PHASEGATE_TEST_SLOW": "1", "PHASEGATE_LEASE_SECONDS": "0.3"},
     )
-    _wait_for(lambda: h.db.exists() and h.sql("SELECT count(*) FROM phasegate_effects") == [(1,)])
+    until(
+        lambda: h.db.exists() and h.sql("SELECT count(*) FROM phasegate_effects") == [(1,)],
+        "the holder's first charge",
+        timeout=30,
+        ignoring=(sqlite3.Error,),  # the store is still being created
+    )
     _freeze_outside_a_write(child.pid, h.db)
     try:
         # Alive on this host past its lease: stalled, not dead. Taking it over
         # needs --force, which says what it risks.
-        _wait_for(lambda: h.status("r1")["status"] == "stalled")
+        until(lambda: h.status("r1")["status"] == "stalled", "r1 to be seen stalled", timeout=30)
         assert h.status("r1")["lease"]["state"] == "stalled"
         line = h.one_line_error(h.resume("r1"), 4)
         assert "stalled" in line and "--force" in line and "twice" in line

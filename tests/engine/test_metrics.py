@@ -10,9 +10,7 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,17 +19,9 @@ from engine_harness import HERE_WORKFLOWS, ROOT, Harness
 pytest.importorskip("prometheus_client", reason="the metrics extra is not installed")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
+from tests.support.waiting import until
+
 FLAKY = f"{HERE_WORKFLOWS / 'flaky.py'}:wf"
-
-
-def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = predicate()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Served:
@@ -50,7 +40,7 @@ class Served:
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self.url = wait_for(self._url, "the metrics URL on stderr")
+        self.url = until(self._url, "the metrics URL on stderr")
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
@@ -101,14 +91,14 @@ def test_a_worker_counts_what_it_resumed(tmp_path: Any) -> None:
     env = {**h.env, "PHASEGATE_LEASE_SECONDS": "1.5", "PHASEGATE_TEST_SLOW": "0.4"}
     w = Served(["worker", "--metrics", "127.0.0.1:0", "--poll", "0.2", "--db", h.target], env)
     try:
-        wait_for(
+        until(
             lambda: (
                 (h.status("c1")["status"], h.status("d1")["status"], h.status("f1")["status"])
                 == ("completed", "blocked", "failed")
             ),
             "the worker to resume the three runs",
         )
-        m = wait_for(
+        m = until(
             lambda: (
                 (s := w.scrape())
                 and value(s, "phasegate_run_attempts_ended_total", workflow="flaky", outcome="failed")
@@ -170,7 +160,7 @@ def test_a_watch_counts_the_alerts_it_sent(tmp_path: Any) -> None:
         ["watch", "--exec", f"cat >> {out}", "--metrics", "127.0.0.1:0", "--poll", "0.2", "--db", h.target], h.env
     )
     try:
-        m = wait_for(lambda: (s := w.scrape()) and value(s, "phasegate_alerts_sent_total") and s, "the alert counted")
+        m = until(lambda: (s := w.scrape()) and value(s, "phasegate_alerts_sent_total") and s, "the alert counted")
     finally:
         assert w.stop() == 0, w.lines
     assert value(m, "phasegate_alerts_sent_total") == 1 and value(m, "phasegate_alerts_failed_total") == 0

@@ -12,7 +12,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -20,6 +19,8 @@ from typing import Any
 
 import pytest
 from engine_harness import HERE_WORKFLOWS, ROOT, Harness
+
+from tests.support.waiting import until
 
 pytest.importorskip("prometheus_client", reason="the metrics extra is not installed")
 
@@ -88,14 +89,12 @@ def test_prometheus_scrapes_the_store_gauges(tmp_path: Path) -> None:
             stderr=subprocess.DEVNULL,
         )
         base = f"http://127.0.0.1:{port}"
-        end = time.monotonic() + 90
-        result: list[dict[str, Any]] = []
-        while time.monotonic() < end:
+
+        def scraped() -> list[dict[str, Any]]:
             assert prom.poll() is None, "prometheus exited"
-            result = _query(base, 'phasegate_runs{job="phasegate"}')
-            if result:
-                break
-            time.sleep(0.3)
+            return _query(base, 'phasegate_runs{job="phasegate"}')
+
+        result = until(scraped, "Prometheus to scrape phasegate_runs", timeout=90, every=0.3)
         by_status = {r["metric"]["status"]: float(r["value"][1]) for r in result}
         assert by_status["completed"] == 2 and by_status["failed"] == 1, by_status
         assert by_status["blocked"] == 0

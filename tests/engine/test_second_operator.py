@@ -171,7 +171,7 @@ def test_a_proposal_expires(two):
     # The shortest lapse there is (1 s: bounds.WAIT_SECONDS), waited out.
     _policy(h, "--require-second", "approve", "--proposal-seconds", "1")
     assert h.decide("r1", "approve", reason="ok").returncode == 0
-    time.sleep(1.1)
+    time.sleep(1.1)  # sleep: the proposal the test made must lapse, and the store's clock is the real one
     assert _decisions(h) == [("approve", "tester", "expired")]
     before = h.dump()
     p = h.as_nobody("decide", "r1", "second", "--decision", "1", "--reason", "too late")

@@ -19,6 +19,9 @@ import pytest
 from engine_harness import ROOT, Harness, Proc, spawn
 from test_second_operator import TwoAccounts, two  # noqa: F401 - the fixture, for the policy tests
 
+from phasegate import _json
+from tests.support.waiting import until
+
 WAITS = ROOT / "tests" / "workflows" / "waits.py"
 #: Every wait at least this long parks (the tests' own PHASEGATE_PARK_SECONDS).
 PARK = {"PHASEGATE_PARK_SECONDS": "0.5"}
@@ -38,18 +41,6 @@ def trace(h: Harness) -> list[str]:
 
 def names(h: Harness) -> list[str]:
     return [line.rsplit(" t=", 1)[0] for line in trace(h)]
-
-
-def until(check: Callable[[], Any], timeout: float = 60.0, what: str = "the condition") -> Any:
-    """Poll `check` until it returns something true (generous timeouts: the machines are shared)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @contextmanager
@@ -191,15 +182,42 @@ def test_a_timer_survives_a_kill_without_starting_over(h):
     assert names(h) == ["before"]
 
 
+def move_timer(h: Harness, run_id: str, wake: float) -> None:
+    """Move a parked timer's wake time, in its durable step and on its run's
+    row, as the engine itself records them: the test decides when the timer
+    is due instead of racing a short one on a loaded machine."""
+    ((text, row_waiting),) = h.sql(
+        "SELECT s.result_json, r.waiting_json FROM phasegate_steps s JOIN phasegate_runs r ON r.run_id = s.run_id"
+        " WHERE s.run_id = ? AND s.step_key = ?",
+        (run_id, "@sleep:cool_down"),
+    )
+    saved = {**json.loads(text), "until": wake}
+    step = _json.dumps(saved)
+    waiting = _json.dumps({**json.loads(row_waiting), "until": wake})
+    h.sql(
+        "UPDATE phasegate_steps SET result_json = ?, result_hash = ? WHERE run_id = ? AND step_key = ?",
+        (step, _json.sha256(step), run_id, "@sleep:cool_down"),
+    )
+    h.sql("UPDATE phasegate_runs SET wake_at = ?, waiting_json = ? WHERE run_id = ?", (wake, waiting, run_id))
+
+
 def test_a_parked_timer_is_woken_by_the_worker_once_due_and_not_before(h):
-    assert start(h, "timer", "t1", seconds=1.5).returncode == 5
-    wake = _wake_time(h, "t1")
+    # An hour's timer: nothing before it is due can race it, however slow the machine.
+    assert start(h, "timer", "t1", seconds=3600).returncode == 5
     early = h.resume("t1", env=PARK)  # an early resume parks again, doing nothing
     assert early.returncode == 5 and names(h) == ["before"], early
+    once = h.cli("worker", "--once", env=PARK)  # nor does a worker's pass wake it early
+    assert once.returncode == 0, once
+    assert h.status("t1")["status"] == "waiting" and names(h) == ["before"]
+    # Now it is due: the worker wakes it, and the timer goes on no earlier than its (moved) wake time.
+    wake = time.time()
+    move_timer(h, "t1", wake)
+    assert _wake_time(h, "t1") == wake
     with worker(h):
         until(status_is(h, "t1", "completed"), what="the worker to wake the timer")
     (after,) = [ln for ln in trace(h) if ln.startswith("after ")]
     assert float(after.rsplit("t=", 1)[1]) >= wake
+    assert names(h) == ["before", "after"]
 
 
 def test_retry_later_parks_the_run_and_the_worker_calls_again_when_due(h):
@@ -237,22 +255,26 @@ def test_retry_later_past_the_step_policy_fails_the_run(h):
 
 @pytest.mark.parametrize("flow", ["ticking", "ticking_async"])
 def test_pause_stops_a_live_run_at_its_next_step_keeping_its_work_and_unpause_lets_the_worker_finish(h, flow):
-    child = spawn(["run", target(flow), "--run-id", "p1", "--input", json.dumps({"steps": 60, "pace": 0.05}),
-                   "--db", h.target], env={**h.env, **PARK})  # fmt: skip
+    # Its eleventh step does not end until the test says: the pause is met at a step, not raced by the pace.
+    hold = h.tmp / "hold"
+    inputs = {"steps": 60, "pace": 0.05, "hold": str(hold), "hold_at": 10}
+    child = spawn(["run", target(flow), "--run-id", "p1", "--input", json.dumps(inputs), "--db", h.target],
+                  env={**h.env, **PARK})  # fmt: skip
     until(lambda: len(names(h)) >= 5, what="the run to compute a few steps")
     paused = h.cli("pause", "p1", "--reason", "look at the tool calls")
     assert paused.returncode == 0 and "stops at its next step" in paused.stdout, paused
+    hold.touch()
     ended = child.wait()
     assert ended.rc == 5, ended
     s = h.status("p1")
     assert s["status"] == "paused" and s["paused"]["reason"] == "look at the tool calls" and s["lease"] is None
     done_before = len(names(h))
     assert 5 <= done_before < 60
-    # Nothing resumes a paused run: not a resume, not a worker.
+    # Nothing resumes a paused run: not a resume, not a worker's pass.
     assert h.resume("p1").returncode == 5
+    assert h.cli("worker", "--once", env=PARK).returncode == 0
+    assert h.status("p1")["status"] == "paused" and len(names(h)) == done_before
     with worker(h):
-        time.sleep(1.0)
-        assert h.status("p1")["status"] == "paused"
         back = h.cli("unpause", "p1", "--reason", "looked")
         assert back.returncode == 0, back
         until(status_is(h, "p1", "completed"), what="the worker to finish the unpaused run")
@@ -292,10 +314,13 @@ def test_cancel_is_final(h):
 
 
 def test_cancel_of_a_live_run_stops_it_at_its_next_step(h):
-    child = spawn(["run", target("ticking"), "--run-id", "c1", "--input", json.dumps({"steps": 60, "pace": 0.05}),
-                   "--db", h.target], env={**h.env, **PARK})  # fmt: skip
+    hold = h.tmp / "hold"
+    inputs = {"steps": 60, "pace": 0.05, "hold": str(hold), "hold_at": 10}
+    child = spawn(["run", target("ticking"), "--run-id", "c1", "--input", json.dumps(inputs), "--db", h.target],
+                  env={**h.env, **PARK})  # fmt: skip
     until(lambda: len(names(h)) >= 3, what="a few steps")
     assert h.cli("cancel", "c1", "--reason", "wrong customer").returncode == 0
+    hold.touch()
     assert child.wait().rc == 6
     s = h.status("c1")
     assert s["status"] == "cancelled" and len(names(h)) < 60

@@ -10,13 +10,13 @@ import json
 import time
 from typing import Any
 
-import pytest
 from engine_harness import ROOT, Harness, Proc, spawn
 from test_second_operator import TwoAccounts, two  # noqa: F401 - the fixture, for the policy test
-from test_waits import PARK, WAITS, names, start, status_is, until, worker
+from test_waits import PARK, WAITS, move_timer, names, start, status_is, worker
 
 from phasegate import Engine
 from tests.support import cli
+from tests.support.waiting import until
 
 APPROVE = '{"approved": true, "amount": 7}'
 
@@ -125,15 +125,20 @@ def test_a_rate_limit_wait_survives_an_early_resume_killed_before_its_retry(h):
 
 
 def test_an_unpause_before_the_pause_is_met_lets_the_run_go_on(h):
-    # Steps of 1.5 s: the hold watch (every 0.2 s) sees the pause long before the next step meets it.
-    child = spawn(["run", f"{WAITS}:ticking", "--run-id", "p1", "--input", json.dumps({"steps": 4, "pace": 1.5}),
-                   "--db", h.target], env={**h.env, **PARK})  # fmt: skip
+    # The second step does not end until the test says: the pause and the unpause both come
+    # before the run's next step, however slow the machine.
+    hold = h.tmp / "hold"
+    inputs = {"steps": 4, "pace": 0.05, "hold": str(hold), "hold_at": 1}
+    child = spawn(["run", f"{WAITS}:ticking", "--run-id", "p1", "--input", json.dumps(inputs), "--db", h.target],
+                  env={**h.env, **PARK})  # fmt: skip
     until(lambda: len(names(h)) >= 1, what="a first step")
     assert h.cli("pause", "p1", "--reason", "look").returncode == 0
     until(lambda: h.status("p1")["lease"] is not None, what="the run to hold its lease")
-    time.sleep(0.5)  # the watch has looked (not a timing assertion: the bug shows however long this is)
+    # sleep: the hold watch looks every 0.2 s and leaves no sign of it; the bug shows however long this is
+    time.sleep(0.5)
     back = h.cli("unpause", "p1", "--reason", "never mind")
     assert back.returncode == 0, back
+    hold.touch()
     ended = child.wait()
     assert ended.rc == 0, ended
     assert h.status("p1")["status"] == "completed"
@@ -157,13 +162,15 @@ def test_an_unpause_restores_only_what_a_pause_could_have_set_aside(h):
 def test_a_due_run_the_worker_cannot_resume_is_not_tried_at_every_look(h):
     flow = h.tmp / "flow.py"
     flow.write_text((ROOT / "tests" / "workflows" / "waits.py").read_text())
-    p = h.cli("run", f"{flow}:timer", "--run-id", "t1", "--input", json.dumps({"seconds": 0.6}), env=PARK)
+    # An hour's timer parks whatever the machine's load; then it is made due now.
+    p = h.cli("run", f"{flow}:timer", "--run-id", "t1", "--input", json.dumps({"seconds": 3600}), env=PARK)
     assert p.returncode == 5, p
+    move_timer(h, "t1", time.time())
     flow.write_text("raise RuntimeError('a bad deploy')\n")  # its code cannot be loaded now
     child = cli.start(["worker", "--poll", "0.2", "--db", h.target], env={**h.env, **PARK}, mode="exec")
     try:
         until(lambda: "a bad deploy" in child._err.read_text(), what="the worker to try the due run")
-        time.sleep(2.0)  # ten looks
+        time.sleep(2.0)  # sleep: ten of the worker's looks, which leave no trace when they try nothing
     finally:
         ended = child.kill()
     tries = ended.stderr.count("run t1: resuming")
@@ -184,12 +191,16 @@ def test_a_question_is_answerable_by_the_name_it_was_asked_with(h):
 
 
 def test_a_run_that_completes_before_meeting_a_pause_and_a_cancel_leaves_neither_pending(h):
-    # Two steps of 2 s: both holds are asked during the last one, and the run completes without meeting them.
-    child = spawn(["run", f"{WAITS}:ticking", "--run-id", "p1", "--input", json.dumps({"steps": 2, "pace": 2.0}),
-                   "--db", h.target], env={**h.env, **PARK})  # fmt: skip
+    # Two steps, the last held until the test says: both holds are asked during it, and the
+    # run completes without meeting them.
+    hold = h.tmp / "hold"
+    inputs = {"steps": 2, "pace": 0.05, "hold": str(hold), "hold_at": 1}
+    child = spawn(["run", f"{WAITS}:ticking", "--run-id", "p1", "--input", json.dumps(inputs), "--db", h.target],
+                  env={**h.env, **PARK})  # fmt: skip
     until(lambda: len(names(h)) >= 1, what="the first step")
     assert h.cli("pause", "p1", "--reason", "look").returncode == 0
     assert h.cli("cancel", "p1", "--reason", "no, stop it").returncode == 0
+    hold.touch()
     assert child.wait().rc == 0
     s = h.status("p1")
     assert s["status"] == "completed" and s["pending_decisions"] == [], s["decisions"]
@@ -197,15 +208,18 @@ def test_a_run_that_completes_before_meeting_a_pause_and_a_cancel_leaves_neither
 
 
 def test_a_reset_voids_a_cancel_asked_of_a_run_whose_process_died(h):
-    child = spawn(["run", f"{WAITS}:ticking", "--run-id", "c1", "--input", json.dumps({"steps": 3, "pace": 0.5}),
-                   "--db", h.target], env={**h.env, **PARK})  # fmt: skip
+    # Its second step does not end (no hold file yet): the cancel is asked, never met, when it is killed.
+    hold = h.tmp / "hold"
+    inputs = {"steps": 3, "pace": 0.05, "hold": str(hold), "hold_at": 1}
+    child = spawn(["run", f"{WAITS}:ticking", "--run-id", "c1", "--input", json.dumps(inputs), "--db", h.target],
+                  env={**h.env, **PARK})  # fmt: skip
     try:
         until(lambda: len(names(h)) >= 1, what="the first step")
         assert h.cli("cancel", "c1", "--reason", "stop it").returncode == 0
     finally:
         child.kill()
-    if h.status("c1")["status"] == "cancelled":
-        pytest.skip("the run met its cancel before it was killed (a loaded machine)")
+    assert h.status("c1")["status"] != "cancelled"
+    hold.touch()
     # Its process is gone: the operator starts it over instead, which voids what was pending.
     assert h.decide("c1", "reset").returncode == 0
     assert [s for a, s in _decisions(h, "c1") if a == "cancel"] == ["void"]

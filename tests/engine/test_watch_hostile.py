@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 from engine_harness import Harness
-from test_watch import WatchProc, fail, wait_for
+from test_watch import WatchProc, fail
+
+from tests.support.waiting import until
 
 
 class Receiver:
@@ -158,7 +160,7 @@ def test_sigterm_ends_a_send_in_progress_and_the_next_watch_sends_it(tmp_path: A
     w = WatchProc(h, "--webhook", receiver.url("/hang"), "--timeout", "600", "--retries", "0")
     try:
         fail(h, "f1")
-        wait_for(lambda: receiver.paths() == ["/hang"], "the watch's request")
+        until(lambda: receiver.paths() == ["/hang"], "the watch's request")
         assert w.stop() == 0, w.log()  # a bounded wait: 30 s, against a send that would take 600
     finally:
         if w.proc.poll() is None:
@@ -180,15 +182,15 @@ def test_a_claim_is_renewed_while_its_send_goes_on_so_no_second_watch_sends_it(
     w = WatchProc(h, "--webhook", receiver.url("/hold"), "--timeout", "120", "--retries", "0")
     try:
         fail(h, "f1")
-        wait_for(lambda: receiver.paths() == ["/hold"], "the watch's request")
+        until(lambda: receiver.paths() == ["/hold"], "the watch's request")
         h.sql("UPDATE phasegate_alerts SET claimed_at = claimed_at - 1000")
         aged = h.sql("SELECT claimed_at FROM phasegate_alerts")[0][0]
-        wait_for(lambda: h.sql("SELECT claimed_at FROM phasegate_alerts")[0][0] > aged + 900, "the claim renewed")
+        until(lambda: h.sql("SELECT claimed_at FROM phasegate_alerts")[0][0] > aged + 900, "the claim renewed")
         second = h.cli("-v", "watch", "--once", "--webhook", receiver.url("/sink"), real=True)
         assert second.returncode == 0, second.stderr
         assert "being announced by another watch" in second.stderr, second.stderr
         receiver.release.set()
-        wait_for(lambda: alerts(h) == [("f1", "sent", 1)], "the first watch to settle the alert")
+        until(lambda: alerts(h) == [("f1", "sent", 1)], "the first watch to settle the alert")
         assert w.stop() == 0, w.log()
     finally:
         if w.proc.poll() is None:
@@ -205,8 +207,8 @@ def test_a_command_hook_that_hangs_is_ended_by_sigterm(tmp_path: Any) -> None:
     w = WatchProc(h, "--exec", f"touch {marker}; sleep 600", "--timeout", "600", "--retries", "0")
     try:
         fail(h, "f1")
-        wait_for(marker.exists, "the command to start")
-        time.sleep(0.2)  # into its sleep
+        until(marker.exists, "the command to start")
+        time.sleep(0.2)  # sleep: the hook's shell goes on from `touch` into its `sleep 600`; nothing marks that moment
         assert w.stop() == 0, w.log()
     finally:
         if w.proc.poll() is None:

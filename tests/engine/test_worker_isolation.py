@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from pathlib import Path
 
 from engine_harness import Harness
 
 from tests.support import cli
+from tests.support.waiting import until
 
 FLOW = """\
 from pathlib import Path
@@ -64,12 +64,15 @@ def test_a_workflow_fixed_while_the_worker_runs_is_resumed_with_the_fix(h: Harne
     _start(h, "r1", target, out)
     worker = cli.popen(["worker", "--poll", "0.2", "--db", h.target], env=h.env)
     try:
-        _wait(lambda: h.status("r1")["status"] == "failed" and h.status("r1")["decisions"][-1]["state"] == "applied")
-        _wait(lambda: _attempted(h))
+        until(
+            lambda: h.status("r1")["status"] == "failed" and h.status("r1")["decisions"][-1]["state"] == "applied",
+            "r1 to fail with its decision applied",
+        )
+        until(lambda: _attempted(h), "the worker to attempt r1")
         # The fix: a different file (other size, so no cached bytecode can pass for it).
         (tmp_path / "flow" / "helpers.py").write_text("def value():\n    return 'fixed, and longer than before'\n")
         assert h.decide("r1", "reset", reason="fixed helpers.py").returncode == 0
-        _wait(lambda: h.status("r1")["status"] == "completed")
+        until(lambda: h.status("r1")["status"] == "completed", "r1 to complete")
     finally:
         worker.send_signal(signal.SIGTERM)
         log = worker.communicate(timeout=60)[1]
@@ -79,10 +82,3 @@ def test_a_workflow_fixed_while_the_worker_runs_is_resumed_with_the_fix(h: Harne
 def _attempted(h: Harness) -> bool:
     st = h.status("r1")
     return st["status"] == "failed" and "bug" in (st.get("error") or {}).get("message", "")
-
-
-def _wait(cond, timeout: float = 60.0) -> None:
-    end = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < end, "timed out"
-        time.sleep(0.1)

@@ -11,7 +11,6 @@ import os
 import signal
 import sqlite3
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +20,7 @@ from engine_harness import Harness
 from phasegate import Engine
 from phasegate.store.schema import SCHEMA_VERSION
 from tests.support import cli
+from tests.support.waiting import until
 
 T = TypeVar("T")
 
@@ -32,16 +32,6 @@ def _workers(h: Harness) -> list[dict[str, Any]]:
     return found
 
 
-def _until(what: Callable[[], T | None], timeout: float = 30.0) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = what()
-        if got:
-            return got
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def _mine(h: Harness, pid: int) -> dict[str, Any] | None:
     return next((w for w in _workers(h) if w["pid"] == pid), None)
 
@@ -50,7 +40,7 @@ def test_a_worker_is_alive_then_not_when_frozen_or_killed(h: Harness) -> None:
     assert h.run("r1").returncode == 0  # a store with a run in it
     child = cli.start(["worker", "--db", h.target, "--heartbeat", "0.2", "--poll", "0.2"], env=h.env)
     try:
-        w = _until(lambda: (m := _mine(h, child.pid)) and m["alive"] and m)
+        w = until(lambda: (m := _mine(h, child.pid)) and m["alive"] and m, "the worker to be seen alive")
         assert w["state"] == "running" and w["heartbeat_seconds"] == 0.2
         assert w["alive_window_seconds"] == pytest.approx(0.6)
         assert w["jobs"] == 1 and w["resuming"] == [] and len(w["worker_id"]) > 0
@@ -58,14 +48,14 @@ def test_a_worker_is_alive_then_not_when_frozen_or_killed(h: Harness) -> None:
         # Frozen: the process lives, its heartbeat stops; past the window it is not alive.
         os.kill(child.pid, signal.SIGSTOP)
         try:
-            w = _until(lambda: (m := _mine(h, child.pid)) and not m["alive"] and m)
+            w = until(lambda: (m := _mine(h, child.pid)) and not m["alive"] and m, "the worker to be seen gone")
             assert w["state"] == "running" and w["seen_seconds_ago"] >= 0.5
         finally:
             os.kill(child.pid, signal.SIGCONT)
-        _until(lambda: (m := _mine(h, child.pid)) and m["alive"])
+        until(lambda: (m := _mine(h, child.pid)) and m["alive"], "the worker to be seen alive")
 
         child.kill()  # SIGKILL: no clean exit, so it is still "running" in its row
-        w = _until(lambda: (m := _mine(h, child.pid)) and not m["alive"] and m)
+        w = until(lambda: (m := _mine(h, child.pid)) and not m["alive"] and m, "the worker to be seen gone")
         assert w["state"] == "running"
         text = h.cli("workers")
         assert text.returncode == 0 and "0 alive of 1" in text.stdout, text
@@ -77,7 +67,7 @@ def test_a_clean_exit_marks_the_worker_stopped(h: Harness) -> None:
     assert h.run("r1").returncode == 0
     child = cli.start(["worker", "--db", h.target, "--heartbeat", "0.2", "--poll", "0.2"], env=h.env)
     try:
-        _until(lambda: (m := _mine(h, child.pid)) and m["alive"])
+        until(lambda: (m := _mine(h, child.pid)) and m["alive"], "the worker to be seen alive")
         os.kill(child.pid, signal.SIGTERM)
         assert child.wait(timeout=30).returncode == 0
     finally:

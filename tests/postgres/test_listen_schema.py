@@ -17,7 +17,7 @@ def _changed_within(feed, seconds: float) -> bool:
     while time.monotonic() < end:
         if feed.changed():
             return True
-        time.sleep(0.05)
+        time.sleep(0.05)  # sleep: `seconds` pass in full when nothing changes, which is what one caller shows
     return False
 
 

@@ -70,7 +70,7 @@ def test_two_workers_under_dropped_connections_log_one_line_each(pg_url: str, tm
             timeout=240,
             what="half the runs completed under dropped connections",
         )
-        time.sleep(1.0)  # a few more drops, with the workers idle or busy
+        time.sleep(1.0)  # sleep: a few more drops, with the workers idle or busy, that they must survive
         assert all(w.alive() for w in workers), "\n".join(w.result.stderr for w in workers if w.result)[-6000:]
     finally:
         stop.set()

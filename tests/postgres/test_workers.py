@@ -15,6 +15,7 @@ from phasegate import Engine
 from phasegate.authoring.loader import load
 from tests.conftest import BILLING, WORKFLOWS, cli
 from tests.support import cli as support
+from tests.support.waiting import until
 
 N_RUNS = 40
 N_WORKERS = 4
@@ -52,25 +53,26 @@ def test_four_workers_drain_forty_runs_with_kills(pg_url: str, tmp_path: Path) -
     ledger = tmp_path / "ledger.jsonl"
     trace = tmp_path / "trace.txt"
     _interrupted_runs(pg_url, ledger)
-    time.sleep(0.6)  # let the creators' leases lapse (the creator is still alive on this host)
+    time.sleep(0.6)  # sleep: let the creators' leases lapse (the creator is still alive on this host)
 
     workers = [_start_worker(pg_url, trace, "0.25") for _ in range(N_WORKERS)]
     killed = 0
-    deadline = time.monotonic() + 240
+
+    def drained() -> bool:
+        nonlocal killed
+        proc = cli("status", "--json", "--db", pg_url)
+        assert proc.returncode == 0, proc.stderr
+        runs = json.loads(proc.stdout)
+        done = sum(1 for r in runs if r["status"] == "completed")
+        # Kill two workers mid-flight, once some work has happened.
+        if killed < 2 and done >= 3 + 5 * killed:
+            workers[killed].send_signal(signal.SIGKILL)
+            workers[killed].wait()
+            killed += 1
+        return done == N_RUNS
+
     try:
-        while time.monotonic() < deadline:
-            proc = cli("status", "--json", "--db", pg_url)
-            assert proc.returncode == 0, proc.stderr
-            runs = json.loads(proc.stdout)
-            done = sum(1 for r in runs if r["status"] == "completed")
-            # Kill two workers mid-flight, once some work has happened.
-            if killed < 2 and done >= 3 + 5 * killed:
-                workers[killed].send_signal(signal.SIGKILL)
-                workers[killed].wait()
-                killed += 1
-            if done == N_RUNS:
-                break
-            time.sleep(0.5)
+        until(drained, f"the workers to complete all {N_RUNS} runs", timeout=240, every=0.5)
     finally:
         for w in workers:
             if w.poll() is None:
@@ -132,12 +134,7 @@ def test_console_change_feed_sees_commits(pg_url: str, tmp_path: Path) -> None:
             "run", BILLING, "--run-id", "feed-1", "--input", json.dumps({"ledger": str(tmp_path / "l")}), "--db", pg_url
         )
         assert p.returncode == 0, p.stderr
-        deadline = time.monotonic() + 10
-        seen = False
-        while time.monotonic() < deadline and not seen:
-            seen = feed.changed()
-            time.sleep(0.05)
-        assert seen
+        until(feed.changed, "the change feed to see the run", timeout=10)
     finally:
         feed.close()
         eng.close()

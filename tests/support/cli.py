@@ -115,7 +115,7 @@ class Child:
             if time.monotonic() > deadline:
                 result = self.kill()
                 raise TimeoutError(f"child {self.pid} ran longer than {timeout}s: {result}")
-            time.sleep(0.002)
+            time.sleep(0.002)  # sleep: a forked child has no Popen to block on; its exit is polled
         assert self.rc is not None
         out = self._out.read_text(errors="replace")
         err = self._err.read_text(errors="replace")
@@ -348,4 +348,4 @@ def wait_for(path: Path, timeout: float = 60.0) -> None:
     while not path.exists():
         if time.monotonic() > deadline:
             raise TimeoutError(f"{path} never appeared")
-        time.sleep(0.001)
+        time.sleep(0.001)  # sleep: a barrier between processes, polled every 1 ms (forked children use it)

@@ -10,8 +10,9 @@ loadgroup`, and xdist asks `workers()` (through tests/conftest.py's
 - `PHASEGATE_TEST_WORKERS=N` decides (0: no workers, everything in this process);
 - a run of named tests only (every argument has `::`) gets none, so running
   one test to debug it costs no worker start-up (and `--pdb` works);
-- so does a run of tests/unit only: pure code that takes seconds, where
-  starting workers would cost more than it saves (11 s alone, 22 s in four);
+- so does a run of tests/unit only, or of the `unit` mark only
+  (`pytest -m unit`): pure code that takes seconds, where starting workers
+  would cost more than it saves (11 s alone, 22 s in four);
 - otherwise twice the CPUs, between 2 and 8.
 
 `-n 0` (or `-p no:xdist`) on the command line runs serially whatever this says.
@@ -29,6 +30,8 @@ ENV = "PHASEGATE_TEST_WORKERS"
 MAX_WORKERS = 8
 IN_PROCESS = ("tests/unit",)
 """Folders whose tests are faster run here than handed to workers."""
+IN_PROCESS_MARK = "unit"
+"""The `-m` expression whose tests are those folders' (tests/support/markers.py)."""
 
 HEAVY_FIRST = (
     "tests/bench/",
@@ -44,10 +47,10 @@ first, so no worker is left with a two-minute test while the others are idle
 at the end; the order of tests inside each part is kept."""
 
 
-def workers(args: Sequence[str], environ: Mapping[str, str], cpus: int | None) -> int:
+def workers(args: Sequence[str], environ: Mapping[str, str], cpus: int | None, marks: str = "") -> int:
     """The number of xdist workers for a run with these command-line
     arguments (pytest's `config.args`, relative to the repository root),
-    environment and CPU count."""
+    environment, CPU count and `-m` expression."""
     raw = environ.get(ENV, "").strip()
     if raw:
         try:
@@ -58,6 +61,8 @@ def workers(args: Sequence[str], environ: Mapping[str, str], cpus: int | None) -
             raise ValueError(f"{ENV} must be 0 or more, not {n}")
         return n
     if args and all("::" in a or _in_process(a) for a in args):
+        return 0
+    if marks.strip() == IN_PROCESS_MARK:
         return 0
     return max(2, min(MAX_WORKERS, 2 * (cpus or 1)))
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from collections.abc import Callable
+
+from tests.support.waiting import until
 
 
 def state(pid: int) -> str:
@@ -25,27 +26,15 @@ def stopped(pid: int) -> bool:
 
 
 def wait_for(pred: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            if pred():
-                return
-        except Exception:  # noqa: BLE001 - the store may be mid-creation; ask again
-            pass
-        time.sleep(0.02)
-    raise AssertionError(f"{what} not reached in {timeout}s")
+    """`until` (tests/support/waiting.py), asking again while `pred` raises:
+    the store may be mid-creation."""
+    until(pred, what, timeout=timeout, every=0.02, ignoring=(Exception,))
 
 
 def wait_stopped(pid: int, alive: Callable[[], bool], timeout: float = 60.0) -> bool:
     """Wait until `pid` froze itself; False if it ended first (the point was never reached)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if stopped(pid):
-            return True
-        if not alive():
-            return False
-        time.sleep(0.01)
-    raise AssertionError(f"process {pid} neither stopped nor ended in {timeout}s")
+    until(lambda: stopped(pid) or not alive(), f"process {pid} to stop itself or end", timeout=timeout, every=0.01)
+    return stopped(pid)
 
 
 def thaw(pid: int) -> None:

@@ -65,7 +65,7 @@ def serve(log: str, delay: float) -> None:
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path == "/model":
                 _log(log, {"kind": "model", **body})
-                time.sleep(float(body.get("delay", delay)))
+                time.sleep(float(body.get("delay", delay)))  # sleep: a slow model API
                 self._answer({"text": f"reply {body.get('turn')}"})
             elif self.path == "/send":
                 _log(log, {"kind": "send", **body})

@@ -88,7 +88,9 @@ def _either(fn: Any, value: Any) -> tuple[str, Any]:
         return "refused", str(exc)
 
 
-@settings(max_examples=1500, deadline=None)
+# 200 random values (about 2 s; it was 1,500) keep it a unit test: the edge cases that
+# found bugs are pinned as @example below, so they are tried on every run.
+@settings(max_examples=200, deadline=None)
 @given(values)
 @example({"a": math.nan})
 @example([None, math.inf])

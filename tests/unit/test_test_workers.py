@@ -29,6 +29,14 @@ def test_unit_tests_alone_run_in_this_process() -> None:
     assert parallel.workers(["tests/unitary"], {}, 2) == 4
 
 
+def test_the_unit_mark_alone_runs_in_this_process() -> None:
+    assert parallel.workers([], {}, 2, "unit") == 0
+    assert parallel.workers(["tests"], {}, 2, " unit ") == 0
+    assert parallel.workers(["tests"], {}, 2, "not unit") == 4
+    assert parallel.workers(["tests"], {}, 2, "unit or postgres") == 4
+    assert parallel.workers(["tests"], {parallel.ENV: "3"}, 2, "unit") == 3
+
+
 def test_the_environment_decides_when_set() -> None:
     assert parallel.workers(["tests"], {parallel.ENV: "0"}, 2) == 0
     assert parallel.workers(["tests/a.py::t"], {parallel.ENV: "3"}, 2) == 3

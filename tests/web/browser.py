@@ -22,6 +22,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+from tests.support.waiting import until
+
 CHROMIUM = ("/usr/bin/chromium", "chromium", "chromium-browser")
 CHROMEDRIVER = ("/usr/bin/chromedriver", "chromedriver")
 
@@ -55,14 +57,8 @@ def start_browser(chromium: str, driver: str, *, width: int = 1280, height: int 
 
 
 def wait_for(predicate: Callable[[], Any], *, timeout: float = 60, every: float = 0.2, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(every)
+    """tests/support/waiting.py's `until`, in this folder's keyword spelling."""
+    return until(predicate, what, timeout=timeout, every=every)
 
 
 class Terminal:
@@ -119,4 +115,4 @@ class Terminal:
         self.driver.execute_script("arguments[0].focus()", box)
         for k in keys:
             box.send_keys(k)
-            time.sleep(0.05)
+            time.sleep(0.05)  # sleep: xterm drops keys typed faster than its input handler reads them

@@ -114,7 +114,7 @@ long = Workflow("test-long")
 
 
 def _work(path: str | None, i: int, pace: float) -> int:
-    time.sleep(pace)
+    time.sleep(pace)  # sleep: the agent's pace, so the test can act mid-run
     trace(path, f"step {i}")
     return i * i
 

@@ -76,7 +76,7 @@ def reconciler(ledger: str):
         if mode == "raise":
             raise ConnectionError("gateway lookup refused the connection")
         if mode == "hang":
-            time.sleep(3600)
+            time.sleep(3600)  # sleep: hangs here until the test kills it
         path = Path(ledger)
         for line in path.read_text().splitlines() if path.exists() else []:
             rec = json.loads(line)
@@ -132,7 +132,7 @@ def charge(ctx, price) -> list[dict]:
         def call(key: str, row: dict = row, name: str = name) -> dict:
             kill_point(f"before:{name}")
             if slow:
-                time.sleep(slow)
+                time.sleep(slow)  # sleep: a slow gateway, so a test can act inside the charge
             res = gateway_charge(ledger, key, row["total"], idempotent=idem)
             kill_point(f"after:{name}")
             return res

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from phasegate import Workflow
+from tests.support.waiting import until
 
 gate = Workflow("test-gate")
 
@@ -19,11 +20,7 @@ gate = Workflow("test-gate")
 @gate.phase()
 def hold(ctx) -> dict:
     release = Path(ctx.inputs["release"])
-    deadline = time.monotonic() + float(ctx.inputs.get("timeout", 60))
-    while not release.exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError("nobody released the gate")
-        time.sleep(0.005)
+    until(release.exists, "the test to release the gate", timeout=float(ctx.inputs.get("timeout", 60)), every=0.005)
     return {"released": True}
 
 
@@ -36,7 +33,7 @@ def _make(i: int) -> None:
         pace = float(ctx.inputs.get("pace", 0))
         value = ctx.step("work", lambda: i * i, durable=True)
         if pace:
-            time.sleep(pace)
+            time.sleep(pace)  # sleep: the workflow's pace, which readers and deciders meet mid-run
         return {"i": i, "value": value}
 
     many.phase(f"p{i:02d}")(body)

@@ -38,7 +38,7 @@ threaded = Workflow("test-fanout-threads")
 
 
 def compute(inputs: dict[str, Any], i: int) -> dict[str, Any]:
-    time.sleep(float(inputs.get("pace", 0.01)))
+    time.sleep(float(inputs.get("pace", 0.01)))  # sleep: the pace, which the kills land in
     _append(inputs["trace"], {"step": i})
     return {"i": i, "square": i * i}
 
@@ -51,7 +51,7 @@ async def compute_async(inputs: dict[str, Any], i: int) -> dict[str, Any]:
 
 def _sender(inputs: dict[str, Any], i: int) -> Any:
     def send(key: str) -> dict[str, Any]:
-        time.sleep(float(inputs.get("pace", 0.01)))
+        time.sleep(float(inputs.get("pace", 0.01)))  # sleep: the pace, which the kills land in
         _append(inputs["ledger"], {"key": key, "i": i})
         return {"sent": i}
 

@@ -65,7 +65,7 @@ def bill(ctx: PhaseContext, gather: str) -> int:
     n = count(ctx, "bill")
     if n == 2 and (Path(ctx.inputs["dir"]) / "hang").exists():
         (Path(ctx.inputs["dir"]) / "hung").touch()
-        time.sleep(600)  # the test SIGKILLs the process in the phase's second attempt
+        time.sleep(600)  # sleep: the test SIGKILLs the process in the phase's second attempt
     if n < ctx.inputs.get("bill_ok_at", 1):
         raise RuntimeError("the ledger was locked")
     return amount

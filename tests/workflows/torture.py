@@ -96,7 +96,7 @@ def mailer_send(mailbox: str, key: str, to: str) -> dict[str, Any]:
 def _pace(ctx: Any) -> None:
     pace = float(ctx.inputs.get("pace", 0) or 0)
     if pace:
-        time.sleep(pace)
+        time.sleep(pace)  # sleep: the workflow's pace, which the torture's kills land in
 
 
 def _reconciler(ctx: Any) -> Any:

@@ -6,7 +6,10 @@
   timer    a durable step, a durable timer of inputs["seconds"], a step
   limited  a step whose API answers "429, retry after inputs["after"] s" the
            first inputs["times"] calls (counted in a file): `RetryLater`
-  ticking  a sync phase of inputs["steps"] durable steps of inputs["pace"] s
+  ticking  a sync phase of inputs["steps"] durable steps of inputs["pace"] s;
+           with inputs["hold"] (a path), step inputs["hold_at"] does not end
+           until that file exists: the test decides when the run meets its
+           next step, instead of racing the pace
   ticking_async  the same as an async phase
 
 Each computed step appends a line to $PHASEGATE_TEST_TRACE ("name t=TIME"),
@@ -25,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from phasegate import AsyncPhaseContext, NoAnswer, PhaseContext, RetryLater, Workflow
+from tests.support.waiting import until, until_async
 
 
 def trace(line: str) -> None:
@@ -106,10 +110,21 @@ def call(ctx: PhaseContext) -> dict[str, Any]:
 ticking = Workflow("ticking")
 
 
+def _held(ctx: Any, i: int) -> bool:
+    """Whether tick `i` is the one that waits for the test's hold file."""
+    return bool(ctx.inputs.get("hold")) and i == int(ctx.inputs.get("hold_at", 1))
+
+
 @ticking.phase()
 def work(ctx: PhaseContext) -> dict[str, Any]:
+    def tick(i: int) -> None:
+        time.sleep(ctx.inputs["pace"])  # sleep: the pace, so a test can pause or cancel the run between two ticks
+        if _held(ctx, i):
+            until(Path(ctx.inputs["hold"]).exists, "the test's hold file", timeout=120)
+        trace(f"tick:{i}")
+
     for i in range(ctx.inputs["steps"]):
-        ctx.step(f"tick:{i}", lambda i=i: (time.sleep(ctx.inputs["pace"]), trace(f"tick:{i}")), durable=True)
+        ctx.step(f"tick:{i}", tick, i, durable=True)
     return {"ticks": ctx.inputs["steps"]}
 
 
@@ -120,6 +135,8 @@ ticking_async = Workflow("ticking_async")
 async def awork(ctx: AsyncPhaseContext) -> dict[str, Any]:
     async def tick(i: int) -> None:
         await asyncio.sleep(ctx.inputs["pace"])
+        if _held(ctx, i):
+            await until_async(Path(ctx.inputs["hold"]).exists, "the test's hold file", timeout=120)
         trace(f"tick:{i}")
 
     for i in range(ctx.inputs["steps"]):

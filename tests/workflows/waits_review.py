@@ -56,7 +56,7 @@ slow_limited = Workflow("slow_limited")
 
 @slow_limited.phase()
 def call(ctx: PhaseContext) -> dict[str, Any]:
-    ctx.step("prep", lambda: (time.sleep(_slow()), trace("prep")))
+    ctx.step("prep", lambda: (time.sleep(_slow()), trace("prep")))  # sleep: a slow first step
     counter = Path(ctx.inputs["counter"])
     return ctx.step("model", _call_api, counter, ctx.inputs["times"], ctx.inputs["after"], durable=True, retries=3)
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 from phasegate import Workflow
+from tests.support.waiting import until
 
 wf = Workflow("deferred")
 
@@ -48,7 +48,5 @@ def pay(ctx) -> dict:
     wait = os.environ.get("DEFERRED_WAIT")
     if wait:
         Path(wait).write_text("waiting")
-        deadline = time.monotonic() + 60
-        while not Path(wait + ".go").exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        until(Path(wait + ".go").exists, "the test's go-ahead", timeout=60, every=0.02)
     return {"ids": ids}
