@@ -30,7 +30,7 @@ from .settings import Settings
 from .states import Action
 from .store.store import ChangeProbe, Store
 from .upkeep.pruning import Pruner
-from .upkeep.reports import PolicyReport, UnknownSchema, VerifyReport
+from .upkeep.reports import PolicyReport, UnknownSchema, UnmarkedStore, VerifyReport
 from .upkeep.resealing import Resealed, reseal
 from .upkeep.verify import Verifier
 from .viewing import Viewer
@@ -604,11 +604,11 @@ class Engine:
         Returns:
             The line `phasegate verify` prints.
         """
-        return keys.describe_seal(self.store.store_key_id, self.store.seal_key)
+        return keys.describe_seal(self.store.store_key_id, self.store.held_key)
 
     def verify(
         self, run_id: str | None = None, *, record: bool = True, deep: bool = False
-    ) -> list[VerifyReport | UnknownSchema | PolicyReport]:
+    ) -> list[VerifyReport | UnknownSchema | PolicyReport | UnmarkedStore]:
         """Verify the stored chain of every run (or one): every hash and link
         over the stored bytes, and with `deep` every output parsed too (a
         resume parses what it reads anyway). A failure found in a stopped run
@@ -644,7 +644,9 @@ class Engine:
             UsageError: the new key file is not usable.
             StoreError: the store is damaged, or this engine lacks its key.
         """
-        new = keys.load(key_file) if key_file else None
+        new = keys.load_seal_key(key_file, keys.RESEAL_KEY_FLAG) if key_file else None
+        if new is not None and self.store.path is not None and keys.same_file(key_file or "", self.store.path):
+            raise UsageError(f"{keys.RESEAL_KEY_FLAG} {key_file!r} is the store itself; keep the key outside the store")
         return reseal(self.store, self.clock, new)
 
     def prune_candidates(self, run_id: str | None = None) -> list[_prune.PruneCandidate]:

@@ -63,13 +63,15 @@ class Viewer:
                 store.decisions.of_run(conn, run.run_id),
             )
         rows, steps, effects, decisions, held = own
-        verified = chain.verify_run(run, rows)  # once, for the view and the prune candidates
+        verified = chain.verify_run(run, rows, key=store.seal_key)  # once, for the view and the prune candidates
         cands = (
-            _prune.candidates(run, rows, steps, now=now, retention_days=self._retention_days, verified=verified)
+            _prune.candidates(
+                run, rows, steps, now=now, retention_days=self._retention_days, verified=verified, key=store.seal_key
+            )
             if with_candidates
             else []
         )
-        view = build(run, rows, steps, effects, decisions, cands, now, verified)
+        view = build(run, rows, steps, effects, decisions, cands, now, verified, store.seal_key)
         # The code behind a drift, from the stored sources: read only when a
         # code change is among the reasons the run is blocked.
         diffs = _sources.diffs(store, conn, view.blocked) if with_diffs else []

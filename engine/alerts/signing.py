@@ -101,7 +101,9 @@ def verify_webhook(
     lower = {k.lower(): v for k, v in headers.items()}
     ts_text = lower.get(TIMESTAMP_HEADER.lower(), "")
     sent = lower.get(SIGNATURE_HEADER.lower(), "")
-    if not ts_text.isdigit() or len(ts_text) > 12:
+    # ASCII digits only: str.isdigit also says yes to "²" (which int() refuses)
+    # and to other scripts' digits (which int() reads): neither is a timestamp we sent.
+    if not (ts_text.isascii() and ts_text.isdigit()) or len(ts_text) > 12:
         return False
     ts = int(ts_text)
     at = time.time() if now is None else now

@@ -12,7 +12,7 @@ from .args import open_engine
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ..upkeep.reports import PolicyReport, UnknownSchema, VerifyReport
+    from ..upkeep.reports import PolicyReport, UnknownSchema, UnmarkedStore, VerifyReport
 
     with open_engine(args) as eng:
         reports = eng.verify(deep=args.deep)
@@ -26,6 +26,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         for r in reports:
             if isinstance(r, UnknownSchema):  # the store's, not a run's: no run id, no checkpoint
                 print(f"DAMAGED   : checkpoint None: {safe(r.message)}")
+            elif isinstance(r, UnmarkedStore):
+                print(f"DAMAGED   store: {safe(r.message)}")
             elif isinstance(r, PolicyReport):
                 for pd in r.damage:
                     print(f"DAMAGED   policy: {safe(pd.detail)}")

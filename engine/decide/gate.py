@@ -129,7 +129,7 @@ class Oversight:
                     shown, f"it is {shown}, not waiting for a second operator"
                 )
                 raise DecisionError(f"decision {decision_id} of run {run_id!r} cannot be seconded: {why}")
-            if not trail.decision_vouched(prop) or prop.action not in {a.value for a in Action}:
+            if not trail.decision_vouched(prop, self.store.seal_key) or prop.action not in {a.value for a in Action}:
                 raise DecisionError(
                     f"decision {decision_id} of run {run_id!r} cannot be seconded: its record does not match its seal"
                     " (phasegate verify says how)"

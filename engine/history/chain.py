@@ -10,6 +10,7 @@ entry that fails makes itself and every later entry untrusted.
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,21 +139,30 @@ def envelope(
     return text, _json.sha256(text)
 
 
-def entry_seal(payload_hash: str, key: keys.SealKey | None | bool = True) -> str | None:
+def entry_seal(payload_hash: str, key: keys.SealKey | None) -> str | None:
     """A checkpoint's keyed seal: an HMAC over its payload hash (which covers
-    its envelope, so its links, position and output hash) under the seal key
-    (`True`: the process's); None without a key, where the hashes are the seal."""
-    k = keys.active() if key is True else key
-    return None if not k else k.mac(payload_hash.encode("ascii", "replace"))
+    its envelope, so its links, position and output hash) under the store's
+    key; None without a key, where the hashes are the seal."""
+    return None if key is None else key.mac(payload_hash.encode("ascii", "replace"))
 
 
-def _seal_problem(row: Any, key: keys.SealKey) -> str | None:
+def _seal_problem(row: Any, key: keys.SealKey | None) -> str | None:
     stored = getattr(row, "seal", None)
+    if key is None:
+        # A plain store's checkpoints carry no seal: one that does was not
+        # written by this store's phasegate (a keyed store whose key mark was taken).
+        return None if not stored else f"has a keyed seal (key {keys.id_of(stored)}) on a store sealed without a key"
     if not stored:
         return "has no keyed seal: written without the store's key"
     if keys.id_of(stored) != key.key_id:
         return f"is sealed under another key (id {keys.id_of(stored)})"
-    return None if stored == entry_seal(row.payload_hash, key) else "has a keyed seal that does not match it"
+    if not key.held:
+        return None  # keyed under the store's key, not checkable here (verify says so)
+    return (
+        None
+        if hmac.compare_digest(stored, key.mac(row.payload_hash.encode("ascii", "replace")))
+        else ("has a keyed seal that does not match it")
+    )
 
 
 def verify(
@@ -165,7 +175,7 @@ def verify(
     head_hash: str,
     check_type: Callable[[str, Any], str | None] | None = None,
     parse_outputs: bool = True,
-    key: keys.SealKey | None | bool = True,
+    key: keys.SealKey | None,
 ) -> Verified:
     """Check every hash, link and payload of a run's live chain, in order.
 
@@ -179,7 +189,6 @@ def verify(
     unparseable text and hashed it: `verify --deep` looks for that."""
     entries: list[Entry] = []
     prev = GENESIS
-    seal_key = keys.active() if key is True else (key or None)
 
     def fail(row: Any, phase: str | None, what: str, msg: str, exp: Any = None, act: Any = None) -> Verified:
         return Verified(entries, IntegrityFailure(int(row.seq), phase, what, exp, act, msg))
@@ -188,7 +197,7 @@ def verify(
         actual = _json.sha256(row.envelope)
         if actual != row.payload_hash:
             return fail(row, row.phase, "hash", "envelope hash mismatch", row.payload_hash, actual)
-        if seal_key is not None and (why := _seal_problem(row, seal_key)) is not None:
+        if (why := _seal_problem(row, key)) is not None:
             return fail(row, row.phase, "seal", f"checkpoint {why}")
         try:
             # Without outputs to hand on, nothing reads a probe's value from
@@ -259,10 +268,12 @@ def verify_run(
     rows: Sequence[Any],
     check_type: Callable[[str, Any], str | None] | None = None,
     *,
+    key: keys.SealKey | None,
     parse_outputs: bool = True,
 ) -> Verified:
     """Verify the live chain of `run`'s current epoch among `rows` (which may
-    hold other epochs and set-aside entries), against what its row says."""
+    hold other epochs and set-aside entries), against what its row says,
+    under the store's seal `key`."""
     live = [r for r in rows if r.status == "live" and int(r.epoch) == int(run.epoch)]
     return verify(
         live,
@@ -273,6 +284,7 @@ def verify_run(
         head_hash=run.head_hash,
         check_type=check_type,
         parse_outputs=parse_outputs,
+        key=key,
     )
 
 

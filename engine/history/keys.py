@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import os
 import stat
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from ..errors import UsageError
 
 KEY_FILE_ENV = "PHASEGATE_SEAL_KEY_FILE"
 """The environment variable naming the key file."""
+RESEAL_KEY_FLAG = "reseal --key-file"
+"""The flag naming a new key file, as a refusal names it."""
 
 _MIN_BYTES = 32
 """A key shorter than 256 bits is refused: a short one could be guessed."""
@@ -50,7 +53,28 @@ class SealKey:
         Returns:
             `k1.<key id>.<HMAC-SHA256 hex>`.
         """
+        if not self.secret:
+            raise ValueError(f"the key {self.key_id} is not held here: nothing may be sealed under it")
         return f"{_PREFIX}{self.key_id}.{hmac.new(self.secret, data, hashlib.sha256).hexdigest()}"
+
+    @property
+    def held(self) -> bool:
+        """Whether this process holds the key's bytes (else it knows only its
+        id: the store is keyed under it, its keyed seals cannot be checked
+        here, and nothing may be sealed)."""
+        return bool(self.secret)
+
+    @classmethod
+    def unheld(cls, key_id: str) -> SealKey:
+        """The key a store is sealed under, known by its id alone.
+
+        Args:
+            key_id: The id the store's records (or meta) name.
+
+        Returns:
+            A key that checks a seal's kind and key id, never its HMAC, and seals nothing.
+        """
+        return cls(b"", key_id)
 
 
 def key_id(secret: bytes) -> str:
@@ -132,23 +156,72 @@ def load(path: str | os.PathLike[str], name: str = KEY_FILE_ENV) -> SealKey:
     return SealKey(secret, key_id(secret))
 
 
-_active: tuple[str, SealKey] | None = None
-_suspended = False
+_SQLITE_HEADER = b"SQLite format 3\x00"
+"""Every SQLite file's first bytes: a store (or any database) is no key,
+since every store begins with the same bytes."""
+_MIN_DISTINCT = 8
+"""Fewer different bytes than this is filler, not a key."""
+_MIN_BITS = 96.0
+"""The least entropy a key's bytes may show (Shannon, over its byte counts)."""
 
 
-def suspend(yes: bool) -> None:
-    """Check and make seals as if no key were given (`yes`), or as `active`
-    says again. The store opened last says which: one whose seals are not
-    under this process's key is read with its keyed seals left unchecked
-    (they cannot be checked) rather than every one reported as damage, and
-    is never written (store.py)."""
-    global _suspended
-    _suspended = yes
+def weakness(secret: bytes) -> str | None:
+    """Why `secret` is not a key (None when it may be one): a database
+    file, a repeated byte or pattern, filler of too few different bytes.
+
+    Args:
+        secret: The key file's bytes, stripped.
+
+    Returns:
+        None, or the reason in a few words.
+    """
+    if secret.startswith(_SQLITE_HEADER[:15]):
+        return "is an SQLite database (a store?), not a key: every store begins with the same bytes"
+    n = len(secret)
+    for period in range(1, n // 2 + 1):
+        if n % period == 0 and secret[:period] * (n // period) == secret:
+            return f"is {secret[:period][:8]!r}... repeated, not a key"
+    counts = [secret.count(bytes([b])) for b in set(secret)]
+    if len(counts) < _MIN_DISTINCT:
+        return f"holds only {len(counts)} different bytes: filler, not a key"
+    bits = -sum(c * math.log2(c / n) for c in counts)
+    if bits < _MIN_BITS:
+        return (
+            f"shows about {bits:.0f} bits of entropy; a key needs at least {_MIN_BITS:.0f}"
+            " (make one with `head -c 32 /dev/urandom | base64`)"
+        )
+    return None
 
 
-def active() -> SealKey | None:
-    """The key this process seals under: `PHASEGATE_SEAL_KEY_FILE`'s, else
-    None (plain hashes). Read once per path named.
+def load_seal_key(path: str | os.PathLike[str], name: str = KEY_FILE_ENV) -> SealKey:
+    """`load` a seal key, refusing what is not one: a store or SQLite file,
+    a repeated byte or pattern, printable filler (`weakness`).
+
+    Args:
+        path: The key file.
+        name: What named it (`PHASEGATE_SEAL_KEY_FILE`, `reseal --key-file`).
+
+    Returns:
+        The key.
+
+    Raises:
+        UsageError: the file is not a usable key file (`load`), or not a key.
+    """
+    key = load(path, name)
+    if (why := weakness(key.secret)) is not None:
+        raise UsageError(f"{name} {str(path)!r} {why}")
+    return key
+
+
+_loaded: dict[str, SealKey] = {}
+"""Key files read, by path: a file is read once; which key a store uses is
+the store's own (`Store.seal_key`), never a process-wide choice."""
+
+
+def from_env() -> SealKey | None:
+    """The key `PHASEGATE_SEAL_KEY_FILE` names, else None. The file is read
+    once per path; the key is handed to the store that opens with it, and
+    nothing else keeps it.
 
     Returns:
         The key, or None.
@@ -156,17 +229,16 @@ def active() -> SealKey | None:
     Raises:
         UsageError: the file named is not a usable key file (`load`).
     """
-    global _active
     path = os.environ.get(KEY_FILE_ENV) or ""
-    if not path or _suspended:
+    if not path:
         return None
-    if _active is None or _active[0] != path:
-        _active = (path, load(path))
-    return _active[1]
+    if path not in _loaded:
+        _loaded[path] = load_seal_key(path)
+    return _loaded[path]
 
 
 def load_for(store_file: Path | None) -> SealKey | None:
-    """`active`, refusing a key file that is the store itself.
+    """`from_env`, refusing a key file that is the store itself.
 
     Args:
         store_file: The SQLite store (None on PostgreSQL).
@@ -177,15 +249,19 @@ def load_for(store_file: Path | None) -> SealKey | None:
     Raises:
         UsageError: the file named is not a usable key file (`load`).
     """
-    key = active()
+    key = from_env()
     path = os.environ.get(KEY_FILE_ENV) or ""
-    if key is not None and store_file is not None:
-        try:
-            if os.path.samefile(path, store_file):
-                raise UsageError(f"{KEY_FILE_ENV} {path!r} is the store itself; keep the key outside the store")
-        except OSError:
-            pass
+    if key is not None and store_file is not None and same_file(path, store_file):
+        raise UsageError(f"{KEY_FILE_ENV} {path!r} is the store itself; keep the key outside the store")
     return key
+
+
+def same_file(path: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file (False when either cannot be looked at)."""
+    try:
+        return os.path.samefile(path, other)
+    except OSError:
+        return False
 
 
 def digest(data: bytes, key: SealKey | None) -> str:

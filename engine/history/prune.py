@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .. import _json
-from . import archive, chain
+from . import archive, chain, keys
 from .stops import stop_key
 
 Safety = Literal["no_future_value", "archive"]
@@ -63,13 +63,15 @@ def candidates(
     now: float,
     retention_days: float,
     verified: chain.Verified | None = None,
+    key: keys.SealKey | None,
 ) -> list[PruneCandidate]:
     """The candidates of one run, from its own rows only (`verified`: its
-    chain already verified by the caller, so it is not hashed twice)."""
+    chain already verified by the caller, so it is not hashed twice; else
+    verified here under the store's seal `key`)."""
     out: list[PruneCandidate] = []
     if run.lease_owner is not None and run.lease_expires_at is not None and run.lease_expires_at > now:
         return out  # never prune under a live run
-    verified = verified if verified is not None else chain.verify_run(run, rows)
+    verified = verified if verified is not None else chain.verify_run(run, rows, key=key)
     if verified.failure is not None:
         return out  # a damaged run is evidence for an operator, not garbage
     state = chain.fold(verified.entries)

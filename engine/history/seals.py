@@ -111,14 +111,10 @@ def canonical(fields: list[Any]) -> bytes:
     return _json.dumps(fields).encode("utf-8", "surrogatepass")
 
 
-_ACTIVE: Any = object()
-"""`seal`'s default key: the process's (`keys.active`)."""
-
-
-def seal(rec: Mapping[str, Any] | Any, key: keys.SealKey | None = _ACTIVE) -> str:
+def seal(rec: Mapping[str, Any] | Any, key: keys.SealKey | None) -> str:
     """The seal of a record (a mapping or a row) as its fields are now:
-    under `key` (by default `PHASEGATE_SEAL_KEY_FILE`'s), else a plain hash."""
-    return keys.digest(canonical(_fields(rec)), keys.active() if key is _ACTIVE else key)
+    under `key` (the store's: `Store.seal_key`), else a plain hash."""
+    return keys.digest(canonical(_fields(rec)), key)
 
 
 def mismatch(stored: str | None, data: bytes, key: keys.SealKey | None) -> str | None:
@@ -127,25 +123,47 @@ def mismatch(stored: str | None, data: bytes, key: keys.SealKey | None) -> str |
     Args:
         stored: The seal the record carries (not empty).
         data: The canonical bytes it should cover.
-        key: The key this process seals under, or None.
+        key: The store's key (`Store.seal_key`): None for a store sealed
+            with plain hashes; a key not held here (`SealKey.unheld`) checks
+            a seal's kind and key id only.
 
     Returns:
         None, or the reason in a few words ("was changed after it was written").
     """
+    return kind_problem(stored, key) or (
+        None
+        if key is not None and not key.held
+        else (None if hmac.compare_digest(str(stored), keys.digest(data, key)) else "was changed after it was written")
+    )
+
+
+def kind_problem(stored: str | None, key: keys.SealKey | None) -> str | None:
+    """Why a seal's kind is not the store's (None when it is): a plain hash
+    on a keyed store was written without the key, a keyed seal on a plain
+    store was not written by this store's phasegate.
+
+    Args:
+        stored: The seal a record carries (not empty).
+        key: The store's key, held or not, or None (plain hashes).
+
+    Returns:
+        None, or the reason.
+    """
     if key is None:
         if keys.is_keyed(stored):
-            return None  # keyed: not checkable without the key (verify says so)
-        return None if stored == keys.digest(data, None) else "was changed after it was written"
+            return f"carries a keyed seal (key {keys.id_of(stored)}) on a store sealed with plain hashes"
+        return None
     if not keys.is_keyed(stored):
         return "carries a plain hash, not a seal under the store's key: written or rewritten without the key"
     if keys.id_of(stored) != key.key_id:
         return f"is sealed under another key (id {keys.id_of(stored)}), not this store's ({key.key_id})"
-    return None if hmac.compare_digest(str(stored), key.mac(data)) else "was changed after it was written"
+    return None
 
 
-def sealed(values: dict[str, Any]) -> dict[str, Any]:
-    """`values` with its seal set (the caller's dict, for an insert or update)."""
-    values["seal"] = seal(values)
+def sealed(values: dict[str, Any], key: keys.SealKey | None) -> dict[str, Any]:
+    """`values` with its seal set under the store's `key` (the caller's dict,
+    for an insert or update)."""
+    values["seal"] = seal(values, key)
     return values
 
 
@@ -174,11 +192,21 @@ UNNAMED = "?"
 
 
 def check(
-    records: Iterable[Any], head: str | None, count: int | None = None, with_key: keys.SealKey | None = _ACTIVE
+    records: Iterable[Any], head: str | None, count: int | None, with_key: keys.SealKey | None
 ) -> list[EffectDamage]:
     """Every way a run's effect records differ from what their seals, their
-    links and the run's record count say: empty when the history is whole."""
-    sk: keys.SealKey | None = keys.active() if with_key is _ACTIVE else with_key
+    links and the run's record count say: empty when the history is whole.
+
+    Args:
+        records: The run's effect records.
+        head: The key of its newest record, as the run row names it.
+        count: How many records the run row counts (None: not counted).
+        with_key: The store's key (`Store.seal_key`).
+
+    Returns:
+        The damage found.
+    """
+    sk = with_key
     by_key = {r.key: r for r in records}
     damage: list[EffectDamage] = []
     for r in by_key.values():
@@ -232,9 +260,9 @@ def split_key(run_id: str, key: str) -> tuple[str, str] | None:
     return phase, name
 
 
-def vouches(rec: Mapping[str, Any] | Any, key: keys.SealKey | None = _ACTIVE) -> bool:
+def vouches(rec: Mapping[str, Any] | Any, key: keys.SealKey | None) -> bool:
     """Whether a record's stored seal vouches for its fields as they are now."""
     stored = _field(rec, "seal") if not isinstance(rec, dict) else rec.get("seal")
     if not stored:
         return False
-    return mismatch(stored, canonical(_fields(rec)), keys.active() if key is _ACTIVE else key) is None
+    return mismatch(stored, canonical(_fields(rec)), key) is None

@@ -84,27 +84,20 @@ def _canonical(rec: Any, names: Sequence[str]) -> bytes:
     return seals.canonical(fields)
 
 
-_ACTIVE: Any = object()
+def decision_seal(rec: Any, key: keys.SealKey | None) -> str:
+    """The seal of a decision row as its fields are now, under the store's key."""
+    return keys.digest(_canonical(rec, DECISION_SEALED), key)
 
 
-def _key(key: Any) -> keys.SealKey | None:
-    return keys.active() if key is _ACTIVE else key  # type: ignore[no-any-return]
+def policy_seal(rec: Any, key: keys.SealKey | None) -> str:
+    """The seal of a policy row as its fields are now, under the store's key."""
+    return keys.digest(_canonical(rec, POLICY_SEALED), key)
 
 
-def decision_seal(rec: Any, key: Any = _ACTIVE) -> str:
-    """The seal of a decision row as its fields are now."""
-    return keys.digest(_canonical(rec, DECISION_SEALED), _key(key))
-
-
-def policy_seal(rec: Any, key: Any = _ACTIVE) -> str:
-    """The seal of a policy row as its fields are now."""
-    return keys.digest(_canonical(rec, POLICY_SEALED), _key(key))
-
-
-def decision_vouched(rec: Any, key: Any = _ACTIVE) -> bool:
+def decision_vouched(rec: Any, key: keys.SealKey | None) -> bool:
     """Whether a decision row's seal vouches for its fields as they are now."""
     stored = _get(rec, "seal")
-    return bool(stored) and seals.mismatch(stored, _canonical(rec, DECISION_SEALED), _key(key)) is None
+    return bool(stored) and seals.mismatch(stored, _canonical(rec, DECISION_SEALED), key) is None
 
 
 @dataclass(frozen=True)
@@ -164,19 +157,19 @@ def _links(
     return damage
 
 
-def check_policy(rows: Iterable[Any], head: int | None, count: int | None, key: Any = _ACTIVE) -> list[Damage]:
+def check_policy(rows: Iterable[Any], head: int | None, count: int | None, key: keys.SealKey | None) -> list[Damage]:
     """Every way the policy's changes differ from their seals, links and count.
 
     Args:
         rows: Every policy row.
         head: The id of the last change, as the store's meta names it.
         count: How many changes the meta counts (None: not counted).
-        key: The seal key (by default the process's).
+        key: The store's seal key (`Store.seal_key`).
 
     Returns:
         The damage found; empty when the log is whole.
     """
-    return _links("policy", {int(r.id): r for r in rows}, head, count, POLICY_SEALED, _key(key))
+    return _links("policy", {int(r.id): r for r in rows}, head, count, POLICY_SEALED, key)
 
 
 def listed(policy_row: Any, action: str) -> bool:
@@ -205,7 +198,7 @@ def check_decisions(
     count: int | None,
     policies: Sequence[Any],
     distinct: Distinct,
-    key: Any = _ACTIVE,
+    key: keys.SealKey | None,
 ) -> list[Damage]:
     """Every way a run's decision rows differ from their seals, links and
     count, and every state no recorded transition explains.
@@ -216,13 +209,13 @@ def check_decisions(
         count: How many decisions the run row counts (None: not counted).
         policies: Every policy row (to know what each decision's policy listed).
         distinct: The one rule of "another operator".
-        key: The seal key (by default the process's).
+        key: The store's seal key (`Store.seal_key`).
 
     Returns:
         The damage found; empty when the trail is whole.
     """
     by_id = {int(r.id): r for r in rows}
-    damage = _links("decision", by_id, head, count, DECISION_SEALED, _key(key))
+    damage = _links("decision", by_id, head, count, DECISION_SEALED, key)
     for i, r in by_id.items():
         why = unexplained(r, by_id, policies, distinct)
         if why is not None and not any(d.id == i for d in damage):

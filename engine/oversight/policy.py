@@ -140,7 +140,7 @@ def damage(store: Store, conn: Any) -> list[trail.Damage]:
     if "phasegate_policy" not in store.tables:
         return []
     head, count = store.policy.head(conn)
-    return trail.check_policy(store.policy.changes(conn, limit=None), head, count)
+    return trail.check_policy(store.policy.changes(conn, limit=None), head, count, store.seal_key)
 
 
 def check_whole(store: Store, conn: Any) -> None:

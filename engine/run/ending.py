@@ -79,6 +79,7 @@ class RunEnd:
                     self._store.steps.of_run(conn, run_id),
                     self._store.effects.of_run(conn, run_id),
                     self._wf.describe(),
+                    self._store.seal_key,
                 )
                 row.update(frontier_columns(fr))
             row.update(values)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..history import chain
+from ..history.keys import SealKey
 from ..shapes import EffectRow
 
 if TYPE_CHECKING:  # the views read a frontier without SQLAlchemy
@@ -51,9 +52,12 @@ def frontier_of(shape: list[Any], state: chain.Folded, steps: list[Any], effects
     )
 
 
-def trusted_frontier(run: Any, rows: list[Any], steps: list[Any], effects: list[Any], shape: list[Any]) -> Frontier:
-    """`frontier_of` a run's stored rows: nothing past an integrity failure counts."""
-    return frontier_of(shape, chain.fold(chain.verify_run(run, rows).entries), steps, effects)
+def trusted_frontier(
+    run: Any, rows: list[Any], steps: list[Any], effects: list[Any], shape: list[Any], key: SealKey | None
+) -> Frontier:
+    """`frontier_of` a run's stored rows: nothing past an integrity failure
+    counts (checked under the store's seal `key`)."""
+    return frontier_of(shape, chain.fold(chain.verify_run(run, rows, key=key).entries), steps, effects)
 
 
 def frontier_columns(fr: Frontier) -> RunChange:

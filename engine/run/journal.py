@@ -82,6 +82,7 @@ class RunJournal:
             head_seq=int(run.head_seq),
             head_hash=run.head_hash,
             check_type=self._wf.check_output,
+            key=self._store.seal_key,
         )
         # A decision's marker, appended before the phases run, links to the
         # last entry that verified.
@@ -146,7 +147,7 @@ class RunJournal:
             "output_state": "present",
             "output_bytes": size,
             "created_at": now,
-            "seal": chain.entry_seal(env_hash),
+            "seal": chain.entry_seal(env_hash, self._store.seal_key),
         }
         head = {
             "head_seq": seq,
@@ -226,7 +227,7 @@ class RunJournal:
             env_hash,
             self.head,
             now,
-            chain.entry_seal(env_hash),
+            chain.entry_seal(env_hash, self._store.seal_key),
         )
         self._fence.check(conn, now)
         self._store.runs.set_head(conn, self.run_id, seq, env_hash)

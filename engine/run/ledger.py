@@ -123,7 +123,7 @@ class EffectLedger:
 
     def damage(self) -> list[seals.EffectDamage]:
         """How the run's effect records differ from their verified history."""
-        return seals.check(self.effects.values(), self.head, self.count)
+        return seals.check(self.effects.values(), self.head, self.count, self._store.seal_key)
 
     def unanswered(self, phases: Iterable[str]) -> list[Any]:
         """Effects of these phases that need an answer before the phase may run again."""
@@ -331,7 +331,7 @@ class EffectLedger:
                 idempotent=bool(idempotent),
                 reconcilable=reconcile is not None,
             )
-        seals.sealed(rec)
+        seals.sealed(rec, self._store.seal_key)
         began = self._fence.stamp()
         # The intent is durable (synchronous=FULL commit) before fn runs; the
         # completion of the effect before it, if still waiting, commits with it.
@@ -392,7 +392,7 @@ class EffectLedger:
             result_json=encoded.text,
             result_hash=_json.sha256(encoded.data),
         )
-        seals.sealed(done)
+        seals.sealed(done, self._store.seal_key)
         with self._lock:
             self.effects[pending.key] = done
         # Committed with the run's next transaction, or by the timer (completions.py).
@@ -412,7 +412,7 @@ class EffectLedger:
             if self.effects.get(pending.key) is not pending.record:
                 return  # a later call of the effect wrote its own intent since: not this one's to withdraw
             rec = EffectRecord(self.effects[pending.key], retry_ok=True)
-            seals.sealed(rec)
+            seals.sealed(rec, self._store.seal_key)
             with self.completions.hot_tx() as tx:
                 tx.run("retract", {"key": pending.key, "retry_ok": True, "seal": rec.seal})
                 self._fence.check_hot(tx)
@@ -463,7 +463,7 @@ class EffectLedger:
                 }
             )
             rec.update(state="done", done_at=now, result_json=text, result_hash=_json.sha256(text))
-            seals.sealed(rec)
+            seals.sealed(rec, self._store.seal_key)
             if row is None:
                 self._store.effects.add(conn, record.columns(rec))
                 self._store.effects.note_last(conn, self._fence.run_id, key)
@@ -564,7 +564,7 @@ class EffectLedger:
             record.confirm_done(rec, _json.dumps(result), decision, now)
         else:
             record.allow_retry(rec)
-        seals.sealed(rec)
+        seals.sealed(rec, self._store.seal_key)
         if old is None:
             self._store.effects.add(conn, record.columns(rec))
             # a record written anew fills a hole the count knows of; one
@@ -589,9 +589,9 @@ class EffectLedger:
         self._read(conn)
         prev: str | None = None
         for rec in sorted(self.effects.values(), key=lambda r: int(r.id)):
-            if rec.prev_key != prev and seals.vouches(rec):
+            if rec.prev_key != prev and seals.vouches(rec, self._store.seal_key):
                 rec["prev_key"] = prev
-                seals.sealed(rec)
+                seals.sealed(rec, self._store.seal_key)
                 self._store.effects.relink(conn, rec.key, prev, rec.seal)
             prev = rec.key
         if prev != self.head:

@@ -367,11 +367,11 @@ class Runner:
         trail_damage: list[trail.Damage] = []
         if run is not None and decided:
             trail_damage = trail.check_decisions(
-                rows, run.decisions_last, run.decisions_count, policies, self._distinct
+                rows, run.decisions_last, run.decisions_count, policies, self._distinct, self.store.seal_key
             )
             if any(d.state == "pending" for d in rows):
                 # What needed a second is the policy's to say: its history must be whole too.
-                trail_damage += trail.check_policy(policies, *policy_head)
+                trail_damage += trail.check_policy(policies, *policy_head, self.store.seal_key)
         # A "second" is no decision to carry out: one pending is damage (trail.py), never applied.
         # An answer is read by its question (parking.py), and a hold is the
         # start's own (`_acquire`): neither is the planner's to apply or void.

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from ..errors import StoreError
+from ..history.keys import SealKey
 from . import _postgres, _sqlite, migrations
 from ._dialect import Dialect
 from .schema import SCHEMA_VERSION, meta, metadata
@@ -57,6 +58,9 @@ class Database:
         #: Set when the stored schema is one this code does not know; the
         #: engine treats it as an integrity failure and writes nothing.
         self.schema_problem: str | None = None
+        self.seal_key: SealKey | None = None
+        """This store's seal key, set by `Store` (`Store.seal_key`): the
+        repositories seal under it, and no other store's."""
         self.seal_problem: str | None = None
         """Set (by `Store`) when this process cannot seal as the store's seals
         are made: without the store's key, or with another; writes are refused."""

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection, Row
 
 from ..history import trail
 from . import _rowcheck
+from ._database import Database
 from ._runs import Runs
 from .schema import decisions, runs
 
@@ -84,8 +85,9 @@ class NewDecision:
 class Decisions:
     """Reads and writes of the decisions table."""
 
-    def __init__(self, runs: Runs) -> None:
+    def __init__(self, runs: Runs, db: Database) -> None:
         self._runs = runs
+        self._db = db
 
     def of_run(self, conn: Connection, run_id: str) -> list[Row[Any]]:
         """Every decision row of the run, oldest first, checked."""
@@ -131,7 +133,7 @@ class Decisions:
             rid = str(values["run_id"])
             last, count = heads.get(rid, (None, 0))
             values.update(id=i, prev_id=last)
-            seals.append({"b_id": i, "b_prev": last, "b_seal": trail.decision_seal(values)})
+            seals.append({"b_id": i, "b_prev": last, "b_seal": trail.decision_seal(values, self._db.seal_key)})
             heads[rid] = (i, count + 1)
         conn.execute(
             update(decisions)
@@ -160,7 +162,11 @@ class Decisions:
         for row in conn.execute(select(decisions).where(where)).fetchall():
             m = dict(row._mapping)
             new = {**m, **values}
-            seal = trail.decision_seal(new) if trail.decision_vouched(m) else m["seal"]
+            seal = (
+                trail.decision_seal(new, self._db.seal_key)
+                if trail.decision_vouched(m, self._db.seal_key)
+                else m["seal"]
+            )
             conn.execute(update(decisions).where(decisions.c.id == m["id"]).values(**values, seal=seal))
             touched.append(str(m["run_id"]))
         return touched
@@ -206,7 +212,9 @@ class Decisions:
             m = dict(row._mapping)
             m["prev_id"] = last
             conn.execute(
-                update(decisions).where(decisions.c.id == m["id"]).values(prev_id=last, seal=trail.decision_seal(m))
+                update(decisions)
+                .where(decisions.c.id == m["id"])
+                .values(prev_id=last, seal=trail.decision_seal(m, self._db.seal_key))
             )
             last, count = int(m["id"]), count + 1
         conn.execute(update(runs).where(runs.c.run_id == run_id).values(decisions_last=last, decisions_count=count))

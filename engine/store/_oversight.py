@@ -131,7 +131,7 @@ class PolicyChanges:
         res = conn.execute(insert(policy).values(**values, prev_id=last))
         pid = int(res.inserted_primary_key[0]) if res.inserted_primary_key else 0
         row = {**values, "id": pid, "prev_id": last}
-        conn.execute(update(policy).where(policy.c.id == pid).values(seal=trail.policy_seal(row)))
+        conn.execute(update(policy).where(policy.c.id == pid).values(seal=trail.policy_seal(row, self._db.seal_key)))
         self._meta.put(conn, POLICY_LAST, str(pid))
         self._meta.put(conn, POLICY_COUNT, str(count + 1))
         return pid
@@ -147,7 +147,11 @@ class PolicyChanges:
         for row in conn.execute(select(policy).order_by(policy.c.id)).fetchall():
             m = dict(row._mapping)
             m["prev_id"] = last
-            conn.execute(update(policy).where(policy.c.id == m["id"]).values(prev_id=last, seal=trail.policy_seal(m)))
+            conn.execute(
+                update(policy)
+                .where(policy.c.id == m["id"])
+                .values(prev_id=last, seal=trail.policy_seal(m, self._db.seal_key))
+            )
             last, count = int(m["id"]), count + 1
         self._meta.put(conn, POLICY_LAST, "" if last is None else str(last))
         self._meta.put(conn, POLICY_COUNT, str(count))

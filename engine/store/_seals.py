@@ -28,6 +28,17 @@ _TABLES: dict[SealedTable, Table] = {
 class Seals:
     """Reads and writes of the sealed tables' rows, all of them (a reseal)."""
 
+    def newest(self, conn: Connection) -> list[str]:
+        """The seal of each sealed table's newest row (by id, on its primary
+        key: four indexed reads): what says a store is keyed when its meta
+        row no longer does (store.py)."""
+        found: list[str] = []
+        for t in _TABLES.values():
+            seal = conn.execute(select(t.c.seal).order_by(t.c.id.desc()).limit(1)).scalar()
+            if seal:
+                found.append(str(seal))
+        return found
+
     def checkpoint_seals(self, conn: Connection) -> list[Row[Any]]:
         """Every checkpoint's `id`, `payload_hash` and `seal` (its payload is not read)."""
         return list(conn.execute(select(checkpoints.c.id, checkpoints.c.payload_hash, checkpoints.c.seal)))

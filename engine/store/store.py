@@ -90,7 +90,7 @@ class Store:
         """The durable steps table."""
         self.effects = Effects(db)
         """The effects table."""
-        self.decisions = Decisions(self.runs)
+        self.decisions = Decisions(self.runs, db)
         """The decisions table."""
         self.claims = Claims(db)
         """The claims table."""
@@ -110,8 +110,8 @@ class Store:
         """Whether another process changed the store."""
         self.seals = Seals()
         """Every sealed record at once (a reseal)."""
-        self.seal_key: keys.SealKey | None = None
-        """The key this process seals under (`PHASEGATE_SEAL_KEY_FILE`), or None."""
+        self.held_key: keys.SealKey | None = None
+        """The key this process was given for the store (`PHASEGATE_SEAL_KEY_FILE`), or None."""
         self.store_key_id: str | None = None
         """The id of the key the store's seals are made under (None: plain hashes)."""
         try:
@@ -124,33 +124,47 @@ class Store:
         """Compare the process's seal key with the store's: a store sealed
         under a key is written only with that key, an unkeyed one only without
         (`phasegate reseal` moves a store from one to the other). A new, empty
-        store takes the process's key."""
-        keys.suspend(False)
-        self.seal_key = keys.load_for(self.db.path)
+        store takes the process's key.
+
+        The store is keyed when its meta row says so or when its newest
+        records' seals do: deleting the meta row does not make a keyed store
+        plain. The key is this store's alone (`seal_key`): another store open
+        in the same process keeps its own."""
+        self.held_key = held = keys.load_for(self.db.path)
         if self.db.schema_problem:
+            self.seal_key = held
             return
         with self.read() as conn:
             stored = self.meta.get(conn, SEAL_KEY) or None
+            marked = next((i for s in self.seals.newest(conn) if (i := keys.id_of(s))), None)
             empty = (
                 stored is None
-                and self.seal_key is not None
+                and marked is None
+                and held is not None
                 and self.runs.first_id(conn) is None
                 and not self.policy.changes(conn, limit=1)
             )
-        if empty and not self.readonly and self.seal_key is not None:
+        if empty and not self.readonly and held is not None:
             with self.write() as conn:
-                self.meta.put(conn, SEAL_KEY, self.seal_key.key_id)
-            stored = self.seal_key.key_id
+                self.meta.put(conn, SEAL_KEY, held.key_id)
+            stored = held.key_id
+        stored = stored or marked
         self.store_key_id = stored
-        mine = self.seal_key.key_id if self.seal_key else None
+        mine = held.key_id if held else None
+        if stored is None:
+            self.seal_key = None
+        elif held is not None and held.key_id == stored:
+            self.seal_key = held
+        else:
+            # Read as keyed without the key: kinds and key ids checked, the
+            # HMACs not (they cannot be), never every record reported as damage.
+            self.seal_key = keys.SealKey.unheld(stored)
         if stored == mine:
             return
-        # Read as sealed without a key: keyed seals unchecked, never all damage.
-        keys.suspend(True)
         if stored is None:
             self.db.seal_problem = (
-                f"{self.where} is sealed without a key, and {keys.KEY_FILE_ENV} names one (id {mine}):"
-                " seal the store under it first with `phasegate reseal --key-file FILE`"
+                f"{self.where} carries no mark of a seal key, and {keys.KEY_FILE_ENV} names one (id {mine}):"
+                " if it was never keyed, seal it under the key first with `phasegate reseal --key-file FILE`"
             )
         elif mine is None:
             self.db.seal_problem = (
@@ -162,6 +176,18 @@ class Store:
             )
 
     # -- what the database is ---------------------------------------------------
+
+    @property
+    def seal_key(self) -> keys.SealKey | None:
+        """This store's seal key: the one its records are sealed and checked
+        under (None: plain hashes; `SealKey.held` False: keyed under a key
+        this process does not hold, so nothing is written). Another store
+        open in the same process has its own."""
+        return self.db.seal_key
+
+    @seal_key.setter
+    def seal_key(self, key: keys.SealKey | None) -> None:
+        self.db.seal_key = key
 
     @property
     def target(self) -> str:

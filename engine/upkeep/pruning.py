@@ -52,7 +52,11 @@ class Pruner:
                 rows = self.store.checkpoints.of_run(conn, rid)
                 steps = self.store.steps.of_run(conn, rid)
                 sent = self.store.alerts.of_run(conn, rid)
-            out.extend(_prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days))
+            out.extend(
+                _prune.candidates(
+                    run, rows, steps, now=now, retention_days=self.retention_days, key=self.store.seal_key
+                )
+            )
             out.extend(_prune.alert_candidates(run, sent))
         return out
 
@@ -92,7 +96,9 @@ class Pruner:
                 return []
             rows = self.store.checkpoints.of_run(conn, run_id)
             steps = self.store.steps.of_run(conn, run_id)
-            cands = _prune.candidates(run, rows, steps, now=now, retention_days=self.retention_days)
+            cands = _prune.candidates(
+                run, rows, steps, now=now, retention_days=self.retention_days, key=self.store.seal_key
+            )
             cands += _prune.alert_candidates(run, self.store.alerts.of_run(conn, run_id))
             by_id = {int(r.id): r for r in rows}
             folder = self.archive_dir / archive.safe_name(run_id)

@@ -126,3 +126,27 @@ class UnknownSchema:
             One object: no run id, not ok, a `schema` failure with its message.
         """
         return {"run_id": None, "ok": False, "failure": {"what": "schema", "message": self.message}}
+
+
+@dataclass(frozen=True)
+class UnmarkedStore:
+    """The process holds a seal key and the store carries no mark of one
+    (no meta row, no keyed seal on its newest records): a keyed store whose
+    marks were taken away, or one never keyed. Its runs are still checked
+    as plain-sealed, and this report says the store could not be checked
+    under the key."""
+
+    message: str
+    """What was found, and what to do about it."""
+    run_id: ClassVar[None] = None
+    """No run: the report is the store's."""
+    ok: ClassVar[Literal[False]] = False
+    """Never: a key was given, and nothing in the store is sealed under it."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as `verify --json` prints it.
+
+        Returns:
+            One object: no run id, not ok, a `seal` failure with its message.
+        """
+        return {"run_id": None, "ok": False, "failure": {"what": "seal", "message": self.message}}

@@ -28,7 +28,7 @@ from ..run.lease import HolderState, holder_state
 from ..run.planner import trail_reason
 from ..states import BlockKind, RunStatus
 from ..store.store import Store
-from .reports import LostOutput, PolicyReport, UnknownSchema, VerifyReport
+from .reports import LostOutput, PolicyReport, UnknownSchema, UnmarkedStore, VerifyReport
 
 _PAGE = 500
 """Runs verified per read transaction: one streamed query for their chains."""
@@ -60,15 +60,17 @@ class Verifier:
 
     def verify(
         self, run_id: str | None = None, *, record: bool = True, deep: bool = False
-    ) -> list[VerifyReport | UnknownSchema | PolicyReport]:
+    ) -> list[VerifyReport | UnknownSchema | PolicyReport | UnmarkedStore]:
         """`Engine.verify`: every run (or one), each chain read as it streams
         (on SQLite through the driver, as stored bytes), each failure recorded
         on its run with `record` unless the store is read-only."""
-        reports: list[VerifyReport | UnknownSchema | PolicyReport] = []
+        reports: list[VerifyReport | UnknownSchema | PolicyReport | UnmarkedStore] = []
         if self.store.schema_problem:
             return [UnknownSchema(self.store.schema_problem)]
         kind = f"keyed:{self.store.store_key_id}" if self.store.store_key_id else "plain"
         record = record and not self.store.db.seal_problem  # a key mismatch is reported, never written over
+        if self.store.store_key_id is None and self.store.held_key is not None and self.store.db.seal_problem:
+            reports.append(UnmarkedStore(self.store.db.seal_problem))
         with ExitStack() as held:
             conn = held.enter_context(self.store.scan())
             with self.store.read_on(conn):
@@ -153,12 +155,18 @@ class Verifier:
         }
         by_run = self.store.effects.of_runs(conn, list(run_rows))
         damage = {
-            rid: seals.check(by_run.get(rid, []), row.effects_last, row.effects_count) for rid, row in run_rows.items()
+            rid: seals.check(by_run.get(rid, []), row.effects_last, row.effects_count, self.store.seal_key)
+            for rid, row in run_rows.items()
         }
         decided = self.store.decisions.of_runs(conn, list(run_rows))
         wrong = {
             rid: trail.check_decisions(
-                decided.get(rid, []), row.decisions_last, row.decisions_count, self._policies, distinct
+                decided.get(rid, []),
+                row.decisions_last,
+                row.decisions_count,
+                self._policies,
+                distinct,
+                self.store.seal_key,
             )
             for rid, row in run_rows.items()
         }
@@ -175,7 +183,7 @@ class Verifier:
                 chain.IntegrityFailure(-1, None, "inputs", run.inputs_hash, actual_inputs, "stored inputs damaged"),
             )
         else:
-            v = chain.verify_run(run, rows, parse_outputs=deep)
+            v = chain.verify_run(run, rows, parse_outputs=deep, key=self.store.seal_key)
         return VerifyReport(
             run.run_id,
             checkpoints=len(rows),
@@ -198,6 +206,7 @@ class Verifier:
                 self.store.steps.of_run(conn, run_id),
                 self.store.effects.of_run(conn, run_id),
                 _json.loads(run.shape_json),
+                self.store.seal_key,
             )
             blocked = _json.loads(run.blocked_json or "[]")
             if any(b.get("kind") == "integrity" for b in blocked) and run.status == RunStatus.BLOCKED.value:

@@ -10,6 +10,7 @@ from typing import Any, cast
 from .. import _json
 from ..authoring import runbooks as _runbooks
 from ..history import chain
+from ..history.keys import SealKey
 from ..history.prune import PruneCandidate
 from ..run import holds
 from ..run.frontier import frontier_of
@@ -71,12 +72,13 @@ def build(
     decisions: list[Any],
     candidates: list[PruneCandidate],
     now: float,
-    verified: chain.Verified | None = None,
+    verified: chain.Verified | None,
+    key: SealKey | None,
 ) -> RunView:
     status = effective_status(run, now)
     held = holder_state(run, now)
     alive = held is HolderState.LIVE
-    verified = verified if verified is not None else chain.verify_run(run, rows)
+    verified = verified if verified is not None else chain.verify_run(run, rows, key=key)
     state = chain.fold(verified.entries)
     # The row was checked as it left the store (`_rowcheck`): each column is
     # readable JSON, `blocked_json` and `env_json` lists, each block reason an

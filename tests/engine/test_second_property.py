@@ -163,7 +163,7 @@ def _check(tmp: Path, script: list[tuple[Any, ...]], *, keyed: bool) -> None:
     saved = {k: os.environ.get(k) for k in ("PHASEGATE_WEB_USER", "PHASEGATE_OPERATOR", "PHASEGATE_SEAL_KEY_FILE")}
     key = tmp / "seal.key"
     if keyed and not key.exists():
-        key.write_bytes(b"k" * 40)
+        key.write_bytes(os.urandom(32).hex().encode())
         key.chmod(0o600)
     os.environ["PHASEGATE_SEAL_KEY_FILE"] = str(key) if keyed else ""
     RATE["value"], FAIL["on"] = "v1", True

@@ -24,7 +24,7 @@ def policy_as_an_older_store_had(db: str | Path, **columns: Any) -> None:
             for row in conn.execute(text("SELECT * FROM phasegate_policy")).mappings().all():
                 conn.execute(
                     text("UPDATE phasegate_policy SET seal = :seal WHERE id = :id"),
-                    {"seal": trail.policy_seal(dict(row)), "id": row["id"]},
+                    {"seal": trail.policy_seal(dict(row), None), "id": row["id"]},
                 )
     finally:
         engine.dispose()

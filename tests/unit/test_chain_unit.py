@@ -60,6 +60,7 @@ def _verify(rows):
         inputs_hash=INPUTS,
         head_seq=head.seq if head else -1,
         head_hash=head.payload_hash if head else "",
+        key=None,
     )
 
 
@@ -100,14 +101,16 @@ def test_missing_rows_are_found():
     assert _verify(rows[:1] + rows[2:]).failure.what == "chain"
     head = rows[-1]
     v = chain.verify(
-        rows[:-1], run_id="r1", epoch=0, inputs_hash=INPUTS, head_seq=head.seq, head_hash=head.payload_hash
+        rows[:-1], run_id="r1", epoch=0, inputs_hash=INPUTS, head_seq=head.seq, head_hash=head.payload_hash, key=None
     )
     assert v.failure.what == "head" and len(v.entries) == 3
 
 
 def test_a_row_from_another_run_or_position_is_found():
     rows = _chain()
-    v = chain.verify(rows, run_id="r2", epoch=0, inputs_hash=INPUTS, head_seq=3, head_hash=rows[-1].payload_hash)
+    v = chain.verify(
+        rows, run_id="r2", epoch=0, inputs_hash=INPUTS, head_seq=3, head_hash=rows[-1].payload_hash, key=None
+    )
     assert v.failure.what == "identity" and v.failure.seq == 0
     rows[1].seq = 7
     assert _verify(rows).failure.what == "identity"
@@ -119,7 +122,9 @@ def test_an_unknown_format_version_is_found():
     env["v"] = chain.FORMAT_VERSION + 1
     rows[0].envelope = _json.dumps(env)
     rows[0].payload_hash = _json.sha256(rows[0].envelope)
-    v = chain.verify(rows, run_id="r1", epoch=0, inputs_hash=INPUTS, head_seq=0, head_hash=rows[0].payload_hash)
+    v = chain.verify(
+        rows, run_id="r1", epoch=0, inputs_hash=INPUTS, head_seq=0, head_hash=rows[0].payload_hash, key=None
+    )
     assert v.failure.what == "format"
 
 
@@ -160,7 +165,7 @@ def test_an_unparseable_output_with_matching_hashes_is_found_only_when_parsing()
     rows[0].envelope = _json.dumps(env)
     rows[0].payload_hash = _json.sha256(rows[0].envelope)
     rows[0].output_json = forged
-    args = dict(run_id="r1", epoch=0, inputs_hash=INPUTS, head_seq=0, head_hash=rows[0].payload_hash)
+    args = dict(run_id="r1", epoch=0, inputs_hash=INPUTS, head_seq=0, head_hash=rows[0].payload_hash, key=None)
     fast = chain.verify(rows, **args, parse_outputs=False)
     assert fast.failure is None and fast.entries[0].output_ok is False  # no output handed on unparsed
     assert chain.verify(rows, **args).failure.what == "parse"

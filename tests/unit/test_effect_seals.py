@@ -15,33 +15,33 @@ def _ledger(n: int = 3) -> list[EffectRecord]:
             atomic=False, attempt=1, retry_ok=False, result_hash="h", confirmed_by=None, prev_key=prev,
             reconcilable=False, redo_on_rewind=False,
         )  # fmt: skip
-        out.append(EffectRecord(sealed(rec)))
+        out.append(EffectRecord(sealed(rec, None)))
         prev = rec.key
     return out
 
 
 def test_a_whole_ledger_is_clean() -> None:
     recs = _ledger()
-    assert check(recs, "r/p/e2") == []
-    assert check([], None) == []
+    assert check(recs, "r/p/e2", None, None) == []
+    assert check([], None, None, None) == []
 
 
 def test_each_kind_of_damage_is_named() -> None:
     recs = _ledger()
     recs[0]["retry_ok"] = True
-    assert [(d.key, d.problem) for d in check(recs, "r/p/e2")] == [("r/p/e0", "edited")]
+    assert [(d.key, d.problem) for d in check(recs, "r/p/e2", None, None)] == [("r/p/e0", "edited")]
     recs = _ledger()
-    assert [(d.key, d.problem) for d in check([recs[0], recs[2]], "r/p/e2")] == [("r/p/e1", "missing")]
-    assert [(d.key, d.problem) for d in check(recs[:2], "r/p/e2")] == [("r/p/e2", "missing")]
-    assert [(d.key, d.problem) for d in check(recs, "r/p/e1")] == [("r/p/e2", "not_in_history")]
+    assert [(d.key, d.problem) for d in check([recs[0], recs[2]], "r/p/e2", None, None)] == [("r/p/e1", "missing")]
+    assert [(d.key, d.problem) for d in check(recs[:2], "r/p/e2", None, None)] == [("r/p/e2", "missing")]
+    assert [(d.key, d.problem) for d in check(recs, "r/p/e1", None, None)] == [("r/p/e2", "not_in_history")]
     recs[1]["seal"] = None
-    assert ("r/p/e1", "unsealed") in [(d.key, d.problem) for d in check(recs, "r/p/e2")]
+    assert ("r/p/e1", "unsealed") in [(d.key, d.problem) for d in check(recs, "r/p/e2", None, None)]
 
 
 def test_a_seal_reads_booleans_and_numbers_as_any_backend_returns_them() -> None:
     rec = _ledger(1)[0]
     as_sqlite = EffectRecord(rec, idempotent=0, atomic=0, retry_ok=0, reconcilable=0, redo_on_rewind=0)
-    assert seal(as_sqlite) == rec["seal"]
+    assert seal(as_sqlite, None) == rec["seal"]
 
 
 def test_split_key() -> None:
@@ -68,7 +68,7 @@ def test_the_fast_seal_is_the_canonical_one() -> None:
                 atomic=False, attempt=attempt, retry_ok=i % 2 == 0, result_hash=None, confirmed_by=i or None,
                 prev_key=None if i == 0 else "k", reconcilable=False, redo_on_rewind=True,
             )  # fmt: skip
-            assert seal(rec) == _reference(rec), (name, attempt)
+            assert seal(rec, None) == _reference(rec), (name, attempt)
 
 
 def test_a_field_of_another_type_takes_the_canonical_path() -> None:
@@ -80,7 +80,7 @@ def test_a_field_of_another_type_takes_the_canonical_path() -> None:
             attempt=1, retry_ok=False, result_hash=None, confirmed_by=None, prev_key=None, reconcilable=False,
             redo_on_rewind=False,
         )  # fmt: skip
-        assert seal(rec) == _reference(rec)
+        assert seal(rec, None) == _reference(rec)
 
 
 def test_a_dict_and_a_row_of_the_same_record_seal_alike() -> None:
@@ -95,4 +95,4 @@ def test_a_dict_and_a_row_of_the_same_record_seal_alike() -> None:
         row = SimpleNamespace(**{k: r.get(k) for k in ("run_id", "phase", "name", "key", "state", "idempotent",
             "atomic", "attempt", "retry_ok", "result_hash", "confirmed_by", "prev_key", "reconcilable",
             "redo_on_rewind")})  # fmt: skip
-        assert seal(r) == seal(row) == _reference(r)
+        assert seal(r, None) == seal(row, None) == _reference(r)
