@@ -59,7 +59,7 @@ POLICY_SEALED: tuple[str, ...] = (
     "prev_id",
 )
 
-Problem = Literal["edited", "missing", "not_in_history", "unsealed", "unexplained"]
+Problem = Literal["edited", "missing", "not_in_history", "unsealed", "unexplained", "run_row"]
 
 Distinct = Callable[[str, str, str, str, "str | None"], bool]
 """`(operator, account, other operator, other account, web account) -> bool`:
@@ -263,3 +263,70 @@ def unexplained(row: Any, by_id: Mapping[int, Any], policies: Sequence[Any], dis
                     _get(at_second, "web_account")):  # fmt: skip
         return f"was seconded by its own proposer's identity ({second.account}), which policy {at_second.id} refuses"
     return None
+
+
+#: The holds a run row's `held_json` may record, and the state of the
+#: decision each of its states rests on (run/holds.py).
+_HOLD_STATES = {"asked": "pending", "in_force": "applied"}
+
+
+def run_row(run: Any, rows: Sequence[Any]) -> list[Damage]:
+    """Every way a run row's status and hold are not what its sealed
+    decisions explain (the run row itself carries no seal, so its
+    state-bearing columns are checked against the history that does):
+
+    - an applied cancel makes a run cancelled for good, and a cancelled run
+      rests on an applied cancel;
+    - a paused run rests on an applied pause, and a run whose newest applied
+      decision is a pause is paused;
+    - a hold names a decision of the run's own, of its action, pending while
+      it is asked and applied once in force.
+
+    Args:
+        run: The run row.
+        rows: The run's decision rows (their seals checked by `check_decisions`).
+
+    Returns:
+        The damage found (kind decision, problem `run_row`); empty when the
+        row is what the history says.
+    """
+    damage: list[Damage] = []
+    status = str(_get(run, "status") or "")
+    rid = _get(run, "run_id")
+
+    def bad(i: int | None, why: str) -> None:
+        damage.append(Damage("decision", i, "run_row", f"run {rid}'s row {why}: edited outside phasegate"))
+
+    by_id = {int(r.id): r for r in rows}
+    applied = [r for r in rows if r.state == "applied" and r.action != "second"]
+    cancel = next((r for r in applied if r.action == "cancel"), None)
+    if cancel is not None and status != "cancelled":
+        bad(
+            int(cancel.id), f"says {status}, but decision {cancel.id} (cancel) was applied and a cancelled run is final"
+        )
+    if status == "cancelled" and cancel is None:
+        bad(None, "says cancelled, and no applied cancel decision explains it")
+    newest = max(applied, key=lambda r: int(r.id), default=None)
+    if newest is not None and newest.action == "pause" and status not in ("paused", "cancelled"):
+        bad(int(newest.id), f"says {status}, but its newest applied decision ({newest.id}) is a pause")
+    hold: Any = None
+    text = _get(run, "held_json")
+    if text:
+        try:
+            hold = _json.loads(text)
+        except ValueError:
+            hold = "unreadable"
+        if not isinstance(hold, dict):
+            bad(None, "holds a hold this engine did not write")
+            hold = None
+    if hold is not None:
+        did, action, state = hold.get("decision"), hold.get("action"), hold.get("state")
+        rests = by_id.get(did) if isinstance(did, int) and not isinstance(did, bool) else None
+        want = _HOLD_STATES.get(str(state))
+        if rests is None or rests.action != action or want is None or rests.state != want:
+            bad(rests and int(rests.id), f"holds a {action} ({state}) that no decision of its own explains")
+        elif state == "in_force" and status != ("paused" if action == "pause" else "cancelled"):
+            bad(int(rests.id), f"says {status} under a {action} in force")
+    elif status == "paused":
+        bad(None, "says paused, and no hold names the pause it rests on")
+    return damage

@@ -369,6 +369,9 @@ class Runner:
             trail_damage = trail.check_decisions(
                 rows, run.decisions_last, run.decisions_count, policies, self._distinct, self.store.seal_key
             )
+            # The run row's status and hold, against the sealed decisions (a
+            # cancelled run stays cancelled whatever its row was edited to).
+            trail_damage += trail.run_row(run, rows)
             if any(d.state == "pending" for d in rows):
                 # What needed a second is the policy's to say: its history must be whole too.
                 trail_damage += trail.check_policy(policies, *policy_head, self.store.seal_key)

@@ -168,6 +168,7 @@ class Verifier:
                 distinct,
                 self.store.seal_key,
             )
+            + trail.run_row(row, decided.get(rid, []))
             for rid, row in run_rows.items()
         }
         return run_rows, found, damage, wrong
