@@ -8,7 +8,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import agents, batch, checkpoint, cli_start, console, effects, observing, postgres, resume, seals, verify, waits
+from . import (
+    agents,
+    batch,
+    checkpoint,
+    cli_start,
+    console,
+    effects,
+    observing,
+    postgres,
+    resume,
+    seals,
+    trust,
+    verify,
+    waits,
+)
 from ._util import RUNS, Figure, _disk_tmp, scratch
 from .report import machine, markdown, table, write_json
 
@@ -29,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--only",
         default="",
-        help="comma-separated groups: checkpoint,effects,agents,seals,observing,waits,resume,verify,console,live,cli,postgres,wire,batch",
+        help="comma-separated groups: checkpoint,effects,agents,seals,trust,observing,waits,resume,verify,console,live,cli,postgres,wire,batch",
     )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -58,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     group("effects", lambda: effects.run(a.quick, rounds))
     group("agents", lambda: agents.run(a.quick, rounds))
     group("seals", lambda: seals.run(a.quick, rounds))
+    group("trust", lambda: trust.run(a.quick, 1 if a.smoke else rounds))
     group("observing", lambda: observing.run(a.quick, rounds))
     group("waits", lambda: waits.run(a.quick, rounds))
     group("postgres", lambda: postgres.run(a.quick, rounds))

@@ -64,7 +64,7 @@ def check_value(q: QuestionView, value: Any) -> Any:
     import jsonschema  # type: ignore[import-untyped]  # only when an answer is checked: a start does not pay for it
 
     try:
-        validator = jsonschema.Draft202012Validator(q.schema)
+        validator = _strict_validator(jsonschema)(q.schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(plain))
     except Exception as exc:  # noqa: BLE001 - a stored schema is untrusted: an unknown type, a bad pattern, a $ref loop
         said = safe(f"{type(exc).__name__}: {exc}".splitlines()[0])[:200]
@@ -75,6 +75,15 @@ def check_value(q: QuestionView, value: Any) -> Any:
             f"answer to {q.name!r} refused: at {safe(where) or 'the value itself'}: {safe(error.message)[:300]}"
         )
     return plain
+
+
+def _strict_validator(jsonschema: Any) -> Any:
+    """Draft 2020-12 with integers strict: JSON Schema counts a float with
+    no fraction (1e308) as an integer, and the phase would receive a float;
+    here only a JSON integer is one (a question typed `int` refuses 1e308)."""
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine("integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool))
+    return jsonschema.validators.extend(base, type_checker=checker)
 
 
 def fit_answer(view: RunView, question: str | None, value: Any, now: float) -> tuple[QuestionView, dict[str, Any]]:

@@ -94,6 +94,22 @@ def policy_seal(rec: Any, key: keys.SealKey | None) -> str:
     return keys.digest(_canonical(rec, POLICY_SEALED), key)
 
 
+def policy_head_seal(last: int | None, count: int | None, last_seal: str | None, key: keys.SealKey | None) -> str:
+    """The seal of the policy's head: the newest change's id and seal and
+    the count, as one (the store's meta keeps it beside them).
+
+    Args:
+        last: The id of the newest change (None: none yet).
+        count: How many changes there are.
+        last_seal: The newest change's own seal.
+        key: The store's seal key.
+
+    Returns:
+        The seal text.
+    """
+    return keys.digest(seals.canonical(["policy head", last, count, last_seal]), key)
+
+
 def decision_vouched(rec: Any, key: keys.SealKey | None) -> bool:
     """Whether a decision row's seal vouches for its fields as they are now."""
     stored = _get(rec, "seal")
@@ -157,19 +173,38 @@ def _links(
     return damage
 
 
-def check_policy(rows: Iterable[Any], head: int | None, count: int | None, key: keys.SealKey | None) -> list[Damage]:
-    """Every way the policy's changes differ from their seals, links and count.
+def check_policy(
+    rows: Iterable[Any], head: int | None, count: int | None, head_seal: str | None, key: keys.SealKey | None
+) -> list[Damage]:
+    """Every way the policy's changes differ from their seals, links and
+    count, and the head (newest change and count) from its own seal: a
+    deleted or re-ordered tail, with the meta's head moved back, is found.
 
     Args:
         rows: Every policy row.
         head: The id of the last change, as the store's meta names it.
         count: How many changes the meta counts (None: not counted).
+        head_seal: The head's seal, as the meta keeps it.
         key: The store's seal key (`Store.seal_key`).
 
     Returns:
         The damage found; empty when the log is whole.
     """
-    return _links("policy", {int(r.id): r for r in rows}, head, count, POLICY_SEALED, key)
+    by_id = {int(r.id): r for r in rows}
+    damage = _links("policy", by_id, head, count, POLICY_SEALED, key)
+    if not by_id and not head and not count and not head_seal:
+        return damage  # no policy was ever recorded
+    newest = by_id.get(head) if head is not None else None
+    data = seals.canonical(["policy head", head, count, _get(newest, "seal") if newest is not None else None])
+    if not head_seal:
+        damage.append(Damage("policy", head, "unsealed", "the policy's head (its newest change and count) has no seal"))
+    elif (why := seals.mismatch(head_seal, data, key)) is not None:
+        damage.append(
+            Damage(
+                "policy", head, "edited", f"the policy's head (its newest change and count) {why}: a change deleted?"
+            )
+        )
+    return damage
 
 
 def listed(policy_row: Any, action: str) -> bool:

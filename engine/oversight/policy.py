@@ -139,8 +139,8 @@ def damage(store: Store, conn: Any) -> list[trail.Damage]:
     (history/trail.py): empty when its history is whole."""
     if "phasegate_policy" not in store.tables:
         return []
-    head, count = store.policy.head(conn)
-    return trail.check_policy(store.policy.changes(conn, limit=None), head, count, store.seal_key)
+    head, count, seal = store.policy.head(conn)
+    return trail.check_policy(store.policy.changes(conn, limit=None), head, count, seal, store.seal_key)
 
 
 def check_whole(store: Store, conn: Any) -> None:

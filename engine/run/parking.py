@@ -31,10 +31,11 @@ from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy, describe
 from ..errors import UsageError
 from ..ids import validate_name
+from ..safetext import safe
 from ..states import RunStatus, WaitKind
 from ..timefmt import iso
 from ..waits import NoAnswer, RetryLater, seconds_arg
-from .stepcalls import StepCalls, rehydrate
+from .stepcalls import StepCalls
 from .steplog import StepLog
 
 if TYPE_CHECKING:  # the store loads SQLAlchemy; this is a type only
@@ -77,10 +78,44 @@ def attention(waiting: Mapping[str, Any]) -> str:
     if kind == WaitKind.ANSWER:
         q = waiting.get("question") or {}
         tail = f" (no answer by {iso(q['deadline'])}: it goes on without one)" if q.get("deadline") else ""
-        return f"waiting for an answer to {q.get('name')!s}: {q.get('prompt')!s}{tail}"
+        said = f"waiting for an answer to {q.get('name')!s}: {q.get('prompt')!s}{tail}"
+        refused = waiting.get("refused")
+        return f"{said}; {refused!s}" if refused else said
     if kind == WaitKind.RETRY_LATER:
         return f"waiting {when} (rate limited: {waiting.get('reason')!s})"
     return f"waiting {when} (timer {waiting.get('name')!s})"
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An answer its question's type refuses, and why (`typed_answer`)."""
+
+    why: str
+    """pydantic's first error, in one line."""
+
+
+def typed_answer(schema: Any, value: Any) -> Any:
+    """An answer as its question's type takes it: an instance of `schema`
+    (validators included), or `Refused`. Strict, from the answer's JSON: a
+    float such as 1e308 is no integer, and text is no number.
+
+    Args:
+        schema: The type `ctx.ask` was given (a pydantic model or a type).
+        value: The answer as recorded (JSON data).
+
+    Returns:
+        The value, rebuilt as `schema`; or `Refused` with the reason.
+    """
+    from pydantic import ValidationError
+
+    try:
+        return _json.adapter(schema).validate_json(_json.dumps(value), strict=True)
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.errors() else {"msg": str(exc), "loc": ()}
+        where = ".".join(str(p) for p in first.get("loc", ())) or "the value itself"
+        return Refused(safe(f"at {where}: {first.get('msg')}")[:300])
+    except Exception as exc:  # noqa: BLE001 - a type pydantic cannot validate with: refused, never handed on raw
+        return Refused(safe(f"{type(exc).__name__}: {exc}".splitlines()[0])[:300])
 
 
 def json_schema(what: str, schema: Any) -> dict[str, Any] | None:
@@ -130,6 +165,9 @@ class Parking:
     park_seconds: float = DEFAULT_PARK_SECONDS
     answers: dict[tuple[str, str, float], Answer] = field(default_factory=dict)
     """(phase, question, asked at) -> its answer."""
+    refused: dict[int, str] = field(default_factory=dict)
+    """Answer decisions the question's type refused in this execution, and
+    why: the runner settles them void as the run parks again."""
     resumed: dict[str, Any] | None = None
     """What the run waited for when this execution took it up (its `waiting_json`),
     until the retry it names is met (`retry_wait`)."""
@@ -257,9 +295,22 @@ class Parking:
             calls.done(key)
             raise NoAnswer(name, deadline)
         answer = self.answers.get((calls.phase, name, float(question.get("asked_at") or 0)))
+        refused: str | None = None
         if answer is not None:
-            calls.done(key)
-            return rehydrate(schema, answer.value) if schema is not None else answer.value
+            if schema is None:
+                calls.done(key)
+                return answer.value
+            # The answer as the question's own type takes it, validators
+            # included (a stored JSON Schema loses them): one it refuses never
+            # reaches the phase; the run waits on the question again (the
+            # answer settled void by the runner), the refusal its reason.
+            taken = typed_answer(schema, answer.value)
+            if not isinstance(taken, Refused):
+                calls.done(key)
+                return taken
+            refused = f"the answer {answer.operator} gave (decision {answer.decision}) was refused: {taken.why}"
+            self.refused[answer.decision] = refused
+            del self.answers[(calls.phase, name, float(question.get("asked_at") or 0))]
         if isinstance(deadline, int | float) and self.clock() >= deadline:
             # Recorded before it is raised: an answer that comes later cannot
             # change what a replay of this phase is told.
@@ -267,6 +318,8 @@ class Parking:
             calls.done(key)
             raise NoAnswer(name, float(deadline))
         waiting = {"kind": WaitKind.ANSWER.value, "phase": calls.phase, "question": question, "until": deadline}
+        if refused is not None:
+            waiting["refused"] = refused
         raise Park(waiting, float(deadline) if isinstance(deadline, int | float) else None)
 
     # -- a rate limit ---------------------------------------------------------

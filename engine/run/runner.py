@@ -359,7 +359,7 @@ class Runner:
             run = self.store.runs.get(conn, self.run_id)
             decided = bool(rows) or (run is not None and (run.decisions_count or run.decisions_last is not None))
             policies = self.store.policy.changes(conn, limit=None) if decided else []
-            policy_head = self.store.policy.head(conn) if decided else (None, None)
+            policy_head = self.store.policy.head(conn) if decided else (None, None, None)
         # Decisions are history too: an edited, deleted or inserted decision,
         # or a state no recorded transition explains (an approval of a listed
         # action applied without a second), stops the run before anything
@@ -617,6 +617,12 @@ class Runner:
         rate limit (parking.py). A worker wakes it at `park.until` (an
         answer, as any decision, wakes it at once)."""
         line = parking.attention(park.waiting)
+        if self.parking.refused:
+            # An answer the question's type refused is void: the question is open again.
+            with self.store.write() as conn:
+                for d in self.parking.refused:
+                    self.store.decisions.settle(conn, d, "void", self.clock())
+            log.warning("run %s: %s", self.run_id, "; ".join(self.parking.refused.values()))
         final = self._finish(RunStatus.WAITING, park.columns(self.attempts, line))
         if final is not RunStatus.WAITING:
             return self._outcome(final)

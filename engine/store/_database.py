@@ -48,7 +48,10 @@ class Database:
         create: bool = True,
         readonly: bool = False,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        held_key: SealKey | None = None,
     ) -> None:
+        self._held_key = held_key
+        """The key this process was given, for an upgrade that seals (`migrations.upgrade`)."""
         self.target = str(target)
         """What the store was opened by (a path or URL, as given)."""
         self.readonly = readonly
@@ -189,7 +192,7 @@ class Database:
             version = int(conn.execute(q).scalar() or SCHEMA_VERSION)
             if version >= SCHEMA_VERSION:
                 return  # another process upgraded while this one waited
-            added = migrations.upgrade(conn, version)
+            added = migrations.upgrade(conn, version, self._held_key)
             conn.execute(update(meta).where(meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
         self.tables |= added
 

@@ -9,9 +9,9 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection
 
 from ._database import Database
-from .schema import POLICY_COUNT, POLICY_LAST, SEAL_KEY, meta
+from .schema import POLICY_COUNT, POLICY_HEAD, POLICY_LAST, SEAL_KEY, meta
 
-__all__ = ["POLICY_COUNT", "POLICY_LAST", "SEAL_KEY", "Meta"]
+__all__ = ["POLICY_COUNT", "POLICY_HEAD", "POLICY_LAST", "SEAL_KEY", "Meta"]
 
 
 class Meta:
@@ -33,6 +33,11 @@ class Meta:
         """Write a value, adding its row the first time."""
         if conn.execute(update(meta).where(meta.c.key == key).values(value=value)).rowcount == 0:
             conn.execute(insert(meta).values(key=key, value=value))
+
+    def several(self, conn: Connection, keys: tuple[str, ...]) -> dict[str, str]:
+        """Several values in one read (a key never written is left out)."""
+        q = select(meta.c.key, meta.c.value).where(meta.c.key.in_(keys))
+        return {str(k): str(v) for k, v in conn.execute(q) if v is not None}
 
     def int_of(self, conn: Connection, key: str, *, lock: bool = False) -> int | None:
         """A value read as a whole number (None when absent, empty or not a number)."""

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Row
 from ..history import trail
 from . import _rowcheck
 from ._database import Database
-from ._meta import POLICY_COUNT, POLICY_LAST, Meta
+from ._meta import POLICY_COUNT, POLICY_HEAD, POLICY_LAST, Meta
 from .schema import claims, policy
 
 
@@ -105,9 +105,24 @@ class PolicyChanges:
             q = q.limit(limit)
         return _rowcheck.check_all(policy, conn.execute(q))
 
-    def head(self, conn: Connection) -> tuple[int | None, int | None]:
-        """The id of the newest change as the meta names it, and the count."""
-        return self._meta.int_of(conn, POLICY_LAST), self._meta.int_of(conn, POLICY_COUNT)
+    def head(self, conn: Connection) -> tuple[int | None, int | None, str | None]:
+        """The id of the newest change as the meta names it, the count, and
+        the seal over both (`trail.policy_head_seal`)."""
+        got = self._meta.several(conn, (POLICY_LAST, POLICY_COUNT, POLICY_HEAD))
+
+        def whole(text: str | None) -> int | None:
+            try:
+                return int(text) if text else None
+            except ValueError:
+                return None
+
+        return whole(got.get(POLICY_LAST)), whole(got.get(POLICY_COUNT)), got.get(POLICY_HEAD) or None
+
+    def seal_head(self, conn: Connection, last: int | None, count: int, last_seal: str | None) -> None:
+        """Name the newest change and the count, and seal them as one under the store's key."""
+        self._meta.put(conn, POLICY_LAST, "" if last is None else str(last))
+        self._meta.put(conn, POLICY_COUNT, str(count))
+        self._meta.put(conn, POLICY_HEAD, trail.policy_head_seal(last, count, last_seal, self._db.seal_key))
 
     def record(self, conn: Connection, change: NewPolicy) -> int:
         """A change of the policy, in force from now on, linked to the last
@@ -131,9 +146,9 @@ class PolicyChanges:
         res = conn.execute(insert(policy).values(**values, prev_id=last))
         pid = int(res.inserted_primary_key[0]) if res.inserted_primary_key else 0
         row = {**values, "id": pid, "prev_id": last}
-        conn.execute(update(policy).where(policy.c.id == pid).values(seal=trail.policy_seal(row, self._db.seal_key)))
-        self._meta.put(conn, POLICY_LAST, str(pid))
-        self._meta.put(conn, POLICY_COUNT, str(count + 1))
+        seal = trail.policy_seal(row, self._db.seal_key)
+        conn.execute(update(policy).where(policy.c.id == pid).values(seal=seal))
+        self.seal_head(conn, pid, count + 1, seal)
         return pid
 
     def reseal(self, conn: Connection) -> None:
@@ -144,14 +159,11 @@ class PolicyChanges:
             return
         last: int | None = None
         count = 0
+        seal: str | None = None
         for row in conn.execute(select(policy).order_by(policy.c.id)).fetchall():
             m = dict(row._mapping)
             m["prev_id"] = last
-            conn.execute(
-                update(policy)
-                .where(policy.c.id == m["id"])
-                .values(prev_id=last, seal=trail.policy_seal(m, self._db.seal_key))
-            )
+            seal = trail.policy_seal(m, self._db.seal_key)
+            conn.execute(update(policy).where(policy.c.id == m["id"]).values(prev_id=last, seal=seal))
             last, count = int(m["id"]), count + 1
-        self._meta.put(conn, POLICY_LAST, "" if last is None else str(last))
-        self._meta.put(conn, POLICY_COUNT, str(count))
+        self.seal_head(conn, last, count, seal)

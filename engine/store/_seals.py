@@ -25,19 +25,30 @@ _TABLES: dict[SealedTable, Table] = {
 }
 
 
+_NEWEST: dict[frozenset[str], Any] = {}
+"""`Seals.newest`'s statement, built once for each set of tables a store has."""
+
+
 class Seals:
     """Reads and writes of the sealed tables' rows, all of them (a reseal)."""
 
-    def newest(self, conn: Connection) -> list[str]:
+    def newest(self, conn: Connection, tables: set[str]) -> list[str]:
         """The seal of each sealed table's newest row (by id, on its primary
-        key: four indexed reads): what says a store is keyed when its meta
-        row no longer does (store.py)."""
-        found: list[str] = []
-        for t in _TABLES.values():
-            seal = conn.execute(select(t.c.seal).order_by(t.c.id.desc()).limit(1)).scalar()
-            if seal:
-                found.append(str(seal))
-        return found
+        key: one statement of four indexed reads): what says a store is keyed
+        when its meta row no longer does (store.py). `tables`: the store's."""
+        have = frozenset(t.name for t in _TABLES.values() if t.name in tables)
+        if not have:
+            return []
+        q = _NEWEST.get(have)
+        if q is None:
+            q = _NEWEST[have] = select(
+                *(
+                    select(t.c.seal).order_by(t.c.id.desc()).limit(1).scalar_subquery()
+                    for t in _TABLES.values()
+                    if t.name in have
+                )
+            )
+        return [str(s) for s in conn.execute(q).one() if s]
 
     def checkpoint_seals(self, conn: Connection) -> list[Row[Any]]:
         """Every checkpoint's `id`, `payload_hash` and `seal` (its payload is not read)."""

@@ -19,6 +19,12 @@ transition explains (a decision of a listed action applied without a
 second), which `verify` and the start sequence still find afterwards.
 Version 6 adds the columns of waiting, paused and cancelled runs (when a
 waiting run is due, what it waits for, an operator's hold): nothing to fill.
+Version 7 seals the policy's head (meta `policy_head`: the newest change and
+the count as one seal), so a deleted tail with the head moved back is found.
+The upgrade vouches for the head as it stands, under the store's key where
+the upgrading process holds it; a keyed store upgraded by a process without
+its key is left without a head seal, which is damage (decisions are refused)
+until the policy is recorded anew with the key.
 """
 
 from __future__ import annotations
@@ -28,13 +34,16 @@ from typing import Any
 from sqlalchemy import Connection, inspect, select, text, update
 
 from ..history import seals, trail
+from ..history.keys import SealKey
 from . import _paging
 from .schema import (
     ADDED_COLUMNS,
     ADDED_IN,
     ADDED_INDEXES,
     POLICY_COUNT,
+    POLICY_HEAD,
     POLICY_LAST,
+    SEAL_KEY,
     decisions,
     effects,
     meta,
@@ -44,8 +53,10 @@ from .schema import (
 )
 
 
-def upgrade(conn: Connection, version: int) -> set[str]:
-    """Bring a store at `version` to the current schema; returns the tables added."""
+def upgrade(conn: Connection, version: int, held_key: SealKey | None = None) -> set[str]:
+    """Bring a store at `version` to the current schema; returns the tables
+    added. `held_key`: the seal key this process was given (version 7 seals
+    the policy's head under it when it is the store's)."""
     added = [metadata.tables[n] for n, v in ADDED_IN.items() if version < v]
     metadata.create_all(conn, tables=added, checkfirst=True)
     have: dict[str, set[str]] = {}
@@ -64,6 +75,8 @@ def upgrade(conn: Connection, version: int) -> set[str]:
     if version < 5:
         _seal_decisions(conn)
         _seal_policy(conn)
+    if version < 7:
+        _seal_policy_head(conn, held_key)
     for _name, (since, index) in ADDED_INDEXES.items():
         if version < since:
             index.create(conn, checkfirst=True)
@@ -118,3 +131,21 @@ def _seal_policy(conn: Connection) -> None:
     for key, value in ((POLICY_LAST, "" if last is None else str(last)), (POLICY_COUNT, str(n))):
         if conn.execute(update(meta).where(meta.c.key == key).values(value=value)).rowcount == 0:
             conn.execute(meta.insert().values(key=key, value=value))
+
+
+def _seal_policy_head(conn: Connection, held_key: SealKey | None) -> None:
+    """The policy's head sealed as it stands: plain on a plain store, under
+    the store's key where this process holds it, else left unsealed."""
+    got = {str(r.key): str(r.value or "") for r in conn.execute(select(meta.c.key, meta.c.value))}
+    stored = got.get(SEAL_KEY) or None
+    if stored is not None and (held_key is None or held_key.key_id != stored):
+        return  # keyed under a key not held here: verify says the head is unsealed
+    key = held_key if stored is not None else None
+    last = int(got[POLICY_LAST]) if got.get(POLICY_LAST, "").isdigit() else None
+    count = int(got[POLICY_COUNT]) if got.get(POLICY_COUNT, "").isdigit() else 0
+    if last is None and not count:
+        return  # no policy recorded: nothing to anchor
+    seal = conn.execute(select(policy.c.seal).where(policy.c.id == last)).scalar() if last is not None else None
+    value = trail.policy_head_seal(last, count, seal, key)
+    if conn.execute(update(meta).where(meta.c.key == POLICY_HEAD).values(value=value)).rowcount == 0:
+        conn.execute(meta.insert().values(key=POLICY_HEAD, value=value))

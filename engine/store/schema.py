@@ -36,6 +36,10 @@ meta = Table(
 POLICY_LAST = "policy_last"
 POLICY_COUNT = "policy_count"
 SEAL_KEY = "seal_key"
+#: (version 7) The seal of the policy's head: its newest change's id and seal
+#: and the count, sealed as one (keyed where the store is), so a deleted or
+#: re-ordered tail with `policy_last`/`policy_count` moved back is found.
+POLICY_HEAD = "policy_head"
 
 
 # One row per run: its identity, inputs, and a summary an operator's list can
@@ -361,4 +365,10 @@ ADDED_INDEXES: dict[str, tuple[int, Index]] = {
     "ix_runs_rank": (4, ix_runs_rank),
     "ix_runs_status_lease": (4, ix_runs_status_lease),
     "ix_runs_status_wake": (6, ix_runs_status_wake),
+}
+
+#: Keys of `phasegate_meta` a version added, and what an upgrade to it fills
+#: (store/migrations.py): version 7 seals the policy's head.
+ADDED_META: dict[str, int] = {
+    POLICY_HEAD: 7,
 }

@@ -76,7 +76,10 @@ class Store:
         readonly: bool = False,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
     ) -> None:
-        self.db = db = Database(target, create=create, readonly=readonly, lease_seconds=lease_seconds)
+        # The key is read before the database is opened, so an upgrade that
+        # seals (version 7: the policy's head) seals under the store's key.
+        held = keys.from_env()
+        self.db = db = Database(target, create=create, readonly=readonly, lease_seconds=lease_seconds, held_key=held)
         """The open database every repository shares."""
         self.hot_path = HotPath(db)
         """The hot path's fixed statements (checkpoints, effect records, steps)."""
@@ -136,7 +139,9 @@ class Store:
             return
         with self.read() as conn:
             stored = self.meta.get(conn, SEAL_KEY) or None
-            marked = next((i for s in self.seals.newest(conn) if (i := keys.id_of(s))), None)
+            # The records' mark, needed only where the meta row does not name a key.
+            newest = self.seals.newest(conn, self.db.tables) if stored is None else []
+            marked = next((i for s in newest if (i := keys.id_of(s))), None)
             empty = (
                 stored is None
                 and marked is None

@@ -84,6 +84,13 @@ def reseal(store: Store, clock: Callable[[], float], new: keys.SealKey | None) -
         store.seals.set_seals(conn, "policy", [(r.id, trail.policy_seal(r, new)) for r in rows])
         counts["policy"] = len(rows)
         store.meta.put(conn, SEAL_KEY, new.key_id if new is not None else "")
+        # The policy's head, sealed anew under the new key (over the newest change's new seal).
+        store.seal_key = new
+        head, count, _ = store.policy.head(conn)
+        newest = next((r for r in rows if int(r.id) == head), None)
+        if rows or count:
+            store.policy.seal_head(conn, head, count or 0, trail.policy_seal(newest, new) if newest else None)
+    store.store_key_id = new.key_id if new is not None else None
     return Resealed(
         counts["checkpoints"], counts["effects"], counts["decisions"], counts["policy"],
         old.key_id if old else None, new.key_id if new else None,

@@ -63,6 +63,7 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
         "20 concurrent durable steps",
         "fan-out of 20 effects",
         "keyed seal",
+        "trust checks",
         "1 KB checkpoint, metrics on",
         "1 KB checkpoint, traced",
     ):

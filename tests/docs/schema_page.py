@@ -96,6 +96,8 @@ def _versions() -> list[str]:
         added[version].append(f"`{table_name}` {word} {', '.join(columns)}")
     for name, (version, _) in schema.ADDED_INDEXES.items():
         added[version].append(f"index `{name}`")
+    for key, version in schema.ADDED_META.items():
+        added[version].append(f"`phasegate_meta` key `{key}`")
     rows = ["| Version | Release | What it added |", "| --- | --- | --- |"]
     for v, what in added.items():
         rows.append(f"| {v} | {releases.get(v, '?')} | {'; '.join(what)} |")

@@ -1,6 +1,6 @@
-"""A property (#29): for any sequence of proposals, seconds, policy changes
-and row edits, no action the policy listed is applied without a second from
-another identity.
+"""A property (#29, #38): for any sequence of proposals, seconds, cancels,
+policy changes and row edits, no action the policy listed is applied without
+a second from another identity, and no cancelled run acts again.
 
 The engine's own API on a real SQLite file, in this process: identities are
 web users of one web account (the policy names this process's account, as a
@@ -8,9 +8,13 @@ server's would), told apart only as the identity rule says (NFKC, case
 folded). Edits are raw SQL on the decision and policy rows; in a store sealed
 under a key they may also recompute every seal they touch as a plain hash,
 and insert a forged second from another identity (all a forger without the
-key can do). What is checked is the chain: each approval applied writes an
-`env` marker, and there may never be more markers than approvals a model of
-the rules says were legitimately made.
+key can do). #38 adds the run row's edits (a cancelled run's status and hold
+put back, a paused one's) and the policy's tail deleted with the meta's head
+moved back (its head seal recomputed as a plain hash where the forger may).
+What is checked is the chain: each approval applied writes an `env` marker,
+and there may never be more markers than approvals a model of the rules says
+were legitimately made; and once a cancel is recorded, no checkpoint is ever
+written again.
 """
 
 from __future__ import annotations
@@ -61,12 +65,16 @@ second = st.tuples(st.just("second"), st.sampled_from(USERS), st.integers(0, 8))
 policy = st.tuples(st.just("policy"), st.booleans())
 edit = st.tuples(
     st.just("edit"),
-    st.sampled_from(["pending", "applied", "operator", "seconded_by", "delete", "insert-second", "policy-off"]),
+    st.sampled_from(
+        ["pending", "applied", "operator", "seconded_by", "delete", "insert-second", "policy-off", "policy-tail",
+         "uncancel"]
+    ),  # fmt: skip
     st.integers(0, 8),
     st.booleans(),
 )
 apply = st.tuples(st.just("apply"), st.booleans())
-steps = st.lists(st.one_of(propose, second, policy, edit, edit, apply, apply), min_size=1, max_size=14)
+cancel = st.tuples(st.just("cancel"), st.sampled_from(USERS))
+steps = st.lists(st.one_of(propose, second, policy, edit, edit, apply, apply, cancel), min_size=1, max_size=14)
 
 
 class Model:
@@ -78,6 +86,7 @@ class Model:
         self.legit: dict[int, bool] = {}
         self.proposer: dict[int, str] = {}
         self.applied = 0
+        self.cancelled = False
 
 
 def _as(user: str) -> None:
@@ -108,12 +117,40 @@ def _markers(db: Path) -> int:
         return int(con.execute("SELECT count(*) FROM phasegate_checkpoints WHERE kind = 'env'").fetchone()[0])
 
 
+def _checkpoints(db: Path) -> int:
+    with closing(sqlite3.connect(db)) as con:
+        return int(con.execute("SELECT count(*) FROM phasegate_checkpoints").fetchone()[0])
+
+
 def _edit(db: Path, what: str, pick: int, reseal: bool) -> None:
     with closing(sqlite3.connect(db)) as con:
         con.row_factory = sqlite3.Row
         rows = [dict(r) for r in con.execute("SELECT * FROM phasegate_decisions ORDER BY id")]
+        if what == "uncancel":
+            # The run row put back to a stopped run with no hold: one UPDATE (finding 3).
+            con.execute("UPDATE phasegate_runs SET status = 'blocked', held_json = NULL WHERE status = 'cancelled'")
+            con.commit()
+            return
+        if what == "policy-tail":
+            # The newest policy change deleted and the meta's head moved back (finding 2).
+            changes = [dict(r) for r in con.execute("SELECT * FROM phasegate_policy ORDER BY id")]
+            if not changes:
+                return
+            con.execute("DELETE FROM phasegate_policy WHERE id = ?", (changes[-1]["id"],))
+            older = changes[-2] if len(changes) > 1 else None
+            head = None if older is None else int(older["id"])
+            for k, v in (("policy_last", "" if head is None else str(head)), ("policy_count", str(len(changes) - 1))):
+                con.execute("UPDATE phasegate_meta SET value = ? WHERE key = ?", (v, k))
+            if reseal:
+                seal = trail.policy_head_seal(head, len(changes) - 1, older["seal"] if older else None, None)
+                con.execute("UPDATE phasegate_meta SET value = ? WHERE key = 'policy_head'", (seal,))
+            con.commit()
+            return
         if what == "policy-off":
-            last = dict(con.execute("SELECT * FROM phasegate_policy ORDER BY id DESC LIMIT 1").fetchone())
+            found = con.execute("SELECT * FROM phasegate_policy ORDER BY id DESC LIMIT 1").fetchone()
+            if found is None:
+                return
+            last = dict(found)
             last["require_second_json"] = "[]"
             seal = trail.policy_seal(last, None) if reseal else last["seal"]
             con.execute(
@@ -201,11 +238,20 @@ def _check(tmp: Path, script: list[tuple[Any, ...]], *, keyed: bool) -> None:
                     elif kind == "edit":
                         if keyed or not step[3]:  # a plain store is held to raw edits only
                             _edit(db, step[1], step[2], step[3])
+                    elif kind == "cancel":
+                        _as(step[1])
+                        eng.decide("r", "cancel", reason="stop it")
+                        m.cancelled = True
                     elif kind == "apply":
                         if step[1]:
                             RATE["value"] = "v3" if RATE["value"] == "v2" else "v2"
                         before = _markers(db)
-                        eng.run(wf, "r")
+                        written = _checkpoints(db)
+                        try:
+                            eng.run(wf, "r")
+                        finally:
+                            # A cancelled run never acts again: not a phase, not a checkpoint.
+                            assert not m.cancelled or _checkpoints(db) == written, (script, "a cancelled run acted")
                         new = _markers(db) - before
                         if new:
                             m.applied += new
@@ -236,6 +282,13 @@ def _check(tmp: Path, script: list[tuple[Any, ...]], *, keyed: bool) -> None:
 @example(script=[("propose", "ann"), ("second", "\uff21NN", 0), ("apply", False)], keyed=False)
 @example(
     script=[("propose", "ann"), ("edit", "policy-off", 0, True), ("edit", "pending", 0, True), ("apply", False)],
+    keyed=True,
+)
+# #38's findings: a cancelled run un-cancelled by one UPDATE; the newest policy change deleted.
+@example(script=[("cancel", "ann"), ("edit", "uncancel", 0, False), ("apply", True)], keyed=False)
+@example(script=[("cancel", "ann"), ("edit", "uncancel", 0, True), ("apply", True)], keyed=True)
+@example(
+    script=[("policy", False), ("policy", True), ("edit", "policy-tail", 0, True), ("propose", "ann"), ("apply", True)],
     keyed=True,
 )
 def test_no_listed_action_is_applied_without_a_second_from_another_identity(

@@ -1,0 +1,92 @@
+"""Trust round 3 (#38), finding 2 / What to build 3: the policy's head (its
+newest change and count) is sealed, keyed where the store is, so deleting the
+newest change and moving the meta's head back is found by `verify`, and no
+decision is taken under the older rule; the upgrade from schema 6 seals the
+head as it stands."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from engine_harness import Harness
+
+from phasegate.store.schema import SCHEMA_VERSION
+
+KEY_ENV = "PHASEGATE_SEAL_KEY_FILE"
+
+
+def _keyed(h: Harness) -> dict[str, str]:
+    key = h.tmp / "seal.key"
+    key.write_bytes(os.urandom(32).hex().encode())
+    key.chmod(0o600)
+    return {KEY_ENV: str(key)}
+
+
+def _two_policies(h: Harness, env: dict[str, str]) -> None:
+    assert h.run("r1", kill="start:charge", env=env).killed
+    assert h.cli("policy", "--require-second", "reset", "--reason", "one", env=env).returncode == 0
+    p = h.cli("policy", "--require-second", "rewind,cancel,pause", "--reason", "two", env=env)
+    assert p.returncode == 0, p
+
+
+def _delete_the_newest_change(h: Harness) -> None:
+    """Finding 2's forger: the newest change deleted, and the unsealed meta
+    `policy_last`/`policy_count` moved back to the change before it."""
+    ((last, before),) = h.sql("SELECT max(id), min(id) FROM phasegate_policy")
+    h.sql("DELETE FROM phasegate_policy WHERE id = ?", (last,))
+    h.sql("UPDATE phasegate_meta SET value = ? WHERE key = 'policy_last'", (str(before),))
+    h.sql("UPDATE phasegate_meta SET value = '1' WHERE key = 'policy_count'")
+
+
+def test_deleting_the_newest_policy_change_is_found_and_relaxes_nothing(h: Harness) -> None:
+    env = _keyed(h)
+    _two_policies(h, env)
+    _delete_the_newest_change(h)
+    v = h.cli("verify", "--json", env=env)
+    assert v.returncode == 3, v
+    (pol,) = [r for r in json.loads(v.stdout) if r.get("policy")]
+    assert any("policy's head" in d["detail"] for d in pol["policy"]), pol
+    # One person's cancel is not applied under the older rule.
+    before = h.dump()
+    c = h.cli("cancel", "r1", "--reason", "alone", env=env)
+    assert c.returncode != 0 and "policy's history is damaged" in c.stderr, c
+    assert h.status("r1")["status"] != "cancelled"
+    assert h.dump() == before
+
+
+def test_a_plain_store_finds_the_deletion_unless_the_forger_recomputes_the_head(h: Harness) -> None:
+    _two_policies(h, {})
+    _delete_the_newest_change(h)
+    v = h.cli("verify")
+    assert v.returncode == 3 and "policy's head" in v.stdout, v
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_the_upgrade_from_6_seals_the_policy_head_as_it_stands(h: Harness, keyed: bool) -> None:
+    env = _keyed(h) if keyed else {}
+    _two_policies(h, env)
+    h.sql("UPDATE phasegate_meta SET value = '6' WHERE key = 'schema_version'")
+    h.sql("DELETE FROM phasegate_meta WHERE key = 'policy_head'")
+    v = h.cli("verify", env=env)
+    assert v.returncode == 0, v
+    assert h.sql("SELECT value FROM phasegate_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    ((head,),) = h.sql("SELECT value FROM phasegate_meta WHERE key = 'policy_head'")
+    assert head.startswith("k1.") is keyed
+    # And it holds from then on.
+    _delete_the_newest_change(h)
+    assert h.cli("verify", env=env).returncode == 3
+
+
+def test_a_keyed_store_upgraded_without_its_key_is_left_unsealed_and_says_so(h: Harness) -> None:
+    env = _keyed(h)
+    _two_policies(h, env)
+    h.sql("UPDATE phasegate_meta SET value = '6' WHERE key = 'schema_version'")
+    h.sql("DELETE FROM phasegate_meta WHERE key = 'policy_head'")
+    assert h.cli("status").returncode == 0  # opened (and upgraded) without the key
+    v = h.cli("verify", env=env)
+    assert v.returncode == 3 and "has no seal" in v.stdout, v
+    # Recording the policy anew, with the key, seals the head again.
+    assert h.cli("policy", "--require-second", "rewind,cancel,pause", "--reason", "anew", env=env).returncode == 0
+    assert h.cli("verify", env=env).returncode == 0
