@@ -66,8 +66,17 @@ policy = st.tuples(st.just("policy"), st.booleans())
 edit = st.tuples(
     st.just("edit"),
     st.sampled_from(
-        ["pending", "applied", "operator", "seconded_by", "delete", "insert-second", "policy-off", "policy-tail",
-         "uncancel"]
+        [
+            "pending",
+            "applied",
+            "operator",
+            "seconded_by",
+            "delete",
+            "insert-second",
+            "policy-off",
+            "policy-tail",
+            "uncancel",
+        ]
     ),  # fmt: skip
     st.integers(0, 8),
     st.booleans(),

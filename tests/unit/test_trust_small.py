@@ -42,7 +42,9 @@ def test_what_is_not_a_key_is_named(secret: bytes, why: str) -> None:
     assert why in (keys.weakness(secret) or ""), keys.weakness(secret)
 
 
-@pytest.mark.parametrize("make", [lambda: os.urandom(32), lambda: os.urandom(32).hex().encode(), lambda: os.urandom(33)])
+@pytest.mark.parametrize(
+    "make", [lambda: os.urandom(32), lambda: os.urandom(32).hex().encode(), lambda: os.urandom(33)]
+)
 def test_real_keys_pass(make) -> None:
     secret = make()
     assert keys.weakness(secret) is None
