@@ -12,6 +12,14 @@ The damage:
   forged-proposer   a seconded approval's proposer set to its seconder
   reordered-policy  the policy's last two changes swapped (the relaxed one
                     in force) and a proposal made under it set to pending
+  uncancelled-row   (#38) a cancelled run's row put back: status running,
+                    no lease, no hold (one UPDATE)
+  policy-tail       (#38) the newest policy change deleted, the meta's head
+                    moved back, and a proposal made under it set pending
+                    under the older, relaxed change
+  seal-downgrade    (#38) the store's key mark deleted from meta and a
+                    proposal set to pending; on a plain store, a keyed-looking
+                    seal planted instead
 
 each raw (the seals left as they were) and, in a store sealed under a key,
 also forged: every seal the edit touched recomputed as a plain hash, which
@@ -34,10 +42,26 @@ from pathlib import Path
 from phasegate.history import trail
 from tests.engine.engine_harness import Harness
 
-KINDS = ("edited-state", "deleted-second", "forged-proposer", "reordered-policy")
+KINDS = (
+    "edited-state",
+    "deleted-second",
+    "forged-proposer",
+    "reordered-policy",
+    "uncancelled-row",
+    "policy-tail",
+    "seal-downgrade",
+)
 NOBODY = ["--reuid=65534", "--regid=65534", "--clear-groups"]
 #: The run each kind damages (the other may go on: its decisions are whole).
-TARGET = {"edited-state": "r1", "deleted-second": "r2", "forged-proposer": "r2", "reordered-policy": "r1"}
+TARGET = {
+    "edited-state": "r1",
+    "deleted-second": "r2",
+    "forged-proposer": "r2",
+    "reordered-policy": "r1",
+    "uncancelled-row": "r3",
+    "policy-tail": "r1",
+    "seal-downgrade": "r1",
+}
 
 
 @dataclass
@@ -84,11 +108,13 @@ class DecisionSoak:
         os.chmod(folder, 0o777)
         h = Harness(folder)
         h.env.update(self.env(keyed))
-        for rid in ("r1", "r2"):
+        for rid in ("r1", "r2", "r3"):
             assert h.run(rid, kill="start:charge").killed
         h.tax.write_text("vat-2026-v2")
-        for rid in ("r1", "r2"):
+        for rid in ("r1", "r2", "r3"):
             assert h.resume(rid).returncode == 3
+        # r3 is cancelled (the policy never lists cancel: one person may).
+        assert h.cli("cancel", "r3", "--reason", "customer withdrew").returncode == 0
         for reason, acts in (("strict", "approve,reset"), ("relaxed", ""), ("strict again", "approve,reset")):
             assert h.cli("policy", "--require-second", acts, "--reason", reason).returncode == 0
         for rid in ("r1", "r2"):
@@ -219,6 +245,40 @@ class DecisionSoak:
                     "UPDATE phasegate_policy SET seal = ? WHERE id = ?", (trail.policy_seal(dict(r), None), r["id"])
                 )
             self._reseal_decision(con, did)
+
+    def _uncancelled_row(self, con: sqlite3.Connection, rng: random.Random, forged: bool) -> None:
+        status = rng.choice(["running", "blocked"])
+        con.execute(
+            "UPDATE phasegate_runs SET status = ?, held_json = NULL, lease_owner = NULL, lease_expires_at = NULL"
+            " WHERE run_id = 'r3'",
+            (status,),
+        )
+
+    def _policy_tail(self, con: sqlite3.Connection, rng: random.Random, forged: bool) -> None:
+        rows = [dict(r) for r in con.execute("SELECT * FROM phasegate_policy ORDER BY id").fetchall()]
+        newest, older = rows[-1], rows[-2]  # "strict again", and "relaxed" before it
+        con.execute("DELETE FROM phasegate_policy WHERE id = ?", (newest["id"],))
+        con.execute("UPDATE phasegate_meta SET value = ? WHERE key = 'policy_last'", (str(older["id"]),))
+        con.execute("UPDATE phasegate_meta SET value = ? WHERE key = 'policy_count'", (str(len(rows) - 1),))
+        (did,) = con.execute("SELECT id FROM phasegate_decisions WHERE run_id = 'r1' AND action = 'approve'").fetchone()
+        con.execute("UPDATE phasegate_decisions SET state = 'pending', policy_id = ? WHERE id = ?", (older["id"], did))
+        if forged:
+            head = trail.policy_head_seal(int(older["id"]), len(rows) - 1, older["seal"], None)
+            con.execute("UPDATE phasegate_meta SET value = ? WHERE key = 'policy_head'", (head,))
+            self._reseal_decision(con, did)
+
+    def _seal_downgrade(self, con: sqlite3.Connection, rng: random.Random, forged: bool) -> None:
+        con.execute("DELETE FROM phasegate_meta WHERE key = 'seal_key'")
+        (did,) = con.execute("SELECT id FROM phasegate_decisions WHERE run_id = 'r1' AND action = 'approve'").fetchone()
+        con.execute("UPDATE phasegate_decisions SET state = 'pending' WHERE id = ?", (did,))
+        keyed = con.execute("SELECT seal FROM phasegate_decisions WHERE id = ?", (did,)).fetchone()[0].startswith("k1.")
+        if forged:
+            self._reseal_decision(con, did)
+        elif not keyed:
+            # A plain store: a keyed-looking seal planted (a seal of a kind the store does not carry).
+            con.execute(
+                "UPDATE phasegate_decisions SET seal = ? WHERE id = ?", ("k1." + "0" * 16 + "." + "a" * 64, did)
+            )
 
 
 def soak(cases: int, seed: int, workdir: Path, *, log: Callable[[str], None] = print) -> list[Case]:
