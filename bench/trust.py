@@ -1,4 +1,4 @@
-"""Figure 3c (#38): what trust round 3's checks cost, on a resume and on
+"""Figure 3d (#38): what trust round 3's checks cost, on a resume and on
 `verify`. The checks: the store's key mark read from its four sealed tables'
 newest rows when it opens (four reads on their primary keys), a run row's
 status and hold against its sealed decisions (`trail.run_row`, pure, over the
@@ -117,9 +117,9 @@ def run(quick: bool, rounds: int) -> list[Figure]:
                 "x",
                 tgt,
                 met,
-                group="3c trust checks",
+                group="3d trust checks",
                 baseline=f"unchecked: {median(off) * 1e3:.2f} ms a resume (open, start sequence, a phase, its end)",
-                detail=f"checked: {median(on) * 1e3:.2f} ms; the key mark (4 indexed reads at open), the run row"
+                detail=f"checked: {median(on) * 1e3:.2f} ms; the key mark (one statement of 4 indexed reads at open), the run row"
                 " against its decisions, the policy's head seal",
                 samples=ratios,
             )
@@ -133,7 +133,7 @@ def run(quick: bool, rounds: int) -> list[Figure]:
                 "x",
                 tgt,
                 met,
-                group="3c trust checks",
+                group="3d trust checks",
                 baseline=f"unchecked: {median(off) * 1e3:.1f} ms for {runs} runs with 2 decisions each",
                 detail=f"checked: {median(on) * 1e3:.1f} ms; each run row against its decisions, the policy's head",
                 samples=ratios,
@@ -146,7 +146,7 @@ def run(quick: bool, rounds: int) -> list[Figure]:
                 own / resume_off,
                 "x",
                 *at_most(own / resume_off, 0.02),
-                group="3c trust checks",
+                group="3d trust checks",
                 baseline=f"a resume: {resume_off * 1e3:.2f} ms unchecked (the median above)",
                 detail=f"the checks alone, timed by themselves: {own * 1e6:.0f} us (the key mark read, the run row"
                 " against its decisions, the policy's head read); the pairs above are as noisy as the disk and"
