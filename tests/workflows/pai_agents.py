@@ -1,0 +1,142 @@
+"""pydantic-ai agents run through `phasegate run`, for tests/integrations.
+
+Written as an agent author would: a pydantic-ai `Agent` with its tools and
+one line added (`capabilities=[PhasegateDurability()]`), run inside an async
+phase. The model is pydantic-ai's own offline `FunctionModel`, scripted: no
+key, no network.
+
+Inputs: `log` (the call log: one line a model call or a tool call, fsynced,
+read by the tests), `ledger` (the refunds done: a JSON line per refund, keyed
+by its idempotency key, as a payment API deduplicating by key would keep
+them), `task`, and optionally `kill` (`N`: the process SIGKILLs itself as it
+writes the call log's Nth line, counted over every process of the run).
+
+  refunder   model: look up the order, then refund it (an effect that needs
+             approval), then answer with what the tools said
+  parallel   model: two calls of one tool in one response, then answer
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from phasegate import AsyncPhaseContext, Workflow
+from phasegate.integrations.pydantic_ai import PhasegateDurability, effect_key
+
+_INPUTS: dict[str, Any] = {}
+
+
+def log(line: str) -> None:
+    """Append one line to the call log (durable before the caller goes on),
+    and SIGKILL this process when it is the line the test asked to die at."""
+    path = Path(_INPUTS["log"])
+    with path.open("a") as fh:
+        fh.write(line + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    kill = _INPUTS.get("kill")
+    if kill is not None and len(path.read_text().splitlines()) == int(kill):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def returns_of(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    return [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+
+
+# -- refunder -------------------------------------------------------------------
+
+
+def refunder_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    turn = sum(1 for m in messages if isinstance(m, ModelResponse)) + 1
+    log(f"model refunder {turn}")
+    done = returns_of(messages)
+    if turn == 1:
+        return ModelResponse(parts=[ToolCallPart("lookup", {"order": "A-17"}, tool_call_id="call-lookup")])
+    if turn == 2:
+        return ModelResponse(
+            parts=[ToolCallPart("refund", {"order": "A-17", "amount": 40}, tool_call_id="call-refund")]
+        )
+    return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in done))])
+
+
+refunder_agent = Agent(
+    FunctionModel(refunder_model), name="refunder", capabilities=[PhasegateDurability()]
+)
+
+
+@refunder_agent.tool_plain
+def lookup(order: str) -> str:
+    log(f"tool lookup {order}")
+    return f"order {order}: 40 EUR, paid"
+
+
+@refunder_agent.tool_plain(requires_approval=True, metadata={"phasegate": {"effect": True, "idempotent": True}})
+def refund(order: str, amount: int) -> str:
+    key = effect_key()
+    log(f"tool refund {order} {key}")
+    ledger = Path(_INPUTS["ledger"])
+    done = {json.loads(line)["key"] for line in ledger.read_text().splitlines()} if ledger.exists() else set()
+    if key not in done:  # the payment API: one refund per idempotency key
+        with ledger.open("a") as fh:
+            fh.write(json.dumps({"key": key, "order": order, "amount": amount}) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+    return f"refunded {amount} on {order}"
+
+
+refunder = Workflow("pai-refunder")
+
+
+@refunder.phase()
+async def agent_loop(ctx: AsyncPhaseContext) -> dict[str, Any]:
+    _INPUTS.clear()
+    _INPUTS.update(ctx.inputs)
+    return {"output": (await refunder_agent.run(ctx.inputs["task"])).output}
+
+
+# -- parallel -------------------------------------------------------------------
+
+
+def parallel_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    turn = sum(1 for m in messages if isinstance(m, ModelResponse)) + 1
+    log(f"model parallel {turn}")
+    if turn == 1:
+        return ModelResponse(
+            parts=[
+                ToolCallPart("price", {"item": "slow"}, tool_call_id="call-a"),
+                ToolCallPart("price", {"item": "fast"}, tool_call_id="call-b"),
+            ]
+        )
+    got = sorted(f"{p.tool_call_id}={p.content}" for p in returns_of(messages))
+    return ModelResponse(parts=[TextPart(", ".join(got))])
+
+
+parallel_agent = Agent(FunctionModel(parallel_model), name="pricer", capabilities=[PhasegateDurability()])
+
+
+@parallel_agent.tool_plain
+async def price(item: str) -> str:
+    import asyncio
+
+    log(f"tool price {item}")
+    if item == "slow":
+        await asyncio.sleep(0.05)  # the call started first finishes last
+    return f"{item}:{len(item)}"
+
+
+parallel = Workflow("pai-parallel")
+
+
+@parallel.phase()
+async def fan_out(ctx: AsyncPhaseContext) -> dict[str, Any]:
+    _INPUTS.clear()
+    _INPUTS.update(ctx.inputs)
+    return {"output": (await parallel_agent.run(ctx.inputs["task"])).output}
