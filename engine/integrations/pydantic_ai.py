@@ -264,7 +264,15 @@ class _Backend(CallableOperationBackend[dict[str, Any]]):
                         raise
                     raise RetryLater(wait, f"the model API asked for a wait ({type(exc).__name__})") from exc
 
-            return await ctx.step(step, model_request, durable=True)
+            # Only a rate limit is retried here (its attempts counted on this
+            # step); pydantic-ai's own retry capabilities see every other error.
+            return await ctx.step(
+                step,
+                model_request,
+                durable=True,
+                retries=RetryLater.DEFAULT_ATTEMPTS - 1,
+                retry_on=RetryLater,
+            )
         if isinstance(operation_id, ToolsetCallToolId) and isinstance(config, Mapping) and config.get("effect"):
 
             async def act(key: str) -> object:

@@ -140,3 +140,24 @@ async def fan_out(ctx: AsyncPhaseContext) -> dict[str, Any]:
     _INPUTS.clear()
     _INPUTS.update(ctx.inputs)
     return {"output": (await parallel_agent.run(ctx.inputs["task"])).output}
+
+
+# -- limited: the model API answers 429 with a Retry-After -------------------------
+
+
+def limited_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    from pydantic_ai.exceptions import ModelHTTPError
+
+    log("model limited")
+    raise ModelHTTPError(429, "scripted", {"error": "rate limited"}, retry_after=3600)
+
+
+limited_agent = Agent(FunctionModel(limited_model), name="limited", capabilities=[PhasegateDurability()])
+limited = Workflow("pai-limited")
+
+
+@limited.phase()
+async def ask_once(ctx: AsyncPhaseContext) -> dict[str, Any]:
+    _INPUTS.clear()
+    _INPUTS.update(ctx.inputs)
+    return {"output": (await limited_agent.run(ctx.inputs["task"])).output}
