@@ -8,7 +8,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import agents, batch, checkpoint, cli_start, console, effects, observing, postgres, resume, seals, verify, waits
+from . import (
+    agents,
+    batch,
+    checkpoint,
+    cli_start,
+    console,
+    effects,
+    frameworks,
+    observing,
+    postgres,
+    resume,
+    seals,
+    verify,
+    waits,
+)
 from ._util import RUNS, Figure, _disk_tmp, scratch
 from .report import machine, markdown, table, write_json
 
@@ -29,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--only",
         default="",
-        help="comma-separated groups: checkpoint,effects,agents,seals,observing,waits,resume,verify,console,live,cli,postgres,wire,batch",
+        help="comma-separated groups: checkpoint,effects,agents,frameworks,seals,observing,waits,resume,verify,console,live,cli,postgres,wire,batch",
     )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -57,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     group("checkpoint", lambda: checkpoint.run(a.quick, rounds))
     group("effects", lambda: effects.run(a.quick, rounds))
     group("agents", lambda: agents.run(a.quick, rounds))
+    # Not in --smoke: tens of seconds on a loaded CI machine, for two rows.
+    group(
+        "frameworks",
+        lambda: frameworks.skipped("not measured in --smoke") if a.smoke else frameworks.run(a.quick, rounds),
+    )
     group("seals", lambda: seals.run(a.quick, rounds))
     group("observing", lambda: observing.run(a.quick, rounds))
     group("waits", lambda: waits.run(a.quick, rounds))

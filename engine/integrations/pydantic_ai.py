@@ -57,7 +57,6 @@ try:
         JournalOperationNamer,
         ModelCancelSuspendedResponseId,
         ModelCompactMessagesId,
-        ModelCountTokensId,
         ModelRequestId,
         RoleBasedOperationConfig,
         ToolsetCallToolId,
@@ -65,8 +64,8 @@ try:
         ToolsetGetToolsId,
         ToolsetValidateToolArgumentsId,
         external_event_scope,
-        model_error_retry_after,
     )
+    from pydantic_ai.exceptions import ModelAPIError
     from pydantic_ai.messages import ToolCallPart
     from pydantic_ai.tools import (
         AgentDepsT,
@@ -76,9 +75,16 @@ try:
         ToolApproved,
         ToolDenied,
     )
-except ImportError:  # pragma: no cover - the message is the point
+except ModuleNotFoundError as exc:
+    if exc.name is None or exc.name.split(".")[0] != "pydantic_ai":
+        raise
     raise ImportError(
         "phasegate.integrations.pydantic_ai needs pydantic-ai: pip install 'phasegate[pydantic-ai]'"
+    ) from None
+except ImportError as exc:  # an older pydantic-ai, without the durable_exec names this is built on
+    raise ImportError(
+        f"phasegate.integrations.pydantic_ai needs a newer pydantic-ai ({exc}): "
+        "pip install --upgrade 'phasegate[pydantic-ai]'"
     ) from None
 
 from ..errors import UsageError
@@ -113,6 +119,31 @@ def effect_key() -> str:
             "run by an agent with PhasegateDurability inside a phase"
         )
     return key
+
+
+_LATER_KINDS = {"ModelCountTokensId": "count-tokens"}
+"""Operations of releases after the floor, by class name (the floor has no such class to match)."""
+
+
+def _retry_after(error: BaseException) -> float | None:
+    """The wait a model API error in `error`'s chain asked for (`Retry-After`), at most `MAX_RETRY_AFTER`.
+
+    pydantic-ai's `model_error_retry_after` where the release has it; the same walk otherwise.
+    """
+    try:
+        from pydantic_ai.durable_exec import model_error_retry_after
+    except ImportError:
+        seen: set[int] = set()
+        current: BaseException | None = error
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            wait = getattr(current, "retry_after", None) if isinstance(current, ModelAPIError) else None
+            if isinstance(wait, int | float):
+                return min(float(wait), MAX_RETRY_AFTER)
+            current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
+        return None
+    found: float | None = model_error_retry_after(error, maximum=MAX_RETRY_AFTER)
+    return found
 
 
 class _Names:
@@ -181,8 +212,6 @@ def step_name(agent: str, operation_id: DurableOperationId, cache_key: tuple[obj
             return names.ordinal(f"{agent}:instructions:{toolset}")
         case EventStreamHandlerId():
             return names.ordinal(f"{agent}:event")
-        case ModelCountTokensId():
-            return names.ordinal(f"{agent}:count-tokens")
         case ModelCompactMessagesId():
             return names.ordinal(f"{agent}:compact")
         case ModelCancelSuspendedResponseId():
@@ -190,7 +219,8 @@ def step_name(agent: str, operation_id: DurableOperationId, cache_key: tuple[obj
         case CapabilityOperationId(capability_id=capability, operation=operation):
             return names.ordinal(f"{agent}:capability:{capability}.{operation}")
         case _:  # the union grows in minor releases
-            return names.ordinal(f"{agent}:{type(operation_id).__name__}")
+            kind = type(operation_id).__name__
+            return names.ordinal(f"{agent}:{_LATER_KINDS.get(kind, kind)}")
 
 
 _TOOL_OPTIONS = frozenset({"effect", "idempotent"})
@@ -259,7 +289,7 @@ class _Backend(CallableOperationBackend[dict[str, Any]]):
                 try:
                     return await body()
                 except Exception as exc:
-                    wait = model_error_retry_after(exc, maximum=MAX_RETRY_AFTER)
+                    wait = _retry_after(exc)
                     if wait is None:
                         raise
                     raise RetryLater(wait, f"the model API asked for a wait ({type(exc).__name__})") from exc
@@ -309,7 +339,7 @@ class _Waiter(ExternalEventWaiter):
     ) -> JsonValue:
         question = _question_name(f"event:{name}")
         token = f"{self._ctx.phase}/{question}"
-        answered = await self._ctx.step(f"{self._agent}:event-ask:{name}", ask, token, durable=True)
+        answered: JsonValue = await self._ctx.step(f"{self._agent}:event-ask:{name}", ask, token, durable=True)
         if answered is not None:
             return answered
         try:
@@ -475,7 +505,8 @@ class PhasegateDurability(BaseDurabilityCapability[AgentDepsT]):
 
 
 def _payload(agent: str, call: ToolCallPart, requests: DeferredToolRequests) -> dict[str, Any]:
-    args = requests.validated_args.get(call.tool_call_id)
+    validated = getattr(requests, "validated_args", None) or {}  # newer releases say what the tool will receive
+    args = validated.get(call.tool_call_id)
     return {
         "agent": agent,
         "tool": call.tool_name,
@@ -483,4 +514,3 @@ def _payload(agent: str, call: ToolCallPart, requests: DeferredToolRequests) -> 
         "args": args if args is not None else call.args_as_dict(),
         "metadata": requests.metadata.get(call.tool_call_id, {}),
     }
-

@@ -42,12 +42,19 @@ def test_the_pydantic_ai_tests_pass_against_the_floor_release() -> None:
         pytest.skip(reason)
     version = subprocess.run(
         [str(python), "-c", "import importlib.metadata as m; print(m.version('pydantic-ai-slim'))"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert version.stdout.strip() == floor(), f"the floor venv has pydantic-ai-slim {version.stdout}{version.stderr}"
     tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests" / "integrations").glob("test_pydantic_ai*.py"))
     out = subprocess.run(
         [str(python), "-m", "pytest", "-n", "0", "-p", "no:cacheprovider", "-q", *tests],
-        capture_output=True, text=True, cwd=ROOT, env=child_env({INSIDE: "1"}), check=False, timeout=900,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=child_env({INSIDE: "1"}),
+        check=False,
+        timeout=900,
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]

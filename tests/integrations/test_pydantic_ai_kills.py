@@ -68,8 +68,9 @@ def test_a_tool_that_needs_approval_parks_the_run_with_its_payload(tmp_path: Pat
     assert run.refunds() == []
     assert run.calls() == ["model refunder 1", "tool lookup A-17", "model refunder 2"]
     # An answer that is not an approval is refused, and the store is left as it was.
-    bad = run.cli("decide", run.run_id, "answer", "--question", "approve:call-refund", "--value", '"maybe"',
-                  "--reason", "test")
+    bad = run.cli(
+        "decide", run.run_id, "answer", "--question", "approve:call-refund", "--value", '"maybe"', "--reason", "test"
+    )
     assert bad.rc == 2, bad.stdout + bad.stderr
     assert run.status()["waiting"]["question"]["name"] == "approve:call-refund"
 

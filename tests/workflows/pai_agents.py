@@ -67,9 +67,7 @@ def refunder_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
     return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in done))])
 
 
-refunder_agent = Agent(
-    FunctionModel(refunder_model), name="refunder", capabilities=[PhasegateDurability()]
-)
+refunder_agent = Agent(FunctionModel(refunder_model), name="refunder", capabilities=[PhasegateDurability()])
 
 
 @refunder_agent.tool_plain
