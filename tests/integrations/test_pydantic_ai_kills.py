@@ -131,3 +131,22 @@ def test_killed_at_each_model_and_tool_call_the_resumed_agent_repeats_nothing_sa
             # tool returned: its completion was already committed.
             assert seen["effects"] == ["done"], where
         run.verify_clean()
+
+
+def test_streamed_model_requests_are_durable_steps_under_kills(tmp_path: Path) -> None:
+    clean = AgentRun(tmp_path / "clean", "streamer")
+    clean.folder.mkdir()
+    assert clean.start().rc == 0
+    calls = clean.calls()
+    assert calls == ["model streamer 1", "tool lookup B-2", "model streamer 2"]
+    assert list(clean.steps()) == ["streamer:model:1", "streamer:tool:call-stream", "streamer:model:2"]
+    outputs = clean.status()["outputs"]
+    for k in range(1, len(calls) + 1):
+        run = AgentRun(tmp_path / f"kill-{k}", "streamer")
+        run.folder.mkdir()
+        assert run.start(kill=k).killed, k
+        res = run.resume()
+        assert res.rc == 0, res.stdout + res.stderr
+        assert run.calls() == calls[:k] + calls[k - 1 :], k
+        assert run.status()["outputs"] == outputs, k
+        assert run.steps()["streamer:model:2"]["parts"][0]["content"] == "looked up: order B-2: 40 EUR, paid"

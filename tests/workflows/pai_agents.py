@@ -14,6 +14,8 @@ writes the call log's Nth line, counted over every process of the run).
   refunder   model: look up the order, then refund it (an effect that needs
              approval), then answer with what the tools said
   parallel   model: two calls of one tool in one response, then answer
+  limited    model: a 429 with Retry-After
+  streamer   `run_stream`: a streamed tool call, then a streamed answer
 """
 
 from __future__ import annotations
@@ -159,3 +161,35 @@ async def ask_once(ctx: AsyncPhaseContext) -> dict[str, Any]:
     _INPUTS.clear()
     _INPUTS.update(ctx.inputs)
     return {"output": (await limited_agent.run(ctx.inputs["task"])).output}
+
+
+# -- streamer: the same agent, its model requests streamed --------------------------
+
+
+async def streamer_model(messages: list[ModelMessage], info: AgentInfo) -> Any:
+    from pydantic_ai.models.function import DeltaToolCall
+
+    turn = sum(1 for m in messages if isinstance(m, ModelResponse)) + 1
+    log(f"model streamer {turn}")
+    if turn == 1:
+        yield {0: DeltaToolCall(name="lookup", json_args='{"order": "B-2"}', tool_call_id="call-stream")}
+        return
+    done = returns_of(messages)
+    for word in ("looked", " up: ", str(done[0].content) if done else "?"):
+        yield word
+
+
+streamer_agent = Agent(
+    FunctionModel(stream_function=streamer_model), name="streamer", capabilities=[PhasegateDurability()]
+)
+streamer_agent.tool_plain(lookup)
+streamer = Workflow("pai-streamer")
+
+
+@streamer.phase()
+async def stream_loop(ctx: AsyncPhaseContext) -> dict[str, Any]:
+    _INPUTS.clear()
+    _INPUTS.update(ctx.inputs)
+    async with streamer_agent.run_stream(ctx.inputs["task"]) as result:
+        output = await result.get_output()
+    return {"output": output}
