@@ -26,7 +26,7 @@ from pydantic_ai.durable_exec import (  # noqa: E402
 from pydantic_ai.tools import RunContext  # noqa: E402
 from pydantic_ai.usage import RunUsage  # noqa: E402
 
-from phasegate.integrations.pydantic_ai import _Names, step_name  # noqa: E402
+from phasegate.integrations.pydantic_ai._names import _Names, step_name  # noqa: E402
 
 
 def test_the_refunder_agents_step_and_effect_names_are_pinned(tmp_path: Path) -> None:
