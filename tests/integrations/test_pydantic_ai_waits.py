@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.integrations.pai_support import WAITING, AgentRun
 from tests.support.cli import ROOT, child_env
 
@@ -38,3 +40,34 @@ def test_importing_the_adapter_without_pydantic_ai_names_the_extra() -> None:
     assert out.stdout.strip() == (
         "phasegate.integrations.pydantic_ai needs pydantic-ai: pip install 'phasegate[pydantic-ai]'"
     ), out.stdout + out.stderr
+
+
+def test_a_resume_token_handed_on_is_a_question_and_its_answer_resumes_the_agent(tmp_path: Path) -> None:
+    """pydantic-ai's token waits (`wait_for_external_event`, here the author's
+    own `HandleDeferredToolCalls` with a token handler) wait as a phasegate
+    question; the handler is not called again on the resume."""
+    from pydantic_ai.capabilities import deferred_tool_handler
+
+    if not hasattr(deferred_tool_handler, "wait_for_external_event"):
+        pytest.skip("this pydantic-ai release's HandleDeferredToolCalls hands no resume token on")
+    run = AgentRun(tmp_path, "handed")
+    assert run.start().rc == WAITING
+    question = run.status()["waiting"]["question"]
+    assert question["name"] == "event:deferred_tool_calls"
+    assert question["payload"] == {
+        "agent": "handed",
+        "event": "deferred_tool_calls",
+        "token": "hand_over/event:deferred_tool_calls",
+    }
+    assert run.calls() == ["model handed 1", "handler hand_over/event:deferred_tool_calls"]
+    run.answer("event:deferred_tool_calls", {"approvals": {"call-wipe": True}})
+    res = run.resume()
+    assert res.rc == 0, res.stdout + res.stderr
+    assert run.calls() == [
+        "model handed 1",
+        "handler hand_over/event:deferred_tool_calls",
+        "tool wipe cache",
+        "model handed 2",
+    ]
+    assert run.steps()["handed:model:2"]["parts"][0]["content"] == "wiped cache"
+    run.verify_clean()

@@ -16,6 +16,7 @@ writes the call log's Nth line, counted over every process of the run).
   parallel   model: two calls of one tool in one response, then answer
   limited    model: a 429 with Retry-After
   streamer   `run_stream`: a streamed tool call, then a streamed answer
+  handed     the author's HandleDeferredToolCalls hands a resume token on (a token wait)
 """
 
 from __future__ import annotations
@@ -193,3 +194,47 @@ async def stream_loop(ctx: AsyncPhaseContext) -> dict[str, Any]:
     async with streamer_agent.run_stream(ctx.inputs["task"]) as result:
         output = await result.get_output()
     return {"output": output}
+
+
+# -- handed: the author's own HandleDeferredToolCalls hands a resume token on ------------
+
+
+def handed_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    turn = sum(1 for m in messages if isinstance(m, ModelResponse)) + 1
+    log(f"model handed {turn}")
+    if turn == 1:
+        return ModelResponse(parts=[ToolCallPart("wipe", {"what": "cache"}, tool_call_id="call-wipe")])
+    return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returns_of(messages)))])
+
+
+def hand_on(ctx: Any, requests: Any, token: str) -> None:
+    """Hands the token to whoever answers (a chat message, an email): the run waits for it."""
+    log(f"handler {token}")
+
+
+def _handed_agent() -> Agent[None, str]:
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+
+    handed = Agent(
+        FunctionModel(handed_model),
+        name="handed",
+        capabilities=[HandleDeferredToolCalls(handler=hand_on), PhasegateDurability()],
+    )
+
+    @handed.tool_plain(requires_approval=True)
+    def wipe(what: str) -> str:
+        log(f"tool wipe {what}")
+        return f"wiped {what}"
+
+    return handed
+
+
+handed_agent = _handed_agent()
+handed = Workflow("pai-handed")
+
+
+@handed.phase()
+async def hand_over(ctx: AsyncPhaseContext) -> dict[str, Any]:
+    _INPUTS.clear()
+    _INPUTS.update(ctx.inputs)
+    return {"output": (await handed_agent.run(ctx.inputs["task"])).output}
