@@ -15,6 +15,7 @@ from . import (
     cli_start,
     console,
     effects,
+    frameworks,
     observing,
     postgres,
     resume,
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--only",
         default="",
-        help="comma-separated groups: checkpoint,effects,agents,seals,trust,observing,waits,resume,verify,console,live,cli,postgres,wire,batch",
+        help="comma-separated groups: checkpoint,effects,agents,frameworks,seals,trust,observing,waits,resume,verify,console,live,cli,postgres,wire,batch",
     )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -71,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     group("checkpoint", lambda: checkpoint.run(a.quick, rounds))
     group("effects", lambda: effects.run(a.quick, rounds))
     group("agents", lambda: agents.run(a.quick, rounds))
+    # Not in --smoke: tens of seconds on a loaded CI machine, for two rows.
+    group(
+        "frameworks",
+        lambda: frameworks.skipped("not measured in --smoke") if a.smoke else frameworks.run(a.quick, rounds),
+    )
     group("seals", lambda: seals.run(a.quick, rounds))
     group("trust", lambda: trust.run(a.quick, 1 if a.smoke else rounds))
     group("observing", lambda: observing.run(a.quick, rounds))

@@ -9,6 +9,8 @@ named in the run's inputs, so runs never share state by accident:
 - `phasegate.sample_runs.research:wf`  an agent's research task with declared floors
 - `phasegate.sample_runs.approvals:wf` an operations agent that asks a person
   before a risky tool call and waits out a rate limit (`ctx.ask`, `RetryLater`)
+- `phasegate.sample_runs.refunds_agent:wf` a pydantic-ai support agent run
+  durably by one capability, waiting for a tool's approval (the pydantic-ai extra)
 
 Each module also has `prepare(workdir, ...)`, which lays out a working
 directory and returns the inputs for a run on it.
@@ -26,5 +28,6 @@ WORKFLOWS: dict[str, str] = {
     "pipeline": "phasegate.sample_runs.pipeline:wf",
     "research": "phasegate.sample_runs.research:wf",
     "approvals": "phasegate.sample_runs.approvals:wf",
+    "refunds-agent": "phasegate.sample_runs.refunds_agent:wf",
 }
 """Workflow name -> the target string `phasegate run` and the worker load."""

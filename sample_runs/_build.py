@@ -317,6 +317,18 @@ def approvals_cancelled(d: Demo, step: Step) -> None:
     d.decide(rid, "cancel", "the ledger's cache is never dropped by an agent; done by hand (OPS-413)")
 
 
+def refunds_agent_asking(d: Demo, step: Step) -> None:
+    try:
+        from . import refunds_agent
+    except ImportError:
+        step("pydantic-ai refunds agent: skipped (pip install 'phasegate[pydantic-ai]')")
+        return
+    rid = "refunds-agent-a1042"
+    inputs = refunds_agent.prepare(d.workdir(rid))
+    step("pydantic-ai refunds agent: looked the order up; its refund tool waits for approval")
+    _expect_waiting(d.run(refunds_agent.wf, rid, inputs), "answer")
+
+
 SCENARIOS: list[tuple[str, int, Callable[[Demo, Step], None]]] = [
     ("billing (in doubt)", 2, billing_in_doubt),
     ("research (below floor)", 2, research_below_floor),
@@ -334,6 +346,7 @@ SCENARIOS: list[tuple[str, int, Callable[[Demo, Step], None]]] = [
     ("approvals (cooling down)", 1, approvals_cooling_down),
     ("approvals (paused)", 2, approvals_paused),
     ("approvals (cancelled)", 2, approvals_cancelled),
+    ("refunds agent (asking)", 1, refunds_agent_asking),
 ]
 
 

@@ -92,6 +92,25 @@ async def _awaited(work: Future[Any]) -> Any:
     return result
 
 
+_RUNNING: contextvars.ContextVar[AsyncPhaseContext | None] = contextvars.ContextVar(
+    "phasegate_running_phase", default=None
+)
+"""The async phase whose task (or a task it started) is running here."""
+
+
+def running_phase() -> AsyncPhaseContext | None:
+    """The async phase running in this task, or None outside one.
+
+    Set by the driver for the phase's task; tasks the phase starts inherit
+    it. An adapter that is handed no context (an agent framework's hook)
+    finds its phase here.
+
+    Returns:
+        The phase's context, or None when no async phase is running in this task.
+    """
+    return _RUNNING.get()
+
+
 def _here() -> object:
     try:
         return asyncio.current_task()
@@ -452,6 +471,16 @@ class AsyncPhaseContext:
         value = self._effects.finish(began, result)
         self._calls.done(name)
         return value
+
+    async def commit(self) -> None:
+        """Commit now the completions of effects that finished, instead of with
+        the run's next transaction (completions.py): one commit, on the loop.
+
+        For a caller that hands an effect's result on at once to something
+        phasegate does not record (an agent's model), so that a process killed
+        right after leaves no effect in doubt.
+        """
+        self._effects.completions.flush()
 
     async def settle(self) -> None:
         """(the driver) Wait for effect calls still in flight, so each is recorded before the phase ends."""

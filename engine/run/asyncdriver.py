@@ -23,7 +23,7 @@ from typing import Any
 
 from .._stop import Stop
 from ..errors import LeaseLost, StoreError
-from .asynccontext import AsyncPhaseContext
+from .asynccontext import _RUNNING, AsyncPhaseContext
 from .parking import Park
 from .stopping import Interrupted, StopRequest, where
 
@@ -97,6 +97,7 @@ class PhaseLoop:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
         ctx.adopt()
+        running = _RUNNING.set(ctx)
         ended = False
 
         def cancel_now() -> None:
@@ -120,6 +121,7 @@ class PhaseLoop:
             raise most_serious(group) from None
         finally:
             ended = True
+            _RUNNING.reset(running)
             if forget is not None:
                 forget()
             ctx.close()

@@ -255,10 +255,28 @@ def test_runs_that_wait_one_paused_and_one_cancelled(demo: tuple[Path, Any, list
     """#27: the approvals agent's runs: one waits for a person's answer, one on
     a rate limit, one on a timer; one was paused and one cancelled by an operator."""
     runs = demo[2]
-    waiting = {r["waiting"]["kind"]: r for r in runs if r["status"] == "waiting"}
+    waiting = {r["waiting"]["kind"]: r for r in runs if r["status"] == "waiting" and r["workflow"] == "approvals"}
     assert set(waiting) == {"answer", "timer", "retry_later"}
     question = waiting["answer"]["waiting"]["question"]
     assert question["name"] == "approve_tool_call" and question["payload"]["risk"] == "high"
     assert "429 from the model API" in waiting["retry_later"]["waiting"]["reason"]
     statuses = [r["status"] for r in runs]
     assert statuses.count("paused") == 1 and statuses.count("cancelled") == 1
+
+
+def test_the_pydantic_ai_agent_waits_for_its_tool_approval(demo: tuple[Path, Any, list[dict[str, Any]]]) -> None:
+    """#37: a pydantic-ai agent (scripted model, no key, no network) waits for
+    a person to approve its refund tool, the call named in the question."""
+    pytest.importorskip("pydantic_ai", reason="the pydantic-ai extra is not installed")
+    (run,) = [r for r in demo[2] if r["workflow"] == "refunds-agent"]
+    assert run["status"] == "waiting" and run["waiting"]["kind"] == "answer", run["attention"]
+    question = run["waiting"]["question"]
+    assert question["name"] == "approve:refund-A-1042"
+    assert question["payload"] == {
+        "agent": "support",
+        "tool": "refund",
+        "call_id": "refund-A-1042",
+        "args": {"order": "A-1042", "amount": 89},
+        "metadata": {},
+    }
+    assert run["effects"] == []  # nothing refunded before the approval

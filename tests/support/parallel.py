@@ -39,6 +39,7 @@ HEAVY_FIRST = (
     "tests/test_quality.py",
     "tests/reliability/",
     "tests/demo/",
+    "tests/integrations/",
     "tests/web/",
     "tests/postgres/",
 )
