@@ -18,6 +18,8 @@ import os
 import unicodedata
 from dataclasses import dataclass
 
+from ..assistants import MARK, PREFIX, assistant_of
+
 WEB_USER_ENV = "PHASEGATE_WEB_USER"
 """Set by `phasegate serve` for each session's console when a proxy
 authenticated its user (`--operator-header`); trusted only for the account
@@ -39,8 +41,13 @@ class Who:
 
     @property
     def os_account(self) -> str:
-        """The OS account alone, without a web session's user."""
-        return self.account.split(_WEB, 1)[0]
+        """The OS account alone, without a web session's user or an assistant's name."""
+        return self.account.split(_WEB, 1)[0].split(MARK, 1)[0]
+
+    @property
+    def assistant(self) -> str | None:
+        """The assistant's name when an AI assistant records this (`phasegate mcp`), or None for a person."""
+        return assistant_of(self.operator, self.account)
 
     @property
     def web_user(self) -> str | None:
@@ -85,6 +92,19 @@ def whoami(operator: str | None = None) -> Who:
     return Who(name, account)
 
 
+def assistant_who(name: str) -> Who:
+    """Who an assistant behind `phasegate mcp` records as: its name, under
+    this process's account marked as an assistant's.
+
+    Args:
+        name: The assistant's name ("mcp:claude-ai", or the server's `--operator`).
+
+    Returns:
+        The identity its proposals carry.
+    """
+    return Who(name, f"{os_account()}{MARK}{name.removeprefix(PREFIX)}")
+
+
 def normal(name: str | None) -> str:
     """A name as identities compare it: NFKC-normalised and case-folded, so
     `Alice`, `alice` and a full-width `ａｌｉｃｅ` are one person.
@@ -113,7 +133,11 @@ def different_operators(a: Who, b: Who, *, web_account: str | None) -> bool:
     """For a second: the one rule of "another operator". Never the same web
     identity (compared as `normal` makes it), whatever the accounts; then
     different OS accounts, or two web sessions of the policy's web account
-    whose authenticated users differ. Never a different `--operator` text alone."""
+    whose authenticated users differ. Never a different `--operator` text alone.
+    An assistant and a person are different operators unless the person uses the
+    assistant's name; two assistants never are (an assistant only proposes)."""
+    if a.assistant is not None or b.assistant is not None:
+        return (a.assistant is None) != (b.assistant is None) and normal(a.operator) != normal(b.operator)
     if a.web_user is not None and b.web_user is not None and normal(a.web_user) == normal(b.web_user):
         return False
     if a.os_account != b.os_account:
@@ -131,6 +155,8 @@ def distinct(operator: str, account: str, other_operator: str, other_account: st
 
 def shown(who: Who) -> str:
     """ "ada (account ada)": the audit's way of naming both."""
+    if who.assistant is not None:
+        return f"{who.operator} (an AI assistant through phasegate mcp, account {who.os_account})"
     if who.web_user is not None:
         return f"{who.operator} (account {who.os_account}, web user {who.web_user})"
     return f"{who.operator} (account {who.account})"
