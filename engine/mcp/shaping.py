@@ -4,7 +4,9 @@
 Every text in a result was read from the store, which someone else wrote: it
 goes through the one safe-text rule (`safetext.safe`) on its way to the
 client, keys and values, so no control character, escape sequence or bidi
-override reaches the assistant or the screen it is shown on as itself.
+override reaches the assistant or the screen it is shown on as itself. A
+line break and a tab are kept (a traceback, a runbook, a code diff are
+lines, as `status --json` gives them); a carriage return is not.
 """
 
 from __future__ import annotations
@@ -38,12 +40,18 @@ def clean(value: Any) -> Any:
         The same shape, its text safe to show.
     """
     if isinstance(value, str):
-        return safe(value)
+        return _text(value)
     if isinstance(value, Mapping):
-        return {safe(k): clean(v) for k, v in value.items()}
+        return {safe(k): clean(v) for k, v in value.items()}  # a key is one line
     if isinstance(value, list | tuple):
         return [clean(v) for v in value]
     return value
+
+
+def _text(value: str) -> str:
+    if value.isascii() and value.isprintable():
+        return value  # the common case, and no copy
+    return "\n".join("\t".join(safe(part) for part in line.split("\t")) for line in value.split("\n"))
 
 
 def error_line(exc: PhasegateError) -> str:
