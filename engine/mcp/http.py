@@ -92,6 +92,8 @@ def serve(server: MCPServer[Any], address: Address, token: str | None = None) ->
     except OSError as exc:
         sock.close()
         raise UsageError(f"cannot listen on {address.host}:{address.port}: {exc.strerror or exc}") from None
+    # Listening before the address is said: a client that reads it connects at once.
+    sock.listen(128)
     port = sock.getsockname()[1]
     app = BearerGuard(server.streamable_http_app(streamable_http_path=PATH, host=address.host), token)
     host = f"[{address.host}]" if ":" in address.host else address.host

@@ -285,3 +285,25 @@ def test_list_runs_pages_by_cursor_in_the_consoles_order(h: Harness) -> None:
         assert by_id[rid]["status"] == h.status(rid)["status"]
     only = ok(call(h.target, "list_runs", {"status": ["blocked"]}))
     assert [r["run_id"] for r in only["runs"]] == ["b1"]
+
+
+def test_an_assistants_proposal_is_announced_once_with_its_reason(h: Harness) -> None:
+    _blocked_on_tax(h)
+    out = h.tmp / "events.jsonl"
+    cmd = f"cat >> {out}; echo >> {out}"
+    assert h.cli("watch", "--once", "--exec", cmd).returncode == 0  # the stop itself
+    got = ok(call(h.target, "propose", {"run_id": "r1", "action": "approve",
+                                        "reason": "rates as planned\x1b[2J"}))  # fmt: skip
+    assert h.decide("r1", "pause", reason="a person's pause is not announced").returncode == 0
+    for _ in range(2):  # once, however often the watch looks
+        assert h.cli("watch", "--once", "--exec", cmd).returncode == 0
+    events = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    assert [e["status"] for e in events] == ["blocked", "proposed"]
+    ev = events[1]
+    assert ev["kinds"] == ["assistant_proposal"] and ev["run_id"] == "r1"
+    p = ev["proposal"]
+    assert (p["decision"], p["proposer"], p["assistant"], p["action"]) == (got["decision"], "mcp:claude-ai", True,
+                                                                           "approve")  # fmt: skip
+    assert p["reason"] == "rates as planned\\x1b[2J"
+    assert f"r1 second --decision {got['decision']}" in p["second"]
+    assert "an AI assistant, proposed approve" in ev["summary"] and "\x1b" not in ev["summary"]

@@ -41,7 +41,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         pid_file = folder / "demo.work" / "live-run.pid"
         pid, started = pid_file.read_text().split("\n")[:2]
         kill_if_same(int(pid), started)
-        until(lambda: _cli_json(db, "status", "pipeline-events-live")["status"] == "interrupted", "the live run stopped")
+        until(
+            lambda: _cli_json(db, "status", "pipeline-events-live")["status"] == "interrupted", "the live run stopped"
+        )
         # A run whose lease is still in its term is not prunable yet: wait for every killed run's to lapse.
         until(lambda: _leases_lapsed(db), "every lease of the demo's killed runs to lapse", timeout=120)
         yield db
