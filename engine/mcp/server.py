@@ -254,7 +254,7 @@ def build(engine: Engine, *, operator: str | None = None) -> MCPServer[Any]:
         second = (
             f"phasegate decide {shlex.quote(d.run_id)} second --decision {d.id} --reason TEXT --db {shlex.quote(where)}"
         )
-        return shaping.clean(
+        return shaping.clean_object(
             {
                 "decision": d.id,
                 "run_id": d.run_id,

@@ -48,6 +48,18 @@ def clean(value: Any) -> Any:
     return value
 
 
+def clean_object(value: Mapping[str, Any]) -> dict[str, Any]:
+    """`clean` of a JSON object: what a tool returns.
+
+    Args:
+        value: A JSON object.
+
+    Returns:
+        The same object, its text safe to show.
+    """
+    return {safe(k): clean(v) for k, v in value.items()}
+
+
 def _text(value: str) -> str:
     if value.isascii() and value.isprintable():
         return value  # the common case, and no copy
@@ -97,7 +109,7 @@ def runs_page(page: RunsPage, now: float) -> dict[str, Any]:
     for r in page.rows:
         out.append(_line(r, page.claims.get(r.run_id), page.proposals.get(r.run_id, ()), now))
     cursor = cursor_of(page.last_key) if page.has_next and page.last_key is not None else None
-    return clean({"runs": out, "total": page.total, "next": cursor})
+    return clean_object({"runs": out, "total": page.total, "next": cursor})
 
 
 def _line(r: RunSummary, claim: ClaimView | None, proposals: Sequence[DecisionView], now: float) -> dict[str, Any]:
@@ -156,7 +168,7 @@ def status(view: RunView) -> dict[str, Any]:
     Returns:
         Its JSON, made safe.
     """
-    return clean(view.to_json())
+    return clean_object(view.to_json())
 
 
 def causes(found: Sequence[Cause]) -> dict[str, Any]:
@@ -168,7 +180,7 @@ def causes(found: Sequence[Cause]) -> dict[str, Any]:
     Returns:
         `causes`: each cause's JSON, made safe.
     """
-    return clean({"causes": [c.to_json() for c in found]})
+    return clean_object({"causes": [c.to_json() for c in found]})
 
 
 def preview(pv: Preview, claimed_by: str | None) -> dict[str, Any]:
@@ -183,7 +195,7 @@ def preview(pv: Preview, claimed_by: str | None) -> dict[str, Any]:
         `action`, `summary`, `accepts`, `rerun`, `effects_again`,
         `discarded`, `kept`, `env_hash` and `claimed_by`.
     """
-    return clean(
+    return clean_object(
         {
             "action": pv.action.value,
             "summary": pv.summary,
@@ -209,4 +221,4 @@ def verified(reports: Sequence[VerifyReport | UnknownSchema | PolicyReport], sea
         `ok` (nothing damaged or lost), `seals` and `reports`.
     """
     bad = [r for r in reports if not r.ok or (isinstance(r, VerifyReport) and r.lost)]
-    return clean({"ok": not bad, "seals": seals, "reports": [r.to_json() for r in reports]})
+    return clean_object({"ok": not bad, "seals": seals, "reports": [r.to_json() for r in reports]})

@@ -134,10 +134,13 @@ def different_operators(a: Who, b: Who, *, web_account: str | None) -> bool:
     identity (compared as `normal` makes it), whatever the accounts; then
     different OS accounts, or two web sessions of the policy's web account
     whose authenticated users differ. Never a different `--operator` text alone.
-    An assistant and a person are different operators unless the person uses the
-    assistant's name; two assistants never are (an assistant only proposes)."""
-    if a.assistant is not None or b.assistant is not None:
-        return (a.assistant is None) != (b.assistant is None) and normal(a.operator) != normal(b.operator)
+    With an AI assistant (`phasegate mcp`), `a` is the proposer and `b` the
+    seconder: an assistant never seconds, and a person seconds an assistant's
+    proposal under any account, but never under the assistant's name."""
+    if b.assistant is not None:
+        return False
+    if a.assistant is not None:
+        return normal(a.operator) != normal(b.operator)
     if a.web_user is not None and b.web_user is not None and normal(a.web_user) == normal(b.web_user):
         return False
     if a.os_account != b.os_account:
