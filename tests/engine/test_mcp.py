@@ -42,9 +42,12 @@ def test_the_tools_are_listed_with_their_annotations(h: Harness) -> None:
     assert h.run("r1").returncode == 0
 
     async def work(c: Client) -> Any:
-        return await c.list_tools(), await c.list_resource_templates(), await c.list_prompts()
+        triage = await c.get_prompt("triage")
+        return await c.list_tools(), await c.list_resource_templates(), await c.list_prompts(), triage
 
-    tools, templates, prompts = session(h.target, work)
+    tools, templates, prompts, triage = session(h.target, work)
+    said = triage.messages[0].content.text  # type: ignore[union-attr]
+    assert all(f"`{tool}`" in said for tool in ("causes", "run_status", "preview", "propose"))
     by_name = {t.name: t for t in tools.tools}
     # Five reads and one proposal: nothing to second, cancel, claim, prune, reseal or change the policy.
     assert set(by_name) == READ_TOOLS | {"propose"}
