@@ -310,3 +310,29 @@ def test_an_assistants_proposal_is_announced_once_with_its_reason(h: Harness) ->
     assert p["reason"] == "rates as planned\\x1b[2J"
     assert f"r1 second --decision {got['decision']}" in p["second"]
     assert "an AI assistant, proposed approve" in ev["summary"] and "\x1b" not in ev["summary"]
+
+
+def test_an_assistants_proposal_forged_to_pending_is_never_applied(h: Harness) -> None:
+    """Stored data is untrusted: one UPDATE and a recomputed plain seal cannot
+    turn an assistant's proposal of an action no policy lists into a decision."""
+    from phasegate.history import trail
+
+    _blocked_on_tax(h)
+    got = ok(call(h.target, "propose", {"run_id": "r1", "action": "approve", "reason": "rates as planned"}))
+    cols = ["id", "run_id", "action", "phase", "effect_key", "answers", "reason", "operator", "account", "at",
+            "state", "expires_at", "seconded_by", "batch_id", "policy_id", "prev_id", "detail_json"]  # fmt: skip
+    (row,) = h.sql(f"SELECT {', '.join(cols)} FROM phasegate_decisions WHERE id = ?", (got["decision"],))
+    rec = dict(zip(cols, row, strict=True))
+    rec["state"] = "pending"
+    h.sql(
+        "UPDATE phasegate_decisions SET state = 'pending', seal = ? WHERE id = ?",
+        (trail.decision_seal(rec, None), rec["id"]),
+    )
+    h.clear_trace()
+    assert h.cli("worker", "--once").returncode == 0
+    st = h.status("r1")
+    assert st["status"] == "blocked" and "start:charge" not in h.trace()
+    harmed = [b for b in st["blocked"] if b["kind"] == "integrity"]
+    assert [(b["decision"], b["problem"]) for b in harmed] == [(rec["id"], "unexplained")], harmed
+    v = h.cli("verify", "--json")
+    assert v.returncode == 3 and "an AI assistant (mcp:claude-ai) proposed it" in v.stdout
