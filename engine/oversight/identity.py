@@ -19,6 +19,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from ..assistants import MARK, PREFIX, assistant_of
+from ..errors import UsageError
 
 WEB_USER_ENV = "PHASEGATE_WEB_USER"
 """Set by `phasegate serve` for each session's console when a proxy
@@ -83,8 +84,17 @@ def whoami(operator: str | None = None) -> Who:
 
     Returns:
         Who the audit will record.
+
+    Raises:
+        UsageError: The name is in the AI assistants' namespace ("mcp:..."):
+            a person decides, claims and seconds under their own name.
     """
     name = operator or os.environ.get("PHASEGATE_OPERATOR") or login_name()
+    if assistant_of(name, None) is not None:
+        raise UsageError(
+            f"the operator name {name!r} is an AI assistant's (mcp:...): a person decides, claims and seconds"
+            " under their own name; an assistant only proposes, through phasegate mcp"
+        )
     account = os_account()
     web = os.environ.get(WEB_USER_ENV)
     if web:

@@ -138,7 +138,7 @@ def test_a_proposed_confirm_effect_waits_and_a_second_under_its_name_is_refused(
     before = h.dump()
     for name in ("mcp:claude-ai", "MCP:claude-ai", "mcp:another-assistant"):
         p = h.decide("r1", "second", "--decision", n, "--operator", name, reason="me")
-        assert "an AI assistant's proposal is seconded by a person" in h.one_line_error(p, 2)
+        assert "is an AI assistant's (mcp:...): a person decides" in h.one_line_error(p, 2)
     assert h.dump() == before
 
     assert h.decide("r1", "second", "--decision", n, reason="I saw it too").returncode == 0
@@ -156,8 +156,10 @@ def test_the_servers_operator_names_the_proposals(h: Harness) -> None:
     (d,) = h.status("r1")["decisions"]
     assert d["assistant"] is True and d["account"].endswith("/mcp:triage-bot")
     # A person typing the assistant's name is the assistant, for a second.
+    before = h.dump()
     p = h.decide("r1", "second", "--decision", str(got["decision"]), "--operator", "triage-bot", reason="x")
-    h.one_line_error(p, 2)
+    assert "an AI assistant's proposal is seconded by a person" in h.one_line_error(p, 2)
+    assert h.dump() == before
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,18 @@ def test_another_operator_with_assistants(proposer: Who, second: Who, different:
     assert different_operators(proposer, second, web_account=None) is different
 
 
+def test_a_person_cannot_take_an_assistants_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from phasegate.oversight.identity import whoami
+
+    for name in ("mcp:claude-ai", "MCP:x"):
+        with pytest.raises(UsageError, match="is an AI assistant's"):
+            whoami(name)
+    monkeypatch.setenv("PHASEGATE_OPERATOR", "mcp:bot")
+    with pytest.raises(UsageError):
+        whoami()
+    assert whoami("ada").operator == "ada"
+
+
 def test_an_assistants_os_account_and_its_words() -> None:
     assert BOT.os_account == "ada" and BOT.web_user is None and BOT.assistant == "mcp:claude-ai"
     assert ADA.assistant is None
