@@ -11,6 +11,7 @@ engine refuses the whole group and nothing is recorded.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -104,6 +105,21 @@ class GroupResult:
 
 def read_causes(engine: Engine) -> list[Cause]:
     return engine.triage.causes()
+
+
+def assistant_proposals(engine: Engine, causes: Sequence[Cause]) -> dict[str, tuple[str, ...]]:
+    """What AI assistants (`phasegate mcp`) proposed on the runs of each cause,
+    a line each ("approve on RUN, decision 4, by mcp:claude-ai: REASON"), by cause id;
+    a cause without any is left out. Stored text: the caller escapes it."""
+    runs = {r: c.cause for c in causes for r in c.runs}
+    out: dict[str, list[str]] = {}
+    for run_id, props in engine.oversight.proposals(list(runs)).items():
+        for d in props:
+            if d.assistant:
+                out.setdefault(runs[run_id], []).append(
+                    f"{d.action} on {run_id}, decision {d.id}, by {d.operator}: {d.reason}"
+                )
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def build_request(engine: Engine, name: str, run_ids: tuple[str, ...], cause: str | None, what: str) -> GroupRequest:

@@ -341,7 +341,8 @@ def decisions(v: RunView) -> tuple[RenderableType, bool]:
         what = d.action + (f" {d.phase}" if d.phase else "") + (f" {d.effect}" if d.effect else "")
         # One of a group's decisions (decide --cause, or marked runs): its batch, shared with the others.
         what += f" (batch {d.batch_id})" if d.batch_id else ""
-        rows.append((str(d.at or "-"), 1, d.operator, what, d.state, d.reason))
+        who = f"{d.operator} (AI assistant)" if d.assistant else d.operator
+        rows.append((str(d.at or "-"), 1, who, what, d.state, d.reason))
     rows += [(str(e.at or "-"), 0, e.operator, e.kind, "-", "-") for e in v.claims]
     for at, _then, who, what, state, why in sorted(rows, key=lambda r: r[:2]):
         t.add_row(plain(at.replace("T", " ").rstrip("Z")), plain(who), plain(what), plain(state), plain(why))

@@ -21,6 +21,12 @@ def proposal_line(d: DecisionView) -> str:
     reset proposed by ada, decision 7, until ...: reason" (the account is in
     `phasegate status`)."""
     what = d.action + (f" {d.effect}" if d.effect else "") + (f" from {d.phase}" if d.phase else "")
+    if d.assistant:
+        # An AI assistant's (`phasegate mcp`): only a person's second makes it take effect.
+        return (
+            f"waiting for a person's second: {what} proposed by an AI assistant ({d.operator}),"
+            f" decision {d.id}, until {str(d.expires_at or '-').replace('T', ' ').rstrip('Z')}: {d.reason}"
+        )
     return (
         f"waiting for a second operator: {what} proposed by {d.operator},"
         f" decision {d.id}, until {str(d.expires_at or '-').replace('T', ' ').rstrip('Z')}: {d.reason}"

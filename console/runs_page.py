@@ -178,5 +178,5 @@ def waiting_words(proposals: Sequence[DecisionView]) -> str:
     Returns:
         The words, or "" when there are none.
     """
-    said = ", ".join(f"{d.action} by {d.operator}" for d in proposals)
+    said = ", ".join(f"{d.action} by {d.operator}" + (" (AI assistant)" if d.assistant else "") for d in proposals)
     return f"waiting for a second operator: {said}" if said else ""

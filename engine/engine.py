@@ -13,6 +13,7 @@ from ._dbpath import default_db
 from .authoring.workflow import Workflow
 from .decide import fit as _fit
 from .decide import preview as _previews
+from .decide import proposing as _proposing
 from .decide.batch import Options
 from .decide.gate import Oversight
 from .decide.recording import record
@@ -22,7 +23,7 @@ from .history import archive, keys
 from .history import prune as _prune
 from .ids import validate_run_id
 from .outcome import Outcome
-from .oversight.identity import distinct, whoami
+from .oversight.identity import assistant_who, distinct, whoami
 from .run import callers
 from .run.runner import Runner
 from .run.stopping import StopRequest
@@ -349,6 +350,71 @@ class Engine:
                 expires_at=expires,
             )
             return done
+
+    def propose(
+        self,
+        run_id: str,
+        action: str,
+        *,
+        reason: str,
+        assistant: str,
+        phase: str | None = None,
+        effect: str | None = None,
+        result: Any = _fit.NO_RESULT,
+        question: str | None = None,
+        value: Any = _fit.NO_VALUE,
+    ) -> _fit.Decision:
+        """Record a decision an AI assistant proposes (`phasegate mcp`): fitted
+        as `decide` fits it, and recorded "proposed" whatever the store's
+        policy says, so nothing happens until a person seconds it
+        (`phasegate decide RUN second --decision N`); a second from the
+        assistant's identity is refused. It overrides no claim (the person who
+        seconds it answers to the claim) and answers no stalled holder.
+
+        Args:
+            run_id: The run.
+            action: As `decide` takes it.
+            reason: Why, in the assistant's words (required, stored forever).
+            assistant: The assistant's operator name ("mcp:claude-ai").
+            phase: As `decide` takes it.
+            effect: As `decide` takes it.
+            result: As `decide` takes it.
+            question: As `decide` takes it.
+            value: As `decide` takes it.
+
+        Returns:
+            The decision as recorded, in state "proposed".
+
+        Raises:
+            RunNotFound: No run `run_id`.
+            UsageError: As `decide` raises it.
+            DecisionError: As `decide` raises it; `AlreadyDecided` when the same
+                action is proposed already.
+            HolderStalled: An effect decision against a stalled holder.
+        """
+        validate_run_id(run_id)
+        act = _fit.parse_action(action)
+        _fit.check_reason(reason)
+        who = assistant_who(assistant)
+        now = self.clock()
+        with self.store.write() as conn:
+            run = self.store.runs.get(conn, run_id, lock=True)
+            if run is None:
+                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            view = self._view(conn, run, now, with_candidates=False)
+            chosen = Options(phase, effect, result, False, None, question, value, now).fit(view, act)
+            return _proposing.propose(
+                self.store,
+                conn,
+                run,
+                view,
+                chosen,
+                who=who,
+                reason=str(reason),
+                phase=phase,
+                now=now,
+                one_at_a_time=self._oversight._one_proposal,
+            )
 
     # -- reading --------------------------------------------------------------
 

@@ -4,7 +4,7 @@ runs; a decision key decides every run of the highlighted cause at once."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from rich.text import Text
@@ -139,10 +139,13 @@ class CausesScreen(CauseActions):
         """Every cause, the largest first."""
         generation: int
         """Which read it answers; an older one arriving late is dropped."""
+        proposed: dict[str, tuple[str, ...]] = field(default_factory=dict)
+        """What AI assistants proposed on each cause's runs, a line each, by cause id."""
 
     def __init__(self, ctx: ConsoleContext) -> None:
         super().__init__(ctx)
         self._causes: list[Cause] = []
+        self._proposed: dict[str, tuple[str, ...]] = {}
         self._generation = 0
 
     def compose(self) -> ComposeResult:
@@ -173,20 +176,22 @@ class CausesScreen(CauseActions):
     def _read(self, generation: int) -> None:
         try:
             causes = groups.read_causes(self.ctx.engine)
+            proposed = groups.assistant_proposals(self.ctx.engine, causes)
         except PhasegateError as exc:
             self.app.post_message(RunActions.ActionFailed(exc.title, exc.message))
             return
-        self.post_message(self.Loaded(causes, generation))
+        self.post_message(self.Loaded(causes, generation, proposed))
 
     def on_causes_screen_loaded(self, message: Loaded) -> None:
         if message.generation != self._generation:
             return
         table = self.query_one("#causes", DataTable)
         self._causes = message.causes
+        self._proposed = message.proposed
         refill(
             table,
             [
-                (c.cause, (Text(str(len(c.runs)), justify="right"), plain(c.kind.value), plain(c.summary)))
+                (c.cause, (Text(str(len(c.runs)), justify="right"), plain(c.kind.value), self._summary(c)))
                 for c in message.causes
             ],
         )
@@ -196,6 +201,12 @@ class CausesScreen(CauseActions):
         if self.ctx.read_only:
             head += "   READ-ONLY: no actions"
         self.query_one("#header", Static).update(Text(head))
+
+    def _summary(self, c: Cause) -> Text:
+        """A cause's summary cell, marked when an AI assistant proposed something on its runs."""
+        if c.cause in self._proposed:
+            return plain(f"[AI proposal] {c.summary}")
+        return plain(c.summary)
 
     @on(DataTable.RowHighlighted, "#causes")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -216,6 +227,10 @@ class CausesScreen(CauseActions):
             text.append(f"\nruns: {shown}")
             fits = ", ".join(a.value for a in cause.allowed_actions) or "nothing fits every run"
             text.append(f"\nfits all of them: {fits}")
+            for line in self._proposed.get(cause.cause, ()):
+                # A word, not a colour: an AI assistant's proposal waits for a person's second.
+                text.append("\nproposed by an AI assistant, waiting for a person's second: ", style="bold")
+                text.append(safe(line))
             why.update(text)
         if before is None or cause is None or before.allowed_actions != cause.allowed_actions:
             self.refresh_bindings()

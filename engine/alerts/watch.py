@@ -14,10 +14,12 @@ import logging
 import shlex
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import _json
 from .._host import new_owner
+from ..assistants import assistant_of
 from ..authoring import runbooks as _runbooks
 from ..authoring.sources import printable
 from ..engine import Engine
@@ -98,6 +100,46 @@ def event(row: Any, where: str) -> dict[str, Any]:
     return out
 
 
+def proposal_event(run: Any, decision: Any, where: str) -> dict[str, Any]:
+    """What a hook receives about an AI assistant's proposal (`phasegate mcp`):
+    the fields of a stop's event, status "proposed", kind "assistant_proposal",
+    and `proposal`, with the reason the assistant gave and the command a person
+    runs to second it. Every text made safe, as a stop's."""
+    rid, did = str(decision.run_id), int(decision.id)
+    second = f"phasegate decide --db {shlex.quote(where)} {shlex.quote(rid)} second --decision {did} --reason ..."
+    summary = (
+        f"{rid} ({run.workflow}): {decision.operator}, an AI assistant, proposed {decision.action}"
+        f" (decision {did}): {decision.reason}; nothing happens until a person seconds it"
+    )
+    return {
+        "run_id": safe(rid),
+        "workflow": safe(run.workflow),
+        "status": "proposed",
+        "kinds": ["assistant_proposal"],
+        "summary": safe(printable(summary.replace("\n", " "))[:400]),
+        "frontier": {
+            "phase": None if run.frontier_phase is None else safe(run.frontier_phase),
+            "index": int(run.frontier_index),
+            "of": int(run.phase_count),
+        },
+        "since": iso(decision.at),
+        "cause": None,
+        "runbook": None,
+        "console": safe(f"phasegate console --db {shlex.quote(where)} --run {shlex.quote(rid)}"),
+        "proposal": {
+            "decision": did,
+            "action": safe(decision.action),
+            "proposer": safe(decision.operator),
+            "assistant": True,
+            "reason": safe(printable(str(decision.reason).replace("\n", " "))[:400]),
+            "phase": None if decision.phase is None else safe(decision.phase),
+            "effect": None if decision.effect_key is None else safe(decision.effect_key),
+            "expires_at": iso(decision.expires_at),
+            "second": safe(second),
+        },
+    }
+
+
 class Watch:
     """One watcher over one store."""
 
@@ -173,6 +215,9 @@ class Watch:
                 stops[key] = row
         sent = 0
         keys = list(stops)
+        for key, made in self._proposals().items():
+            stops[key] = made
+            keys.append(key)
         for i in range(0, len(keys), _CHUNK):
             chunk = keys[i : i + _CHUNK]
             with self.store.read() as conn:
@@ -183,13 +228,37 @@ class Watch:
                 sent += self._one(key, stops[key], known.get(key))
         return sent
 
+    def _proposals(self) -> dict[str, _Proposal]:
+        """The AI assistants' open proposals not yet announced, by alert key
+        ("proposal:N"), each with its run's row."""
+        with self.store.read() as conn:
+            found = [
+                d
+                for d in self.store.decisions.every_open_proposal(conn, self.engine.clock())
+                if assistant_of(d.operator, d.account) is not None and f"proposal:{int(d.id)}" not in self._settled
+            ]
+            runs = {d.run_id: self.store.runs.get(conn, d.run_id) for d in found}
+        out: dict[str, _Proposal] = {}
+        for d in found:
+            try:
+                run = _rowcheck.check(runs[d.run_id])
+            except StoreError as exc:
+                log.warning("a run row is damaged, its proposal not announced: %s", exc.message)
+                continue
+            if run is not None:
+                out[f"proposal:{int(d.id)}"] = _Proposal(run, d, "proposed")
+        return out
+
     def _one(self, key: str, row: Any, known: Any) -> int:
         now = self.engine.clock()
         if known is not None and known.state != "claimed":
             self._settled.add(key)
             skip_log.info("%s (%s): already announced (%s)", row.run_id, row.status, known.state)
             return 0
-        ev = event(row, self.store.where)
+        if isinstance(row, _Proposal):
+            ev = proposal_event(row.run, row.decision, self.store.where)
+        else:
+            ev = event(row, self.store.where)
         try:
             with self.store.write() as conn:
                 if known is None:
@@ -240,6 +309,19 @@ class Watch:
             log.warning("%s (%s): another watch took over this alert's claim", row.run_id, row.status)
 
 
+@dataclass(frozen=True)
+class _Proposal:
+    """An AI assistant's open proposal to announce, with its run's row."""
+
+    run: Any
+    decision: Any
+    status: str
+
+    @property
+    def run_id(self) -> str:
+        return str(self.decision.run_id)
+
+
 def run_watch(
     engine: Engine,
     hooks_: hooks.Hooks,
@@ -258,4 +340,4 @@ def run_watch(
     return w.serve()
 
 
-__all__: Sequence[str] = ["Watch", "event", "run_watch", "stop_key"]
+__all__: Sequence[str] = ["Watch", "event", "proposal_event", "run_watch", "stop_key"]

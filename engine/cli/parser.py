@@ -23,6 +23,8 @@ EXTERNAL: dict[str, str] = {
     "console": "phasegate.console.command:add_console",
     "demo": "phasegate.sample_runs.demo:add_demo",
     "serve": "phasegate.console.web.command:add_serve",
+    # Argparse alone at import; the `mcp` SDK (an extra) only when it runs.
+    "mcp": "phasegate.mcp.command:add_mcp",
 }
 
 

@@ -178,10 +178,16 @@ def print_view(v: RunView, now: float | None = None) -> None:
         )
     for d in v.decisions:
         batch = f" (batch {safe(d.batch_id)})" if d.batch_id else ""
-        print(f"decision  {d.at} {safe(d.operator)} {d.action} [{d.state}]{batch}: {safe(d.reason)}")
+        by = " (AI assistant)" if d.assistant else ""
+        print(f"decision  {d.at} {safe(d.operator)}{by} {d.action} [{d.state}]{batch}: {safe(d.reason)}")
         if d.proposed:
+            who = (
+                "a person's second (an AI assistant proposed it)"
+                if d.assistant
+                else "a second operator (another account)"
+            )
             print(
-                f"          waiting for a second operator (another account) until {d.expires_at}:"
+                f"          waiting for {who} until {d.expires_at}:"
                 f" phasegate decide {safe(v.run_id)} second --decision {d.id} --reason ..."
             )
     for ev in v.claims:

@@ -141,6 +141,11 @@ class Oversight:
             web = rules.web_account
             proposer = Who(str(prop.operator), str(prop.account or ""))
             if not different_operators(proposer, who, web_account=web):
+                if proposer.assistant is not None or who.assistant is not None:
+                    raise SameOperator(
+                        f"decision {decision_id} was proposed by {shown_who(proposer)}; an AI assistant's proposal"
+                        f" is seconded by a person, under a name that is not an assistant's (this is {shown_who(who)})"
+                    )
                 raise SameOperator(
                     f"decision {decision_id} was proposed by {shown_who(proposer)}; a second must come from another"
                     f" operator's account or web identity (this is {shown_who(who)}), whatever operator name is given"

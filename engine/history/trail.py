@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .. import _json
+from ..assistants import assistant_of
 from . import keys, seals
 
 #: The decision fields a seal covers: action, state, proposer, second,
@@ -280,12 +281,17 @@ def unexplained(row: Any, by_id: Mapping[int, Any], policies: Sequence[Any], dis
     pol = in_force(policies, row)
     if pol is None and _get(row, "policy_id") is not None:
         return f"names policy {row.policy_id}, which is not in the policy's history"
-    if pol is None or not listed(pol, str(row.action)):
+    # An AI assistant's decision (`phasegate mcp`) is only ever proposed: it
+    # needs a person's second whatever its policy listed.
+    assistant = assistant_of(str(row.operator), _get(row, "account")) is not None
+    if not assistant and (pol is None or not listed(pol, str(row.action))):
         return None
     sid = _get(row, "seconded_by")
     second = by_id.get(int(sid)) if sid is not None else None
     if second is None:
-        return f"is {row.state} without a second, though policy {pol.id} lists {row.action}"
+        if assistant:
+            return f"is {row.state} without a second, though an AI assistant ({row.operator}) proposed it"
+        return f"is {row.state} without a second, though policy {_get(pol, 'id')} lists {row.action}"
     try:
         named = _json.loads(second.detail_json or "{}").get("decision")
     except (ValueError, AttributeError):
@@ -296,7 +302,10 @@ def unexplained(row: Any, by_id: Mapping[int, Any], policies: Sequence[Any], dis
     at_second = in_force(policies, second) or pol
     if not distinct(str(row.operator), str(row.account or ""), str(second.operator), str(second.account or ""),
                     _get(at_second, "web_account")):  # fmt: skip
-        return f"was seconded by its own proposer's identity ({second.account}), which policy {at_second.id} refuses"
+        return (
+            f"was seconded by its own proposer's identity ({second.account}),"
+            f" which policy {_get(at_second, 'id')} refuses"
+        )
     return None
 
 

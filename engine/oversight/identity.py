@@ -18,6 +18,9 @@ import os
 import unicodedata
 from dataclasses import dataclass
 
+from ..assistants import MARK, PREFIX, assistant_of
+from ..errors import UsageError
+
 WEB_USER_ENV = "PHASEGATE_WEB_USER"
 """Set by `phasegate serve` for each session's console when a proxy
 authenticated its user (`--operator-header`); trusted only for the account
@@ -39,8 +42,13 @@ class Who:
 
     @property
     def os_account(self) -> str:
-        """The OS account alone, without a web session's user."""
-        return self.account.split(_WEB, 1)[0]
+        """The OS account alone, without a web session's user or an assistant's name."""
+        return self.account.split(_WEB, 1)[0].split(MARK, 1)[0]
+
+    @property
+    def assistant(self) -> str | None:
+        """The assistant's name when an AI assistant records this (`phasegate mcp`), or None for a person."""
+        return assistant_of(self.operator, self.account)
 
     @property
     def web_user(self) -> str | None:
@@ -76,13 +84,35 @@ def whoami(operator: str | None = None) -> Who:
 
     Returns:
         Who the audit will record.
+
+    Raises:
+        UsageError: The name is in the AI assistants' namespace ("mcp:..."):
+            a person decides, claims and seconds under their own name.
     """
     name = operator or os.environ.get("PHASEGATE_OPERATOR") or login_name()
+    if assistant_of(name, None) is not None:
+        raise UsageError(
+            f"the operator name {name!r} is an AI assistant's (mcp:...): a person decides, claims and seconds"
+            " under their own name; an assistant only proposes, through phasegate mcp"
+        )
     account = os_account()
     web = os.environ.get(WEB_USER_ENV)
     if web:
         account = f"{account}{_WEB}{web}"
     return Who(name, account)
+
+
+def assistant_who(name: str) -> Who:
+    """Who an assistant behind `phasegate mcp` records as: its name, under
+    this process's account marked as an assistant's.
+
+    Args:
+        name: The assistant's name ("mcp:claude-ai", or the server's `--operator`).
+
+    Returns:
+        The identity its proposals carry.
+    """
+    return Who(name, f"{os_account()}{MARK}{name.removeprefix(PREFIX)}")
 
 
 def normal(name: str | None) -> str:
@@ -113,7 +143,14 @@ def different_operators(a: Who, b: Who, *, web_account: str | None) -> bool:
     """For a second: the one rule of "another operator". Never the same web
     identity (compared as `normal` makes it), whatever the accounts; then
     different OS accounts, or two web sessions of the policy's web account
-    whose authenticated users differ. Never a different `--operator` text alone."""
+    whose authenticated users differ. Never a different `--operator` text alone.
+    With an AI assistant (`phasegate mcp`), `a` is the proposer and `b` the
+    seconder: an assistant never seconds, and a person seconds an assistant's
+    proposal under any account, but never under the assistant's name."""
+    if b.assistant is not None:
+        return False
+    if a.assistant is not None:
+        return normal(a.operator) != normal(b.operator)
     if a.web_user is not None and b.web_user is not None and normal(a.web_user) == normal(b.web_user):
         return False
     if a.os_account != b.os_account:
@@ -131,6 +168,8 @@ def distinct(operator: str, account: str, other_operator: str, other_account: st
 
 def shown(who: Who) -> str:
     """ "ada (account ada)": the audit's way of naming both."""
+    if who.assistant is not None:
+        return f"{who.operator} (an AI assistant through phasegate mcp, account {who.os_account})"
     if who.web_user is not None:
         return f"{who.operator} (account {who.os_account}, web user {who.web_user})"
     return f"{who.operator} (account {who.account})"

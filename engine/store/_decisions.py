@@ -236,6 +236,16 @@ class Decisions:
         )
         return _rowcheck.check_all(decisions, conn.execute(q))
 
+    def every_open_proposal(self, conn: Connection, now: float) -> list[Row[Any]]:
+        """Every proposal of any run still waiting for a second operator at `now`
+        (`phasegate watch` announces an AI assistant's), oldest first."""
+        q = (
+            select(decisions)
+            .where(decisions.c.state == "proposed", decisions.c.expires_at > now)
+            .order_by(decisions.c.id)
+        )
+        return _rowcheck.check_all(decisions, conn.execute(q))
+
     def count_open_proposals(self, conn: Connection, now: float) -> int:
         """How many proposals of any run still wait for a second operator at `now`."""
         q = (

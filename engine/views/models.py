@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from .. import _json
+from ..assistants import assistant_of
 from ..authoring.sources import CodeDiff
 from ..history.prune import PruneCandidate
 from ..run.frontier import Frontier
@@ -271,6 +272,12 @@ class DecisionView:
     def proposed(self) -> bool:
         """Waiting for a second operator (and not yet lapsed)."""
         return self.state == PROPOSED
+
+    @property
+    def assistant(self) -> bool:
+        """Recorded by an AI assistant through `phasegate mcp` (always a proposal,
+        which only a person's second makes take effect)."""
+        return assistant_of(self.operator, self.account) is not None
 
     batch_id: str | None = None
     """Shared by the decisions one command recorded for a group of runs (`decide --cause`)."""
@@ -617,6 +624,8 @@ class RunView:
                     del dec[key]
             if dec["state"] in (PROPOSED, EXPIRED):
                 dec["proposer"] = dec["operator"]
+            if assistant_of(dec["operator"], dec.get("account")) is not None:
+                dec["assistant"] = True  # added with issue 39: shown only when true
         for eff in d["effects"]:
             # Added in format 3, shown only when set (the 0.1 JSON stays byte for byte).
             if eff["reconcile"] is None:

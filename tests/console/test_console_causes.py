@@ -244,3 +244,29 @@ async def test_a_run_someone_else_claimed_is_left_alone_by_the_group(cause_store
         await settle(pilot)
     got = decisions(cause_store)
     assert [g[0] for g in got] == [r for r in TAX_RUNS if r != fx.SAME_TAX_CHANGE[0]]
+
+
+async def test_an_ai_assistants_proposal_is_marked_in_the_cause_list_and_the_run(
+    cause_store: Path, make_app: Any
+) -> None:
+    """Issue 39: what `phasegate mcp` proposed, marked as an assistant's with the reason it gave."""
+    from tests.console.test_console_actions import open_detail
+
+    with Engine(cause_store, clock=fx.frozen(), create=False) as eng:
+        d = eng.propose(fx.ENV_MISMATCH, "approve", reason="the Q1 table is the planned one", assistant="mcp:claude-ai")
+    app = make_app(cause_store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_causes(pilot)
+        table = screen.query_one("#causes")
+        assert str(table.get_row_at(0)[2]).startswith("[AI proposal] ")
+        why = str(screen.query_one("#why").render())
+        assert "proposed by an AI assistant, waiting for a person's second" in why
+        assert f"approve on {fx.ENV_MISMATCH}, decision {d.id}, by mcp:claude-ai: the Q1 table" in why
+        await pilot.press("escape")
+        await open_detail(pilot, fx.ENV_MISMATCH)
+        text = screen_text(pilot.app)
+        assert "proposed by an AI assistant (mcp:claude-ai)" in text
+        assert "mcp:claude-ai (AI assistant)" in text
+    with Engine(cause_store, clock=fx.frozen(), create=False) as eng:
+        (still,) = eng.status(fx.ENV_MISMATCH).decisions
+    assert (still.action, still.state, still.assistant) == ("approve", "proposed", True)  # the console seconded nothing

@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "shapes",
             "safefiles",
             "waits",
+            "assistants",
         ),
     ),
     # The engine's hooks: called by the run layer, they import nothing above the base.
@@ -56,6 +57,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("integrations", ("integrations",)),
     ("alerts", ("alerts",)),
     ("cli", ("cli", "__main__")),
+    # `phasegate mcp`: the store behind the Model Context Protocol (registered
+    # by the parser's EXTERNAL, as `serve` is; the SDK only when it runs).
+    ("mcp", ("mcp",)),
     # The package itself, whose lazy public API names every layer (and whose
     # `ops` namespace is for tools, as the console is).
     ("api", ("", "ops")),
