@@ -92,6 +92,24 @@ async def _awaited(work: Future[Any]) -> Any:
     return result
 
 
+CURRENT_PHASE: contextvars.ContextVar[AsyncPhaseContext | None] = contextvars.ContextVar("phasegate_async_phase", default=None)
+"""The async phase whose task (or a task it started) is running: set by the driver (asyncdriver.py)."""
+
+
+def current() -> AsyncPhaseContext | None:
+    """The context of the async phase this code runs in, found without being handed it.
+
+    An adapter of an agent framework calls it from inside the framework's own
+    call stack, where no one can pass it the phase's context. Set for the
+    phase's task, so tasks the phase starts (a `gather` of tool calls) and
+    threads its steps run in (a copied context) see it too.
+
+    Returns:
+        The running async phase's context, or None outside one.
+    """
+    return CURRENT_PHASE.get()
+
+
 def _here() -> object:
     try:
         return asyncio.current_task()

@@ -23,7 +23,7 @@ from typing import Any
 
 from .._stop import Stop
 from ..errors import LeaseLost, StoreError
-from .asynccontext import AsyncPhaseContext
+from .asynccontext import AsyncPhaseContext, CURRENT_PHASE
 from .parking import Park
 from .stopping import Interrupted, StopRequest, where
 
@@ -110,6 +110,9 @@ class PhaseLoop:
 
         forget = stop.on_request(cancel) if stop is not None else None
         stopped = False
+        # What `asynccontext.current()` finds, here and in the tasks the phase
+        # starts; reset at the end, since a run's own loop gives all its phases one context.
+        token = CURRENT_PHASE.set(ctx)
         try:
             return await call()
         except asyncio.CancelledError:
@@ -123,6 +126,7 @@ class PhaseLoop:
             if forget is not None:
                 forget()
             ctx.close()
+            CURRENT_PHASE.reset(token)
             # Every effect call still in flight is recorded before the phase ends.
             await ctx.settle()
             if self._given is None:

@@ -52,6 +52,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engine", ("engine", "settings", "viewing")),
     # What authors test their own workflows with: it runs them through `Engine`.
     ("testing", ("testing",)),
+    # Adapters of agent frameworks (each behind its extra): over the run layer's phase context.
+    ("integrations", ("integrations",)),
     ("alerts", ("alerts",)),
     ("cli", ("cli", "__main__")),
     # The package itself, whose lazy public API names every layer (and whose
