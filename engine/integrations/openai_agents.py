@@ -152,7 +152,7 @@ def _stored_output(output: Any) -> Any:
 def _dump_response(response: ModelResponse) -> dict[str, Any]:
     usage = response.usage
     return {
-        "output": [item.model_dump(mode="json") for item in response.output],
+        "output": [item.model_dump(mode="json", by_alias=True) for item in response.output],
         "usage": {
             "requests": usage.requests,
             "input_tokens": usage.input_tokens,
