@@ -109,9 +109,7 @@ def effect_key() -> str:
     """
     key = _key.get()
     if key is None:
-        raise UsageError(
-            "effect_key() is only known inside a tool call that PhasegateRunner.run's effects=(...) names"
-        )
+        raise UsageError("effect_key() is only known inside a tool call that PhasegateRunner.run's effects=(...) names")
     return key
 
 
@@ -372,7 +370,10 @@ class _Journal:
             "true runs it, false rejects it and the model is told"
         )
         answer = await self.ctx.ask(
-            f"{self.prefix}:approve:{_part(call_id)}", prompt, _Answer, payload=json.loads(json.dumps(payload, default=str))
+            f"{self.prefix}:approve:{_part(call_id)}",
+            prompt,
+            _Answer,
+            payload=json.loads(json.dumps(payload, default=str)),
         )
         if isinstance(answer, Verdict):
             approved, reason = answer.approved, answer.reason
@@ -482,8 +483,10 @@ class PhasegateRunner:
         Raises:
             UsageError: always, naming `await PhasegateRunner.run` instead.
         """
-        raise UsageError("PhasegateRunner.run_sync is not durable: declare the phase `async def` and "
-                         "`await PhasegateRunner.run(...)`")
+        raise UsageError(
+            "PhasegateRunner.run_sync is not durable: declare the phase `async def` and "
+            "`await PhasegateRunner.run(...)`"
+        )
 
 
 _runs: weakref.WeakKeyDictionary[AsyncPhaseContext, int] = weakref.WeakKeyDictionary()

@@ -92,7 +92,9 @@ async def _awaited(work: Future[Any]) -> Any:
     return result
 
 
-CURRENT_PHASE: contextvars.ContextVar[AsyncPhaseContext | None] = contextvars.ContextVar("phasegate_async_phase", default=None)
+CURRENT_PHASE: contextvars.ContextVar[AsyncPhaseContext | None] = contextvars.ContextVar(
+    "phasegate_async_phase", default=None
+)
 """The async phase whose task (or a task it started) is running: set by the driver (asyncdriver.py)."""
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from .._stop import Stop
 from ..errors import LeaseLost, StoreError
-from .asynccontext import AsyncPhaseContext, CURRENT_PHASE
+from .asynccontext import CURRENT_PHASE, AsyncPhaseContext
 from .parking import Park
 from .stopping import Interrupted, StopRequest, where
 

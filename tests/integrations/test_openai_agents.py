@@ -19,9 +19,9 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import agents  # noqa: F401 - imported here so forked children start with the SDK loaded
 import pytest
 
-import agents  # noqa: F401 - imported here so forked children start with the SDK loaded
 from tests.support import cli
 
 HERE = Path(__file__).resolve().parent
@@ -148,8 +148,15 @@ class Agentrun:
                 if self.refunds():
                     assert [x["key"] for x in self.refunds()] == [KEY]
                     d = self.here(
-                        "decide", "r1", "confirm_effect", "--effect", KEY,
-                        "--result", json.dumps("refunded 30 EUR on A1"), "--reason", "seen in the bank",
+                        "decide",
+                        "r1",
+                        "confirm_effect",
+                        "--effect",
+                        KEY,
+                        "--result",
+                        json.dumps("refunded 30 EUR on A1"),
+                        "--reason",
+                        "seen in the bank",
                     )
                 else:
                     d = self.here("decide", "r1", "retry_effect", "--effect", KEY, "--reason", "not in the bank")

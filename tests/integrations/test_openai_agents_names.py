@@ -63,7 +63,9 @@ def send(to: str) -> str:
 
 
 def _agent() -> Agent[Any]:
-    return Agent(name="pinger", model=ScriptedModel([ModelStep.respond(_respond) for _ in range(10)]), tools=[ping, send])
+    return Agent(
+        name="pinger", model=ScriptedModel([ModelStep.respond(_respond) for _ in range(10)]), tools=[ping, send]
+    )
 
 
 wf = Workflow("test-openai-names")
@@ -141,7 +143,11 @@ def test_a_phase_run_again_replays_the_agent_and_asks_the_model_and_tools_nothin
         made = list(CALLS)
         # The two pings are parallel calls: either may start first.
         assert [made[0], sorted(made[1:3]), *made[3:]] == [
-            "model:0", ["ping:1", "ping:2"], "model:2", "send:r1/flaky/openai-agents:effect:call_c", "model:3"
+            "model:0",
+            ["ping:1", "ping:2"],
+            "model:2",
+            "send:r1/flaky/openai-agents:effect:call_c",
+            "model:3",
         ]
         CALLS.clear()
         FAIL["now"] = False
