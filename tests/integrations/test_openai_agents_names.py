@@ -222,3 +222,40 @@ def test_without_the_sdk_the_import_names_the_extra() -> None:
         "phasegate.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'phasegate[openai-agents]'"
     )
     assert json.dumps(r.stdout).count("\\n") == 1  # one line
+
+
+wf_current = Workflow("test-current-phase")
+SEEN: dict[str, Any] = {}
+
+
+@wf_current.phase()
+async def first(ctx: AsyncPhaseContext) -> str:
+    import asyncio
+
+    from phasegate.run.asynccontext import current
+
+    async def in_a_task() -> Any:
+        return current()
+
+    SEEN["first"] = current() is ctx
+    SEEN["task"] = (await asyncio.gather(in_a_task()))[0] is ctx
+    SEEN["thread"] = await ctx.step("in_a_thread", lambda: current() is ctx)
+    return "ok"
+
+
+@wf_current.phase()
+async def second(ctx: AsyncPhaseContext) -> str:
+    from phasegate.run.asynccontext import current
+
+    SEEN["second"] = current() is ctx
+    return "ok"
+
+
+def test_the_running_async_phase_is_found_from_its_tasks_and_threads_and_only_there(tmp_path: Path) -> None:
+    from phasegate.run.asynccontext import current
+
+    SEEN.clear()
+    with Engine(tmp_path / "current.db") as eng:
+        assert eng.run(wf_current, "c1", {}).status == "completed"
+    assert SEEN == {"first": True, "task": True, "thread": True, "second": True}
+    assert current() is None
