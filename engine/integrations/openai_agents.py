@@ -359,18 +359,20 @@ class _Journal:
         tool = item.tool_name or "?"
         text = getattr(raw, "arguments", None) if not isinstance(raw, dict) else raw.get("arguments")
         try:
-            arguments: Any = json.loads(text) if isinstance(text, str) else text
+            arguments: Any = json.loads(text, strict=False) if isinstance(text, str) else text
         except ValueError:
             arguments = text
         agent = getattr(getattr(item, "agent", None), "name", None)
         payload = {"tool": tool, "arguments": arguments, "call_id": call_id, "agent": agent}
-        shown = text if isinstance(text, str) else json.dumps(arguments, default=str)
+        # What the model wrote, shown as JSON (control characters escaped): stored and printed text.
+        shown = json.dumps(arguments, separators=(",", ":"), default=str)
+        part = _part(call_id)
         prompt = (
-            f"Approve the call of tool {tool!r} with arguments {shown} (call {call_id}, agent {agent!r})? "
+            f"Approve the call of tool {tool!r} with arguments {shown} (call {part}, agent {agent!r})? "
             "true runs it, false rejects it and the model is told"
         )
         answer = await self.ctx.ask(
-            f"{self.prefix}:approve:{_part(call_id)}",
+            f"{self.prefix}:approve:{part}",
             prompt,
             _Answer,
             payload=json.loads(json.dumps(payload, default=str)),
