@@ -300,3 +300,55 @@ def test_what_the_model_wrote_reaches_the_question_escaped(tmp_path: Path) -> No
     # The payload keeps the model's values as data (the console and status escape them when shown).
     assert q.payload["arguments"] == {"to": "\x1b[2J\x1b[31mmallory"}
     assert q.payload["call_id"] == "call\nforged: approved"
+
+
+def _hand(call: Any) -> Any:
+    items = call.input if isinstance(call.input, list) else []
+    outs = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+    CALLS.append(f"model:{len(outs)}")
+    if not outs:
+        return [function_call("transfer_to_pinger", {}, call_id="call_h")]
+    if len(outs) == 1:
+        return [function_call("ping", {"n": 7}, call_id="call_p")]
+    return [assistant_message("pinged: " + str(outs[-1]["output"]))]
+
+
+wf_handoff = Workflow("test-openai-handoff")
+HANDED: list[str] = []
+
+
+@wf_handoff.phase()
+async def hand(ctx: AsyncPhaseContext) -> str:
+    from agents import handoff
+
+    scripted = ScriptedModel([ModelStep.respond(_hand) for _ in range(6)])
+    pinger = Agent(name="pinger", model=scripted, tools=[ping])
+    front = Agent(
+        name="front", model=scripted, handoffs=[handoff(pinger, on_handoff=lambda _ctx: HANDED.append("handed"))]
+    )
+    result = await PhasegateRunner.run(front, "go", run_config=NO_TRACES)
+    if FAIL["now"]:
+        raise RuntimeError("the phase fails after its agent ran")
+    return f"{result.last_agent.name}: {result.final_output}"
+
+
+def test_an_explicit_handoff_leads_to_an_agent_whose_calls_are_durable_too(tmp_path: Path) -> None:
+    CALLS.clear()
+    HANDED.clear()
+    FAIL["now"] = True
+    with Engine(tmp_path / "handoff.db") as eng:
+        assert eng.run(wf_handoff, "h1", {}).status == "failed"
+        assert CALLS == ["model:0", "model:1", "ping:7", "model:2"]
+        CALLS.clear()
+        FAIL["now"] = False
+        again = eng.run(wf_handoff, "h1")
+    assert again.status == "completed", again
+    assert again.result == "pinger: pinged: pong 7"
+    # Replayed: the model and the tool asked nothing (the SDK's own on_handoff hook runs again: it is not a step).
+    assert CALLS == []
+    assert _steps(tmp_path / "handoff.db") == [
+        "openai-agents:model:1",
+        "openai-agents:model:2",
+        "openai-agents:model:3",
+        "openai-agents:tool:call_p",
+    ]
