@@ -53,6 +53,28 @@ from ..errors import UsageError
 from ..ids import validate_name
 from ..run.asynccontext import AsyncPhaseContext, current
 
+
+def _missing() -> str:
+    """Why the SDK cannot be imported, in one line: not installed, or another `agents` in its place."""
+    import importlib.util
+    import sys
+
+    found = sys.modules.get("agents")
+    where = getattr(found, "__file__", None)
+    if where is None:
+        try:
+            spec = importlib.util.find_spec("agents")
+        except (ImportError, ValueError):
+            spec = None
+        where = spec.origin if spec is not None else None
+    if where is not None and "site-packages" not in str(where) and "dist-packages" not in str(where):
+        return (
+            f"phasegate.integrations.openai_agents: the module 'agents' found at {where} is not the OpenAI "
+            "Agents SDK; a file or folder named agents beside your workflow shadows it: rename it"
+        )
+    return "phasegate.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'phasegate[openai-agents]'"
+
+
 try:
     from agents import (
         Agent,
@@ -69,10 +91,9 @@ try:
     )
     from openai.types.responses import ResponseOutputItem
     from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
-except ImportError:  # pragma: no cover - exercised by a test in a fresh interpreter without the SDK
-    raise ImportError(
-        "phasegate.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'phasegate[openai-agents]'"
-    ) from None
+except ImportError:  # exercised by tests in a fresh interpreter without the SDK, and with it shadowed
+    raise ImportError(_missing()) from None
+
 
 __all__ = ["PREFIX", "PhasegateRunner", "Verdict", "effect_key"]
 

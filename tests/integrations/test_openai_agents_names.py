@@ -352,3 +352,18 @@ def test_an_explicit_handoff_leads_to_an_agent_whose_calls_are_durable_too(tmp_p
         "openai-agents:model:3",
         "openai-agents:tool:call_p",
     ]
+
+
+def test_a_file_named_agents_beside_the_workflow_is_named_as_what_shadows_the_sdk(tmp_path: Path) -> None:
+    (tmp_path / "agents.py").write_text("# an author's own module, named like the SDK\n")
+    code = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "try:\n    import phasegate.integrations.openai_agents\n"
+        "except ImportError as e:\n    print(e)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == (
+        f"phasegate.integrations.openai_agents: the module 'agents' found at {tmp_path / 'agents.py'} is not the "
+        "OpenAI Agents SDK; a file or folder named agents beside your workflow shadows it: rename it"
+    )
