@@ -101,9 +101,10 @@ _RUNNING: contextvars.ContextVar[AsyncPhaseContext | None] = contextvars.Context
 def running_phase() -> AsyncPhaseContext | None:
     """The async phase running in this task, or None outside one.
 
-    Set by the driver for the phase's task; tasks the phase starts inherit
-    it. An adapter that is handed no context (an agent framework's hook)
-    finds its phase here.
+    Set by the driver for the phase's task; tasks the phase starts (a
+    `gather` of tool calls) and threads its steps run in (a copied context)
+    inherit it. An adapter that is handed no context (an agent framework's
+    hook) finds its phase here.
 
     Returns:
         The phase's context, or None when no async phase is running in this task.

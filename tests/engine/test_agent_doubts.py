@@ -24,7 +24,7 @@ from tests.support.cli import ROOT
 from tests.support.pause import thaw, wait_for, wait_stopped
 from tests.support.standin import Standin
 
-AGENTS = ROOT / "tests" / "workflows" / "agents.py"
+AGENTS = ROOT / "tests" / "workflows" / "agent_loops.py"
 
 # -- a plain effect function cancelled before any thread took it up -------------
 

@@ -17,7 +17,7 @@ from tests.support.pause import thaw, wait_stopped
 from tests.support.standin import Standin
 from tests.support.waiting import until
 
-AGENTS = ROOT / "tests" / "workflows" / "agents.py"
+AGENTS = ROOT / "tests" / "workflows" / "agent_loops.py"
 
 
 def _run(h: Harness, wf: str, run_id: str, env: dict[str, str] | None = None, **inputs: Any) -> Any:
