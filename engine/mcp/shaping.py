@@ -20,7 +20,7 @@ from ..decide.causes import Cause
 from ..decide.preview import Preview
 from ..errors import PhasegateError, UsageError
 from ..safetext import safe
-from ..upkeep.reports import PolicyReport, UnknownSchema, VerifyReport
+from ..upkeep.reports import PolicyReport, UnknownSchema, UnmarkedStore, VerifyReport
 from ..views.models import ClaimView, DecisionView, RunSummary, RunView
 from ..views.runspage import RunsPage
 
@@ -210,7 +210,9 @@ def preview(pv: Preview, claimed_by: str | None) -> dict[str, Any]:
     )
 
 
-def verified(reports: Sequence[VerifyReport | UnknownSchema | PolicyReport], seals: str) -> dict[str, Any]:
+def verified(
+    reports: Sequence[VerifyReport | UnknownSchema | PolicyReport | UnmarkedStore], seals: str
+) -> dict[str, Any]:
     """`verify`: as `verify --json` prints the reports, with the seals' line.
 
     Args:

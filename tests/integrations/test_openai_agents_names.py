@@ -256,7 +256,7 @@ def test_the_running_async_phase_is_found_from_its_tasks_and_threads_and_only_th
 
     SEEN.clear()
     with Engine(tmp_path / "current.db") as eng:
-        assert eng.run(wf_running_phase, "c1", {}).status == "completed"
+        assert eng.run(wf_current, "c1", {}).status == "completed"
     assert SEEN == {"first": True, "task": True, "thread": True, "second": True}
     assert running_phase() is None
 
