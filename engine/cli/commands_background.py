@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from typing import Any
 
 from ..errors import ExitCode, UsageError
 from ..safetext import safe, safe_json
@@ -23,10 +24,19 @@ def cmd_worker(args: argparse.Namespace) -> int:
         logging.getLogger("phasegate.worker").setLevel(logging.INFO)
     stop = observing.start(args)
     try:
+        if not args.once:
+            if observing.open_when_there(lambda: _closed(open_engine(args)), "worker") is None:
+                return ExitCode.OK
         with open_patiently(lambda: open_engine(args)) as eng:
             return Worker(eng, poll=args.poll, jobs=args.jobs, heartbeat=args.heartbeat).serve(once=args.once)
     finally:
         stop()
+
+
+def _closed(eng: Any) -> Any:
+    """An engine opened only to see that its store exists, closed again."""
+    eng.close()
+    return eng
 
 
 def cmd_workers(args: argparse.Namespace) -> int:
@@ -83,7 +93,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     undo = observing.start(args)
     try:
-        with open_engine(args) as eng:
+        eng = open_engine(args) if args.once else observing.open_when_there(lambda: open_engine(args), "watch", stop)
+        if eng is None:
+            return ExitCode.OK
+        with eng:
             return run_watch(eng, hooks, stop, poll=args.poll, use_events=not args.no_events, once=args.once)
     finally:
         undo()

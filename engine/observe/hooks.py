@@ -110,6 +110,14 @@ class Observer:
     def heartbeat(self) -> None:
         """A run's lease was extended by its heartbeat."""
 
+    def workflows(self, names: list[str]) -> None:
+        """Workflows this process may run (the store's, at a worker's start and
+        at each look): a counter creates their series at 0 ahead of their first event.
+
+        Args:
+            names: Workflow names, as the store has them.
+        """
+
     def alert(self, ok: bool) -> None:
         """A watch finished delivering one alert.
 
@@ -166,6 +174,10 @@ class Fanout(Observer):
     def heartbeat(self) -> None:
         for o in self.observers:
             o.heartbeat()
+
+    def workflows(self, names: list[str]) -> None:
+        for o in self.observers:
+            o.workflows(names)
 
     def alert(self, ok: bool) -> None:
         for o in self.observers:
