@@ -30,7 +30,7 @@ from ..store import _rowcheck
 from ..store.store import Duplicate
 from ..timefmt import iso
 from ..views import feed
-from . import hooks
+from . import hooks, signing
 
 log = logging.getLogger("phasegate.watch")
 #: "Already announced" lines: shown with -v only (a restart would list every old stop).
@@ -200,7 +200,9 @@ class Watch:
         except Duplicate:
             skip_log.info("%s (%s): claimed by another watch", row.run_id, row.status)
             return 0
-        result = hooks.deliver(self.hooks, ev, self.stop, keepalive=lambda: self._renew(key, row))
+        result = hooks.deliver(
+            self.hooks, ev, self.stop, keepalive=lambda: self._renew(key, row), msg_id=signing.delivery_id(key)
+        )
         if not result.interrupted:
             observing.OBSERVER.alert(result.ok)
         with self.store.write() as conn:
