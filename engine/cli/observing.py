@@ -29,6 +29,12 @@ OTEL_ENV = "PHASEGATE_OTEL"
 
 log = logging.getLogger("phasegate.observe")
 
+#: Said once at a start with `PHASEGATE_OTEL=1` and no tracer provider: nothing would be traced.
+NO_PROVIDER = (
+    f"{OTEL_ENV}=1 but no OpenTelemetry tracer provider is set up, so nothing is traced: "
+    "run the command under `opentelemetry-instrument -- phasegate ...` (the SDK and an exporter installed)"
+)
+
 
 def add_metrics_flags(p: argparse.ArgumentParser) -> None:
     """`--metrics ADDR` and `--allow-remote`, for a worker or a watch."""
@@ -80,9 +86,13 @@ def start(args: argparse.Namespace) -> Callable[[], None]:
         undo += [lambda: hooks.uninstall(observer), server.shutdown]
     if os.environ.get(OTEL_ENV) == "1":
         try:
-            from ..observe.tracing import TracingObserver
+            from ..observe.tracing import TracingObserver, has_provider
         except ImportError:
             raise UsageError(f"{OTEL_ENV}=1 needs the otel extra: pip install 'phasegate[otel]'") from None
+        if not has_provider():
+            said = logging.getLogger("phasegate.tracing")
+            said.setLevel(logging.WARNING)  # shown without -v: tracing was asked for
+            said.warning(NO_PROVIDER)
         tracer = TracingObserver()
         hooks.install(tracer)
         undo.append(lambda: hooks.uninstall(tracer))

@@ -107,6 +107,23 @@ class Observer:
             began: `time.time()` when its intent was recorded (or the question began).
         """
 
+    def effect_call(self, run_id: str, phase: str, key: str, call: Callable[[], T]) -> T:
+        """An effect's function being called (its intent is durable already):
+        a tracer makes the effect's span current around it, so that an
+        instrumented HTTP client's request carries that span. `effect` is
+        called after it, when the effect ended.
+
+        Args:
+            run_id: The run.
+            phase: Its phase.
+            key: The effect's key.
+            call: Calls the effect's function; called exactly once.
+
+        Returns:
+            What `call` returned.
+        """
+        return call()
+
     def heartbeat(self) -> None:
         """A run's lease was extended by its heartbeat."""
 
@@ -171,6 +188,12 @@ class Fanout(Observer):
         for o in self.observers:
             o.effect(run_id, phase, key, outcome, began)
 
+    def effect_call(self, run_id: str, phase: str, key: str, call: Callable[[], T]) -> T:
+        wrapped = call
+        for o in reversed(self.observers):
+            wrapped = _bind_effect(o, run_id, phase, key, wrapped)
+        return wrapped()
+
     def heartbeat(self) -> None:
         for o in self.observers:
             o.heartbeat()
@@ -186,6 +209,10 @@ class Fanout(Observer):
 
 def _bind_attempt(o: Observer, run_id: str, workflow: str, call: Callable[[], T]) -> Callable[[], T]:
     return lambda: o.attempt(run_id, workflow, call)
+
+
+def _bind_effect(o: Observer, run_id: str, phase: str, key: str, call: Callable[[], T]) -> Callable[[], T]:
+    return lambda: o.effect_call(run_id, phase, key, call)
 
 
 def _bind_phase(o: Observer, run_id: str, workflow: str, phase: str, call: Callable[[], T]) -> Callable[[], T]:
