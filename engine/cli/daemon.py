@@ -29,7 +29,7 @@ from .._host import HOST
 from ..authoring.loader import load
 from ..engine import Engine
 from ..errors import ConnectionLost, ExitCode, PhasegateError, RunHeld, StoreError
-from ..observe import hooks
+from ..observe import hooks, logs
 from ..outcome import Outcome
 from ..run.lease import HolderState, holder_name, holder_state
 from ..run.stopping import StopRequest
@@ -186,7 +186,8 @@ class Worker:
         with self._lock:
             self._busy.add(row.run_id)
         try:
-            return self._handle(row, eng)
+            with logs.bound(run_id=row.run_id, workflow=row.workflow):
+                return self._handle(row, eng)
         finally:
             with self._lock:
                 self._busy.discard(row.run_id)

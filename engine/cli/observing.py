@@ -54,7 +54,8 @@ def add_log_format(p: argparse.ArgumentParser) -> None:
         "--log-format",
         choices=["text", "json"],
         default="text",
-        help="log lines as text (default) or as one JSON object a line (time, level, event, run_id, phase, message)",
+        help="log lines as text (default) or as one JSON object a line (timestamp, level, logger, message, run_id, "
+        "workflow, phase, trace_id, span_id)",
     )
 
 
