@@ -107,6 +107,17 @@ class Observer:
             began: `time.time()` when its intent was recorded (or the question began).
         """
 
+    def step_failed(self, run_id: str, phase: str, key: str, began: float, error: BaseException) -> None:
+        """A durable step's function raised (after its retries): the phase fails with it.
+
+        Args:
+            run_id: The run.
+            phase: Its phase.
+            key: The step's key.
+            began: `time.time()` when the step was found not saved.
+            error: What it raised.
+        """
+
     def effect_call(self, run_id: str, phase: str, key: str, call: Callable[[], T]) -> T:
         """An effect's function being called (its intent is durable already):
         a tracer makes the effect's span current around it, so that an
@@ -187,6 +198,10 @@ class Fanout(Observer):
     def effect(self, run_id: str, phase: str, key: str, outcome: str, began: float) -> None:
         for o in self.observers:
             o.effect(run_id, phase, key, outcome, began)
+
+    def step_failed(self, run_id: str, phase: str, key: str, began: float, error: BaseException) -> None:
+        for o in self.observers:
+            o.step_failed(run_id, phase, key, began, error)
 
     def effect_call(self, run_id: str, phase: str, key: str, call: Callable[[], T]) -> T:
         wrapped = call

@@ -60,12 +60,14 @@ STEP_KEY = "phasegate.step.key"
 """The durable step's key, on a step's span."""
 
 
-def _error(span: Any, kind: str, message: str) -> None:
+def _error(span: Any, kind: str, message: str, *, event: bool = True) -> None:
     """Mark `span` failed as OpenTelemetry's conventions say: status ERROR
-    with the message, an `exception` event and `error.type`."""
+    with the message, an `exception` event (unless `record_exception` made
+    one already) and `error.type`."""
     span.set_status(Status(StatusCode.ERROR, message))
     span.set_attribute(ERROR_TYPE, kind)
-    span.add_event("exception", {"exception.type": kind, "exception.message": message})
+    if event:
+        span.add_event("exception", {"exception.type": kind, "exception.message": message})
 
 
 def _outcome_error(span: Any, outcome: Outcome) -> None:
@@ -234,6 +236,19 @@ class TracingObserver(Observer):
     def step(self, run_id: str, phase: str, key: str, began: float) -> None:
         self._child(run_id, "phasegate.step", began, {RUN_ID: run_id, PHASE: phase, STEP_KEY: key})
 
+    def step_failed(self, run_id: str, phase: str, key: str, began: float, error: BaseException) -> None:
+        parent = self._phases.get(run_id) or self._runs.get(run_id)
+        ctx = trace.set_span_in_context(parent) if parent is not None else None
+        span = self.tracer.start_span(
+            "phasegate.step",
+            context=ctx,
+            attributes={RUN_ID: run_id, PHASE: phase, STEP_KEY: key},
+            start_time=min(_ns(began), time.time_ns()),
+        )
+        span.record_exception(error)
+        _error(span, type(error).__name__, str(error), event=False)
+        span.end()
+
     def effect_call(self, run_id: str, phase: str, key: str, call: Callable[[], T]) -> T:
         parent = self._phases.get(run_id) or self._runs.get(run_id)
         ctx = trace.set_span_in_context(parent) if parent is not None else None
@@ -246,7 +261,7 @@ class TracingObserver(Observer):
             got = call()
         except BaseException as exc:
             span.record_exception(exc)
-            _error(span, type(exc).__name__, str(exc))
+            _error(span, type(exc).__name__, str(exc), event=False)
             span.end()
             raise
         finally:

@@ -80,6 +80,40 @@ def test_a_failed_run_and_its_phase_are_errors(traced: tuple[Traced, Harness]) -
     assert ok.status.status_code is StatusCode.UNSET and not ok.events
 
 
+STEPS = """
+from phasegate import Workflow
+
+wf = Workflow("steps")
+
+
+def lookup(n: int) -> int:
+    if n == 2:
+        raise LookupError(f"no row {n}")
+    return n
+
+
+@wf.phase()
+def read(ctx) -> list[int]:
+    return [ctx.step(f"row:{n}", lookup, n, durable=True) for n in (1, 2)]
+"""
+
+
+def test_a_failed_durable_step_is_an_error(traced: tuple[Traced, Harness]) -> None:
+    t, h = traced
+    (h.tmp / "steps.py").write_text(STEPS)
+    with Engine(h.target) as eng:
+        outcome = eng.run(load(f"{h.tmp / 'steps.py'}:wf"), "s1")
+    assert outcome.status.value == "failed"
+    steps = {s.attributes["phasegate.step.key"]: s for s in t.spans("phasegate.step")}
+    assert set(steps) == {"row:1", "row:2"}
+    assert steps["row:1"].status.status_code is StatusCode.UNSET
+    bad = steps["row:2"]
+    assert bad.status.status_code is StatusCode.ERROR and bad.attributes["error.type"] == "LookupError"
+    assert _exception_event(bad)["exception.type"] == "LookupError"
+    (phase,) = t.spans("phasegate.phase read")
+    assert bad.parent is not None and bad.parent.span_id == phase.context.span_id
+
+
 def test_a_blocked_in_doubt_run_is_an_error_of_its_kind(traced: tuple[Traced, Harness]) -> None:
     t, h = traced
     assert h.run("d1", kill="after:charge:inv-1").killed
