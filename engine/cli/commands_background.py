@@ -6,13 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import ExitCode, UsageError
 from ..safetext import safe, safe_json
 from ..timefmt import iso
 from . import observing
 from .args import open_engine
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -24,19 +27,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
         logging.getLogger("phasegate.worker").setLevel(logging.INFO)
     stop = observing.start(args)
     try:
-        if not args.once:
-            if observing.open_when_there(lambda: _closed(open_engine(args)), "worker") is None:
-                return ExitCode.OK
-        with open_patiently(lambda: open_engine(args)) as eng:
+        # A store that does not exist yet is waited for (not with --once); a
+        # dropped connection while opening is tried again (open_patiently).
+        def opener() -> Engine:
+            return open_patiently(lambda: open_engine(args))
+
+        eng = opener() if args.once else observing.open_when_there(opener, "worker")
+        if eng is None:
+            return ExitCode.OK
+        with eng:
             return Worker(eng, poll=args.poll, jobs=args.jobs, heartbeat=args.heartbeat).serve(once=args.once)
     finally:
         stop()
-
-
-def _closed(eng: Any) -> Any:
-    """An engine opened only to see that its store exists, closed again."""
-    eng.close()
-    return eng
 
 
 def cmd_workers(args: argparse.Namespace) -> int:
