@@ -81,6 +81,11 @@ class StoreError(PhasegateError):
     title = "unusable database"
 
 
+class StoreMissing(StoreError):
+    """No store exists there yet (no file, or a database without phasegate's
+    tables): the long-lived commands wait for one to appear."""
+
+
 class ConnectionLost(StoreError):
     """The database server dropped the connection (a restart, a failover,
     `pg_terminate_backend`): what was committed stands, nothing more was

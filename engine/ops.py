@@ -31,7 +31,7 @@ tool asks the same function the engine's own command line asks:
   line, stored text escaped), for a tool's own log; `trace_runs`: every run
   this process executes traced with OpenTelemetry (the `otel` extra);
   `verify_webhook`: a webhook receiver's check of `watch
-  --webhook-secret-file`'s signature and timestamp; `is_loopback`: the one
+  --webhook-secret-file`'s signature and timestamp (Standard Webhooks); `is_loopback`: the one
   rule of "only this machine" that `--metrics`, `phasegate metrics` and
   `phasegate serve` bind and trust by.
 - `correctable_effects`: which confirmed effects of a run may be corrected

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
+import hashlib
 import http.client
 import os
 import signal
@@ -139,20 +140,26 @@ class PostAttempt(Attempt):
     3xx is a failure like any other status outside 2xx. The answer counts
     once its status line and headers arrived; its body is not read."""
 
-    def __init__(self, url: str, body: bytes, timeout: float, secret: bytes | None = None) -> None:
+    def __init__(
+        self, url: str, body: bytes, timeout: float, secret: bytes | None = None, msg_id: str | None = None
+    ) -> None:
         super().__init__("hook-webhook")
         self.url = url
         self.body = body
         self.timeout = timeout
         self._secret = secret
-        """Signs the POST (signing.py) when given."""
+        """Signs the POST (signing.py) when given: the HMAC key."""
+        self.msg_id = msg_id or signing.delivery_id(hashlib.sha256(body).hexdigest())
+        """The delivery's `webhook-id`, the same on each retry."""
 
     def send(self) -> str | None:
         url, headers = _split_credentials(self.url)
         headers.update({"Content-Type": "application/json", "User-Agent": "phasegate-watch"})
         if self._secret is not None:
-            # Signed at each attempt: a retry carries its own, fresh, timestamp.
-            headers.update(signing.sign(self._secret, self.body))
+            # Signed at each attempt: a retry carries its own, fresh, timestamp, and the same id.
+            headers.update(signing.sign(self._secret, self.body, self.msg_id))
+        else:
+            headers[signing.ID_HEADER] = self.msg_id
         req = urllib.request.Request(url, data=self.body, headers=headers, method="POST")
         opener = urllib.request.build_opener(_NoRedirect(), _HTTPHandler(self), _HTTPSHandler(self))
         try:

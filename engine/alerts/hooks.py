@@ -112,6 +112,7 @@ def deliver(
     event: dict[str, Any],
     stop: threading.Event,
     keepalive: Callable[[], None] | None = None,
+    msg_id: str | None = None,
 ) -> Delivery:
     """Send `event` through every configured hook, each with its retries.
 
@@ -121,6 +122,8 @@ def deliver(
         stop: Set by SIGTERM: the attempt in progress is ended and nothing more is tried.
         keepalive: Called every `KEEPALIVE_EVERY` seconds while the delivery
             goes on (the watch renews its claim on the alert with it).
+        msg_id: The webhook's `webhook-id`, the same on each retry (default:
+            one derived from the body).
 
     Returns:
         Ok only if every hook took the event; `interrupted` when `stop` ended it.
@@ -135,7 +138,7 @@ def deliver(
         for attempt in range(hooks.retries + 1):
             attempts += 1
             try:
-                err = clock.attempt(_start(hooks, name, body), hooks.timeout)
+                err = clock.attempt(_start(hooks, name, body, msg_id), hooks.timeout)
                 if err is None:
                     break
                 if attempt == hooks.retries:
@@ -157,12 +160,12 @@ def deliver(
     return Delivery(not errors, attempts, "; ".join(errors) or None)
 
 
-def _start(hooks: Hooks, name: str, body: bytes) -> _attempt.Attempt:
+def _start(hooks: Hooks, name: str, body: bytes, msg_id: str | None) -> _attempt.Attempt:
     if name == "exec":
         assert hooks.command is not None
         return _attempt.CommandAttempt(hooks.command, body).start()
     assert hooks.webhook is not None
-    return _attempt.PostAttempt(hooks.webhook, body, hooks.timeout, hooks.secret).start()
+    return _attempt.PostAttempt(hooks.webhook, body, hooks.timeout, hooks.secret, msg_id).start()
 
 
 class _Clock:

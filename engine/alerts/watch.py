@@ -27,12 +27,13 @@ from ..errors import ExitCode, StoreError
 from ..history import stops as _stops
 from ..history.stops import stop_key
 from ..observe import hooks as observing
+from ..observe import logs
 from ..safetext import safe
 from ..store import _rowcheck
 from ..store.store import Duplicate
 from ..timefmt import iso
 from ..views import feed
-from . import hooks
+from . import hooks, signing
 
 log = logging.getLogger("phasegate.watch")
 #: "Already announced" lines: shown with -v only (a restart would list every old stop).
@@ -269,7 +270,10 @@ class Watch:
         except Duplicate:
             skip_log.info("%s (%s): claimed by another watch", row.run_id, row.status)
             return 0
-        result = hooks.deliver(self.hooks, ev, self.stop, keepalive=lambda: self._renew(key, row))
+        with logs.bound(run_id=row.run_id, workflow=getattr(row, "workflow", None)):
+            result = hooks.deliver(
+                self.hooks, ev, self.stop, keepalive=lambda: self._renew(key, row), msg_id=signing.delivery_id(key)
+            )
         if not result.interrupted:
             observing.OBSERVER.alert(result.ok)
         with self.store.write() as conn:

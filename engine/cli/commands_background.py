@@ -6,12 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from typing import TYPE_CHECKING
 
 from ..errors import ExitCode, UsageError
 from ..safetext import safe, safe_json
 from ..timefmt import iso
 from . import observing
 from .args import open_engine
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -23,7 +27,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
         logging.getLogger("phasegate.worker").setLevel(logging.INFO)
     stop = observing.start(args)
     try:
-        with open_patiently(lambda: open_engine(args)) as eng:
+        # A store that does not exist yet is waited for (not with --once); a
+        # dropped connection while opening is tried again (open_patiently).
+        def opener() -> Engine:
+            return open_patiently(lambda: open_engine(args))
+
+        eng = opener() if args.once else observing.open_when_there(opener, "worker")
+        if eng is None:
+            return ExitCode.OK
+        with eng:
             return Worker(eng, poll=args.poll, jobs=args.jobs, heartbeat=args.heartbeat).serve(once=args.once)
     finally:
         stop()
@@ -83,7 +95,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     undo = observing.start(args)
     try:
-        with open_engine(args) as eng:
+        eng = open_engine(args) if args.once else observing.open_when_there(lambda: open_engine(args), "watch", stop)
+        if eng is None:
+            return ExitCode.OK
+        with eng:
             return run_watch(eng, hooks, stop, poll=args.poll, use_events=not args.no_events, once=args.once)
     finally:
         undo()

@@ -29,6 +29,7 @@ from .._host import HOST
 from ..authoring.loader import load
 from ..engine import Engine
 from ..errors import ConnectionLost, ExitCode, PhasegateError, RunHeld, StoreError
+from ..observe import hooks, logs
 from ..outcome import Outcome
 from ..run.lease import HolderState, holder_name, holder_state
 from ..run.stopping import StopRequest
@@ -131,6 +132,7 @@ class Worker:
         now = self.engine.clock()
         with self.engine.store.read() as conn:
             rows = self.engine.store.runs.waiting(conn, now, host=HOST)
+        hooks.OBSERVER.workflows(sorted({r.workflow for r in rows}))
         out = []
         for r in rows:
             held = holder_state(r, now) if r.status == RunStatus.RUNNING.value else HolderState.NONE
@@ -184,7 +186,8 @@ class Worker:
         with self._lock:
             self._busy.add(row.run_id)
         try:
-            return self._handle(row, eng)
+            with logs.bound(run_id=row.run_id, workflow=row.workflow):
+                return self._handle(row, eng)
         finally:
             with self._lock:
                 self._busy.discard(row.run_id)
@@ -302,6 +305,7 @@ class Worker:
     def serve(self, *, once: bool = False) -> int:
         """Handle what is waiting until stopped (or, with `once`, one pass)."""
         with two_signals(self._first_signal, self._second_signal):
+            self._know_workflows()
             beacon = Beacon(
                 self.engine.store, jobs=self.jobs, every=self.heartbeat, clock=self.engine.clock, doing=self._doing
             )
@@ -324,6 +328,17 @@ class Worker:
                 beacon.stop()
         log.info("stopped after resuming %d run(s)", self.handled)
         return 0
+
+    def _know_workflows(self) -> None:
+        """Every workflow the store knows, told to the observers once at the
+        start: their counters' series exist at 0 before any event."""
+        try:
+            with self.engine.store.read() as conn:
+                names = self.engine.store.runs.workflows(conn)
+        except PhasegateError as exc:
+            log.error("cannot read the store's workflows: %s", exc)
+            return
+        hooks.OBSERVER.workflows(names)
 
     def _look(self) -> list[Any]:
         try:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import ExitCode, PhasegateError, StoreError, UsageError
+from ..observe import logs
 from ..safetext import SafeFormatter, safe, storable
 from .parser import build_parser
 
@@ -50,12 +51,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if not ("-v" in argv or "--verbose" in argv):
         logging.getLogger("phasegate").setLevel(logging.ERROR)
+    if _wants_json(argv):
+        # From the first line: start-up and fatal lines are JSON too.
+        logs.use_json(tracebacks=debug)
     try:
         args = build_parser().parse_args(argv)
     except PhasegateError as exc:
         # What argparse refused is the line itself: no code of ours ran, so
         # there is no traceback to show, --debug or not.
-        print(f"phasegate: {exc.title}: {safe(exc.message)}", file=sys.stderr)
+        _fatal(f"{exc.title}: {safe(exc.message)}")
         return exc.exit_code
     try:
         if getattr(args, "db", None) is None and args.global_db is not None:
@@ -68,10 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PhasegateError as exc:
         if debug:
             raise
-        print(f"phasegate: {exc.title}: {safe(_said(exc))}", file=sys.stderr)
+        _fatal(f"{exc.title}: {safe(_said(exc))}")
         return exc.exit_code
     except KeyboardInterrupt:
-        print("phasegate: interrupted", file=sys.stderr)
+        _fatal("interrupted")
         return ExitCode.INTERRUPTED
     except PermissionError as exc:
         # A store (or its folder) this account may not look at: found by
@@ -79,11 +83,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         err = StoreError(f"{exc.strerror}: {exc.filename} (this account may not use this store)")
-        print(f"phasegate: {err.title}: {safe(err.message)}", file=sys.stderr)
+        _fatal(f"{err.title}: {safe(err.message)}")
         return err.exit_code
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return ExitCode.OK
+
+
+def _wants_json(argv: list[str]) -> bool:
+    """`--log-format json` (or `=json`) among the arguments, before they are parsed."""
+    if "--log-format=json" in argv:
+        return True
+    return any(a == "--log-format" and b == "json" for a, b in zip(argv, argv[1:], strict=False))
+
+
+def _fatal(text: str) -> None:
+    """The command's last line: `phasegate: ...` on stderr, or a JSON line under `--log-format json`."""
+    logs.say(text, level="error", logger="phasegate.cli", prefix="phasegate: ")
 
 
 def _said(exc: PhasegateError) -> str:

@@ -106,12 +106,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--run-id", required=True)
     s.add_argument("--input", default=None, help="the run's inputs as JSON")
     s.add_argument("--input-file", default=None, help="a file holding the inputs as JSON")
+    add_log_format(s)
     _db_arg(s)
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("resume", help="run again with the stored target and inputs")
     s.add_argument("run_id")
     s.add_argument("--force", action="store_true", help=_FORCE_HELP)
+    add_log_format(s)
     _db_arg(s)
     s.set_defaults(fn=cmd_resume)
 

@@ -107,8 +107,44 @@ class Observer:
             began: `time.time()` when its intent was recorded (or the question began).
         """
 
+    def step_failed(self, run_id: str, phase: str, key: str, began: float, error: BaseException) -> None:
+        """A durable step's function raised (after its retries): the phase fails with it.
+
+        Args:
+            run_id: The run.
+            phase: Its phase.
+            key: The step's key.
+            began: `time.time()` when the step was found not saved.
+            error: What it raised.
+        """
+
+    def effect_call(self, run_id: str, phase: str, key: str, call: Callable[[], T]) -> T:
+        """An effect's function being called (its intent is durable already):
+        a tracer makes the effect's span current around it, so that an
+        instrumented HTTP client's request carries that span. `effect` is
+        called after it, when the effect ended.
+
+        Args:
+            run_id: The run.
+            phase: Its phase.
+            key: The effect's key.
+            call: Calls the effect's function; called exactly once.
+
+        Returns:
+            What `call` returned.
+        """
+        return call()
+
     def heartbeat(self) -> None:
         """A run's lease was extended by its heartbeat."""
+
+    def workflows(self, names: list[str]) -> None:
+        """Workflows this process may run (the store's, at a worker's start and
+        at each look): a counter creates their series at 0 ahead of their first event.
+
+        Args:
+            names: Workflow names, as the store has them.
+        """
 
     def alert(self, ok: bool) -> None:
         """A watch finished delivering one alert.
@@ -163,9 +199,23 @@ class Fanout(Observer):
         for o in self.observers:
             o.effect(run_id, phase, key, outcome, began)
 
+    def step_failed(self, run_id: str, phase: str, key: str, began: float, error: BaseException) -> None:
+        for o in self.observers:
+            o.step_failed(run_id, phase, key, began, error)
+
+    def effect_call(self, run_id: str, phase: str, key: str, call: Callable[[], T]) -> T:
+        wrapped = call
+        for o in reversed(self.observers):
+            wrapped = _bind_effect(o, run_id, phase, key, wrapped)
+        return wrapped()
+
     def heartbeat(self) -> None:
         for o in self.observers:
             o.heartbeat()
+
+    def workflows(self, names: list[str]) -> None:
+        for o in self.observers:
+            o.workflows(names)
 
     def alert(self, ok: bool) -> None:
         for o in self.observers:
@@ -174,6 +224,10 @@ class Fanout(Observer):
 
 def _bind_attempt(o: Observer, run_id: str, workflow: str, call: Callable[[], T]) -> Callable[[], T]:
     return lambda: o.attempt(run_id, workflow, call)
+
+
+def _bind_effect(o: Observer, run_id: str, phase: str, key: str, call: Callable[[], T]) -> Callable[[], T]:
+    return lambda: o.effect_call(run_id, phase, key, call)
 
 
 def _bind_phase(o: Observer, run_id: str, workflow: str, phase: str, call: Callable[[], T]) -> Callable[[], T]:

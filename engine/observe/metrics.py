@@ -9,19 +9,27 @@ are asked for; `prometheus_client` is the `metrics` extra.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from ..outcome import Outcome
-from ..states import BlockKind
+from ..states import BlockKind, OutcomeStatus
+from .gauges import build_version
 from .hooks import Observer
 
 T = TypeVar("T")
 
 #: Phase durations span milliseconds (a phase that only reads) to hours.
 PHASE_BUCKETS = (0.005, 0.025, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0, 600.0, 3600.0, 14400.0)
+#: Every value of `phasegate_run_attempts_ended_total`'s `outcome` label.
+OUTCOMES = tuple(s.value for s in OutcomeStatus) + ("error",)
+#: Every value of `phasegate_effects_reconciled_total`'s `answer` label.
+ANSWERS = ("done", "not_done", "unknown")
+#: The most workflows whose series `know` creates from a store's runs: names
+#: are read from the store, which is untrusted, so their number is bounded.
+MAX_WORKFLOWS = 100
 #: A checkpoint's commit is one fsync'd transaction: sub-millisecond to a second.
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
 
@@ -47,6 +55,10 @@ class MetricsObserver(Observer):
         self.registry = registry if registry is not None else CollectorRegistry()
         """What `/metrics` serves."""
         r = self.registry
+        ProcessCollector(registry=r)
+        Gauge("phasegate_build_info", "Always 1: the phasegate version serving", ["version"], registry=r).labels(
+            build_version()
+        ).set(1)
         self.attempts = Counter(
             "phasegate_run_attempts_total",
             "Executions of a run started here (a start or a resume)",
@@ -110,14 +122,45 @@ class MetricsObserver(Observer):
             ["workflow"],
             registry=r,
         )
-        self.heartbeats = Counter("phasegate_heartbeats_total", "Lease extensions by a run's heartbeat", registry=r)
+        self.lease_renewals = Counter(
+            "phasegate_lease_renewals_total", "Leases extended by a run's heartbeat", registry=r
+        )
+        self.heartbeats = Counter(
+            "phasegate_heartbeats_total",
+            "Deprecated: the same count as phasegate_lease_renewals_total (removed in the next release)",
+            registry=r,
+        )
         self.alerts_sent = Counter("phasegate_alerts_sent_total", "Alerts every hook took (watch)", registry=r)
         self.alerts_failed = Counter("phasegate_alerts_failed_total", "Alerts not delivered (watch)", registry=r)
         self._workflow: dict[str, str] = {}
         """run id -> workflow, for the events that only know the run (the ledger's)."""
+        self._known: set[str] = set()
+        """Workflows whose series exist already (`know`)."""
         self._series: dict[tuple[str, str], _PhaseSeries] = {}
         """(workflow, phase) -> its series: `labels()` validates and locks at
         each call, a dict lookup does not (the checkpoint's hot path)."""
+
+    def know(self, workflows: Iterable[str]) -> None:
+        """Create every workflow-labelled series at 0 for each of `workflows`,
+        with every value of its other labels: a series that exists before its
+        first event lets `increase()` see that event (a series born at 1 has
+        no increase). At most `MAX_WORKFLOWS` workflows are taken from one call.
+
+        Args:
+            workflows: Workflow names (the store's, at a worker's start).
+        """
+        for i, wf in enumerate(workflows):
+            if i >= MAX_WORKFLOWS:
+                break
+            if wf in self._known:
+                continue
+            self._known.add(wf)
+            for c in (self.attempts, self.resumed, self.effects, self.in_doubt, self.steps, self.takeovers):
+                c.labels(wf)
+            for outcome in OUTCOMES:
+                self.ended.labels(wf, outcome)
+            for answer in ANSWERS:
+                self.reconciled.labels(wf, answer)
 
     def _phase_series(self, workflow: str, phase: str) -> _PhaseSeries:
         got = self._series.get((workflow, phase))
@@ -135,12 +178,13 @@ class MetricsObserver(Observer):
 
     def attempt(self, run_id: str, workflow: str, call: Callable[[], T]) -> T:
         self._workflow[run_id] = workflow
+        self.know([workflow])
         self.attempts.labels(workflow).inc()
         outcome = "error"
         try:
             got = call()
             if isinstance(got, Outcome):
-                outcome = got.status.value
+                outcome = got.status.value if got.status.value in OUTCOMES else "error"
                 # An effect in doubt stops the run (at its start after a
                 # crash, or mid-phase): the stop's reasons say which.
                 doubted = sum(r.kind is BlockKind.IN_DOUBT_EFFECT for r in got.blocked)
@@ -189,9 +233,14 @@ class MetricsObserver(Observer):
         elif outcome == "in_doubt":
             self.in_doubt.labels(wf).inc()
         elif outcome.startswith("reconciled_"):
-            self.reconciled.labels(wf, outcome.removeprefix("reconciled_")).inc()
+            answer = outcome.removeprefix("reconciled_")
+            self.reconciled.labels(wf, answer if answer in ANSWERS else "other").inc()
+
+    def workflows(self, names: list[str]) -> None:
+        self.know(names)
 
     def heartbeat(self) -> None:
+        self.lease_renewals.inc()
         self.heartbeats.inc()
 
     def alert(self, ok: bool) -> None:

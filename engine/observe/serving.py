@@ -4,11 +4,11 @@ port said on stderr (`127.0.0.1:0` picks a free one)."""
 from __future__ import annotations
 
 import ipaddress
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
+from . import logs
 
 #: The extra a metrics flag needs, as the one-line refusal names it.
 NEEDS_METRICS = "pip install 'phasegate[metrics]'"
@@ -99,12 +99,13 @@ def serve(registry: Any, address: Address) -> Any:
         raise UsageError(f"cannot listen on {address.host}:{address.port}: {exc.strerror or exc}") from None
     host = f"[{address.host}]" if ":" in address.host else address.host
     # What a test or a person reads to find a port picked by the system.
-    print(f"metrics on http://{host}:{server.server_port}/metrics", file=sys.stderr, flush=True)
+    logs.say(f"metrics on http://{host}:{server.server_port}/metrics", logger="phasegate.metrics")
     if not is_loopback(address.host):
-        print(
-            f"phasegate: warning: metrics served on {address.host}: anyone who can reach it reads the counts",
-            file=sys.stderr,
-            flush=True,
+        logs.say(
+            f"metrics served on {address.host}: anyone who can reach it reads the counts",
+            level="warning",
+            logger="phasegate.metrics",
+            prefix="phasegate: warning: ",
         )
     return server
 

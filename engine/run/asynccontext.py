@@ -238,7 +238,11 @@ class AsyncPhaseContext:
         annotation = returns(fn)
         found, value = self._steps.read(self.phase, key)
         if not found:
-            result = await self._call(name, policy, fn, args, kwargs)
+            try:
+                result = await self._call(name, policy, fn, args, kwargs)
+            except Exception as exc:
+                self._steps.failed(self.phase, key, exc)
+                raise
             text = _json.dumps(result)
             self._steps.save(self.phase, key, text)  # one commit, on the loop's thread
             value = _json.loads(text)

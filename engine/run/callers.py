@@ -18,7 +18,7 @@ import concurrent.futures
 import threading
 from collections.abc import Callable
 
-from ..observe import hooks
+from ..observe import hooks, logs
 from ..outcome import Outcome
 from .runner import Runner
 from .stopping import StopRequest
@@ -93,7 +93,8 @@ def observed(runner: Runner) -> Callable[[], Outcome]:
     def go() -> Outcome:
         if enter is not None:
             enter()
-        return observer.attempt(runner.run_id, runner.wf.name, runner.execute)
+        with logs.bound(run_id=runner.run_id, workflow=runner.wf.name):
+            return observer.attempt(runner.run_id, runner.wf.name, runner.execute)
 
     return go
 

@@ -368,7 +368,12 @@ class EffectLedger:
         Returns:
             What `fn` returned (a coroutine, for an `async def` function: the caller awaits it).
         """
-        return call_effect(fn, pending.key, fence=self._fence, attempt=pending.attempt)
+        return hooks.OBSERVER.effect_call(
+            self._fence.run_id,
+            pending.record.phase,
+            pending.key,
+            lambda: call_effect(fn, pending.key, fence=self._fence, attempt=pending.attempt),
+        )
 
     def finish(self, pending: Pending, result: Any) -> Any:
         """The second half of an effect: its completion, to commit with the run's next transaction.
@@ -440,7 +445,12 @@ class EffectLedger:
         with self._store.hot() as conn:
             with Session(bind=conn) as session:
                 attempt = 1 if row is None else int(row.attempt)
-                result = call_effect(fn, key, session, fence=self._fence, attempt=attempt)
+                result = hooks.OBSERVER.effect_call(
+                    self._fence.run_id,
+                    phase,
+                    key,
+                    lambda: call_effect(fn, key, session, fence=self._fence, attempt=attempt),
+                )
                 session.flush()
             text = _json.dumps(result)
             rec = EffectRecord(

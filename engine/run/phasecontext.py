@@ -165,7 +165,11 @@ class PhaseContext:
         annotation = returns(fn)
         found, value = self._steps.read(self.phase, key)
         if not found:
-            result = self._call(name, policy, fn, args, kwargs)
+            try:
+                result = self._call(name, policy, fn, args, kwargs)
+            except Exception as exc:
+                self._steps.failed(self.phase, key, exc)
+                raise
             refuse_coroutine(f"step {name!r}", result)
             text = _json.dumps(result)
             self._steps.save(self.phase, key, text)

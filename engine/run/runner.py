@@ -36,7 +36,7 @@ from ..authoring.workflow import Phase, Workflow
 from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
 from ..history import trail
 from ..ids import validate_run_id
-from ..observe import hooks
+from ..observe import hooks, logs
 from ..outcome import BlockReason, Outcome
 from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus
 from ..store.store import Duplicate, RunChange, Store
@@ -449,9 +449,10 @@ class Runner:
             )
             while True:
                 try:
-                    called = hooks.OBSERVER.phase(
-                        self.run_id, self.wf.name, p.name, partial(self._attempt_phase, p, missing)
-                    )
+                    with logs.bound(phase=p.name):
+                        called = hooks.OBSERVER.phase(
+                            self.run_id, self.wf.name, p.name, partial(self._attempt_phase, p, missing)
+                        )
                 except Interrupted as stop:
                     if self._take_back_stop():
                         # The pause it stopped for was withdrawn before it was met:

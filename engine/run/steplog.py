@@ -15,6 +15,7 @@ from .. import _json
 from .._stop import damaged, read_saved
 from ..observe import hooks
 from ..store.store import Store
+from ..waits import RetryLater
 from .completions import Completions
 from .lease import Fence
 
@@ -85,6 +86,14 @@ class StepLog:
             )
             self._fence.check_hot(tx)
         hooks.OBSERVER.step(self._fence.run_id, phase, key, self._began.pop((phase, key), now))
+
+    def failed(self, phase: str, key: str, error: Exception) -> None:
+        """A durable step's function raised: told to the observers (a rate
+        limit's `RetryLater` is a wait, not a failure)."""
+        if isinstance(error, RetryLater):
+            return
+        began = self._began.pop((phase, key), self._clock())
+        hooks.OBSERVER.step_failed(self._fence.run_id, phase, key, began, error)
 
     def discard(self, phases: list[str]) -> None:
         """Forget saved steps of these phases (their code changed since)."""

@@ -18,7 +18,8 @@ def record(store: Store, run_id: str, trace_id: str) -> None:
     Args:
         store: The run's store.
         run_id: The run.
-        trace_id: 32 hex digits.
+        trace_id: `TRACE-SPAN`: the trace's 32 hex digits, a dash, and the
+            16 of the span the next attempt links to.
     """
     with store.write() as conn:
         store.runs.set_trace_id(conn, run_id, trace_id)

@@ -16,7 +16,7 @@ from sqlalchemy import func, insert, inspect, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreMissing
 from ..history.keys import SealKey
 from . import _postgres, _sqlite, migrations
 from ._dialect import Dialect
@@ -139,7 +139,7 @@ class Database:
             if phasegate_tables:
                 raise StoreError(f"{self.where} has phasegate tables but no schema version: a damaged store")
             if not create:
-                raise StoreError(f"{self.where} holds no phasegate store yet")
+                raise StoreMissing(f"{self.where} holds no phasegate store yet")
             if self.is_sqlite:
                 _sqlite.enable_wal(self.sa)
             with self.sa.connect() as conn:

@@ -347,6 +347,8 @@ class Runs:
         cols = [runs.c.status, runs.c.updated_at, runs.c.blocked_json, runs.c.run_id]
         if "waiting_json" in runs.c:
             cols.append(runs.c.waiting_json)
+        if "wake_at" in runs.c:
+            cols.append(runs.c.wake_at)
         pending = (
             select(decisions.c.id).where(decisions.c.run_id == runs.c.run_id, decisions.c.state == "pending").exists()
         )
@@ -363,6 +365,11 @@ class Runs:
         """How many runs have each stored status (absent statuses: none)."""
         rows = conn.execute(select(runs.c.status, func.count()).group_by(runs.c.status))
         return {r[0]: r[1] for r in rows}
+
+    def workflows(self, conn: Connection, *, limit: int = 100) -> list[str]:
+        """The workflow names the runs table holds, sorted, at most `limit` (a full scan: read at a start, not per run)."""
+        q = select(runs.c.workflow).distinct().order_by(runs.c.workflow).limit(limit)
+        return [r[0] for r in conn.execute(q)]
 
     def ids(self, conn: Connection, *, after: str = "", limit: int = 500) -> list[str]:
         """The next `limit` run ids after `after`, in order (a keyset page)."""

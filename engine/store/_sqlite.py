@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine as SAEngine
 from sqlalchemy.pool import QueuePool
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreMissing
 
 _HEADER = b"SQLite format 3\x00"
 
@@ -126,7 +126,7 @@ def _check_path(path: Path, *, create: bool) -> bool:
         raise StoreError(f"{path} is not a regular file (a FIFO, socket or device), so not a database file")
     if not path.exists():
         if not create:
-            raise StoreError(f"no phasegate database at {path}")
+            raise StoreMissing(f"no phasegate database at {path}")
         if not path.parent.exists():
             raise StoreError(f"folder {path.parent} does not exist")
         try:

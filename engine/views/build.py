@@ -199,7 +199,7 @@ def build(
         notes=tuple(_json.loads(run.notes_json or "[]")),
         attention=attention,
         epoch=int(run.epoch),
-        trace_id=getattr(run, "trace_id", None),
+        trace_id=_trace_part(getattr(run, "trace_id", None)),
         pending_decisions=tuple(d for d in decs if d.state == "pending"),
         degraded=status is RunStatus.COMPLETED and any(p.state is PhaseState.DEGRADED for p in phases),
         runbooks=tuple(
@@ -235,3 +235,11 @@ def decision_view(d: Any, now: float) -> DecisionView:
         batch_id=getattr(d, "batch_id", None),
         policy_id=getattr(d, "policy_id", None),
     )
+
+
+def _trace_part(stored: object) -> str | None:
+    """The trace id of the run row's `trace_id` column, which holds
+    `TRACE-SPAN` (the span the next attempt links to) or, from before, `TRACE`."""
+    if not isinstance(stored, str) or not stored:
+        return None
+    return stored.split("-", 1)[0]

@@ -13,11 +13,17 @@ from typing import Any
 
 from .. import _json
 from ..observe.gauges import StoreGauges
-from ..states import RunStatus
+from ..run.lease import HolderState, holder_state
+from ..states import RunStatus, WaitKind
 from ..store import schema
 from ..store.store import Store
 from .listing import counts
 from .workers import list_workers
+
+#: Seconds past its wake time after which a waiting run's timer is overdue.
+OVERDUE_AFTER = 60.0
+#: The most ready runs counted (`phasegate_runs_ready` reads a page, not the table).
+READY_LIMIT = 1000
 
 #: Stored statuses that wait for a person, whatever else is true of the run.
 NEEDS_PERSON = ("blocked", "failed")
@@ -54,12 +60,19 @@ def read(store: Store, now: float, clock: Any = None) -> StoreGauges:
     with store.read() as conn:
         rows = store.runs.waiting_for_person(conn, watched)
         proposals = store.decisions.count_open_proposals(conn, now)
+        ready = store.runs.waiting(conn, now, limit=READY_LIMIT)
     kinds: Counter[str] = Counter()
     oldest: float | None = None
-    asking = 0
+    asking = overdue = 0
+    waiting_since: dict[str, float] = {}
     for r in rows:
         if r.status == "waiting":
-            if _waiting_kind(r) != "answer":
+            kind = _waiting_kind(r) or "other"
+            waiting_since[kind] = min(waiting_since.get(kind, r.updated_at), r.updated_at)
+            wake = getattr(r, "wake_at", None)
+            if kind != WaitKind.ANSWER.value and wake is not None and wake <= now - OVERDUE_AFTER:
+                overdue += 1
+            if kind != WaitKind.ANSWER.value:
                 continue
             asking += 1
         if r.status == "blocked":
@@ -70,8 +83,19 @@ def read(store: Store, now: float, clock: Any = None) -> StoreGauges:
             for k in {str(b.get("kind")) for b in reasons if isinstance(b, dict)}:
                 kinds[k] += 1
         oldest = r.updated_at if oldest is None else min(oldest, r.updated_at)
-    alive = sum(w.alive for w in list_workers(store, clock or (lambda: now)))
+    workers = list_workers(store, clock or (lambda: now))
+    alive = sum(w.alive for w in workers)
+    ready_n = sum(
+        1
+        for r in ready
+        if r.status != RunStatus.RUNNING.value or holder_state(r, now) not in (HolderState.LIVE, HolderState.STALLED)
+    )
     return StoreGauges(
+        oldest_waiting_by_kind={k: max(0.0, now - t) for k, t in waiting_since.items()},
+        timers_overdue=overdue,
+        heartbeat_age_by_worker={w.worker_id: w.seen_ago for w in workers if w.state != "stopped"},
+        runs_ready=ready_n,
+        workers_busy=sum(1 for w in workers if w.alive and w.resuming),
         runs_by_status=by_status,
         blocked_by_kind=dict(kinds),
         oldest_needing_person=max(0.0, now - oldest) if oldest is not None else 0.0,

@@ -184,16 +184,18 @@ def test_the_webhook_check_without_phasegate_agrees_with_phasegates() -> None:
     timestamp, as `phasegate.ops.verify_webhook` does."""
     import time
 
-    from phasegate.alerts.signing import sign
+    from phasegate.alerts.signing import sign, standard_secret
 
     (block,) = [b for b in RUN if str(b.page) == "docs/operating/monitoring.md" and "def verify(" in b.body]
     names: dict[str, object] = {}
     exec(compile(block.body, str(block), "exec"), names)  # the page's own code, not stored data
     verify = names["verify"]
-    secret, body = b"k" * 32, b'{"run_id": "r1", "status": "blocked"}'
-    assert verify(secret, body, sign(secret, body))  # type: ignore[operator]
-    assert not verify(secret, body + b" ", sign(secret, body))  # type: ignore[operator]
-    assert not verify(secret, body, sign(secret, body, now=time.time() - 600))  # type: ignore[operator]
+    key, body = b"k" * 32, b'{"run_id": "r1", "status": "blocked"}'
+    secret = standard_secret(key)
+    assert verify(secret, body, sign(key, body, "msg_1"))  # type: ignore[operator]
+    assert not verify(secret, body + b" ", sign(key, body, "msg_1"))  # type: ignore[operator]
+    assert not verify(secret, body, sign(key, body, "msg_1", now=time.time() - 600))  # type: ignore[operator]
+    assert not verify(secret, body, {**sign(key, body, "msg_1"), "webhook-id": "msg_2"})  # type: ignore[operator]
 
 
 def _complete(block: Block) -> bool:

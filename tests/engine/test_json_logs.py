@@ -9,6 +9,8 @@ from pathlib import Path
 
 from engine_harness import WORKFLOWS, Harness
 
+from phasegate.observe.logs import KEYS
+
 HOSTILE = f"{WORKFLOWS / 'hostile.py'}:wf"
 
 
@@ -25,13 +27,14 @@ def test_a_worker_logs_json_lines(tmp_path: Path) -> None:
     assert p.returncode == 0, p
     assert "\x1b" not in p.stderr and "\u202e" not in p.stderr
     lines = [json.loads(line) for line in p.stderr.splitlines()]
-    assert all(set(r) == {"time", "level", "event", "run_id", "phase", "message"} for r in lines), lines
-    assert all(r["time"].endswith("Z") for r in lines), lines
-    assert {r["event"] for r in lines} == {"worker", "run"}, lines
-    # The run's own line and the worker's, each naming the run and the phase.
+    assert all(tuple(r) == KEYS for r in lines), lines
+    assert all(r["timestamp"].endswith("Z") for r in lines), lines
+    assert {r["logger"] for r in lines} == {"phasegate.worker", "phasegate.run"}, lines
+    # The run's own line and the worker's, each naming the run, its workflow and the phase.
     failed = [r for r in lines if r["run_id"] == "f1" and r["level"] == "error"]
-    assert [r["event"] for r in failed] == ["run", "worker"], lines
+    assert [r["logger"] for r in failed] == ["phasegate.run", "phasegate.worker"], lines
     assert all(r["phase"] == "second" for r in failed), failed
+    assert all(r["workflow"] == "test-hostile" for r in failed), failed
     for r in failed:
         assert "RuntimeError: boom\\x1b[31m<U+202E>\\x0a2026-12-04" in r["message"], r
     assert [r for r in lines if "forged" in r["message"]] == failed

@@ -165,3 +165,41 @@ def test_a_watch_counts_the_alerts_it_sent(tmp_path: Any) -> None:
         assert w.stop() == 0, w.lines
     assert value(m, "phasegate_alerts_sent_total") == 1 and value(m, "phasegate_alerts_failed_total") == 0
     assert json.loads(out.read_text())["run_id"] == "f1"
+
+
+def test_forged_label_values_in_the_store_are_counted_as_other(tmp_path: Any) -> None:
+    """Someone who can write the store forges 300 block kinds, a status and a
+    wait kind: `phasegate metrics` still serves only the label values the
+    code defines, and counts the rest as `other` (300 kinds must not make 300 series)."""
+    h = Harness(tmp_path)
+    assert h.run("d1", kill="after:charge:inv-1").killed
+    assert h.resume("d1").returncode != 0
+    assert h.status("d1")["status"] == "blocked"
+    assert h.run("c1").returncode == 0
+    assert h.run("c2").returncode == 0
+    forged = json.dumps([{"kind": f"forged-{i}", "message": "x", "data": {}} for i in range(300)])
+    h.sql("UPDATE phasegate_runs SET blocked_json = ? WHERE run_id = 'd1'", (forged,))
+    h.sql("UPDATE phasegate_runs SET status = 'forged-status' WHERE run_id = 'c1'")
+    h.sql(
+        "UPDATE phasegate_runs SET status = 'waiting', waiting_json = ? WHERE run_id = 'c2'",
+        (json.dumps({"kind": "forged-wait"}),),
+    )
+
+    w = Served(["metrics", "--listen", "127.0.0.1:0", "--db", h.target], h.env)
+    try:
+        m = until(lambda: (s := w.scrape()) and value(s, "phasegate_store_up") == 1 and s, "a scrape of the store")
+    finally:
+        assert w.stop() == 0, w.lines
+
+    def label_values(name: str, label: str) -> set[str]:
+        return {dict(k[1])[label] for k in m if k[0] == name}
+
+    from phasegate.states import BlockKind, RunStatus, WaitKind
+
+    assert label_values("phasegate_runs_blocked", "kind") == {k.value for k in BlockKind} | {"other"}
+    assert value(m, "phasegate_runs_blocked", kind="other") == 300
+    assert label_values("phasegate_runs", "status") <= {s.value for s in RunStatus} | {"other", "interrupted"}
+    assert value(m, "phasegate_runs", status="other") == 1
+    assert label_values("phasegate_oldest_waiting_seconds", "kind") == {k.value for k in WaitKind} | {"other"}
+    assert value(m, "phasegate_oldest_waiting_seconds", kind="other") > 0
+    assert len(m) < 80, sorted(m)

@@ -81,11 +81,12 @@ def test_a_killed_and_resumed_run_is_two_attempts(h: Harness, monkeypatch: pytes
     assert "phasegate.run test-billing" not in by_name
     (trace1,) = {s["trace"] for s in spans1}
     attempt1 = by_name["phasegate.phase load"]["parent"]
-    assert _tree(spans1)[attempt1] == ["phasegate.phase load", "phasegate.phase price"]
-    price, step = by_name["phasegate.phase price"], by_name["phasegate.step price_all"]
+    assert _tree(spans1)[attempt1] == ["phasegate.lease", "phasegate.phase load", "phasegate.phase price"]
+    price, step = by_name["phasegate.phase price"], by_name["phasegate.step"]
+    assert step["attrs"]["phasegate.step.key"] == "price_all"
     assert step["parent"] == price["span"] and step["attrs"]["phasegate.phase"] == "price"
     # The charge phase and its second effect never ended; its first effect did, under it.
-    effect = by_name["phasegate.effect charge:inv-0"]
+    (effect,) = [s for s in spans1 if s["name"] == "phasegate.effect" and s["attrs"].get("phasegate.outcome")]
     assert effect["attrs"]["phasegate.effect.key"] == "r1/charge/charge:inv-0"
     assert effect["attrs"]["phasegate.outcome"] == "done" and effect["attrs"]["phasegate.effect.in_doubt"] is False
     assert effect["parent"] not in {s["span"] for s in spans1}  # the charge phase's span, unended
@@ -115,13 +116,21 @@ def test_a_killed_and_resumed_run_is_two_attempts(h: Harness, monkeypatch: pytes
     assert run.context.trace_id == app.get_span_context().trace_id
     assert run.attributes["phasegate.outcome"] == "completed"
     assert run.attributes["phasegate.resumed"] is True and run.attributes["phasegate.takeover"] is True
-    assert [format(link.context.trace_id, "032x") for link in run.links] == [trace1]
+    # The link names the first attempt's lease span: one its process exported.
+    lease1 = by_name["phasegate.lease"]
+    assert [(format(link.context.trace_id, "032x"), format(link.context.span_id, "016x")) for link in run.links] == [
+        (trace1, lease1["span"])
+    ]
     children = sorted(s.name for s in spans2 if s.parent is not None and s.parent.span_id == run.context.span_id)
-    assert children == ["phasegate.phase charge", "phasegate.phase report"]
+    assert children == ["phasegate.lease", "phasegate.phase charge", "phasegate.phase report"]
     charge = names["phasegate.phase charge"]
     under = sorted(s.name for s in spans2 if s.parent is not None and s.parent.span_id == charge.context.span_id)
     # inv-0 was done and recorded: read back, not performed again, so no span.
-    assert under == ["phasegate.effect charge:inv-1", "phasegate.effect charge:inv-2"]
+    assert under == ["phasegate.effect", "phasegate.effect"]
+    assert sorted(str(s.attributes["phasegate.effect.key"]) for s in spans2 if s.name == "phasegate.effect") == [
+        "r1/charge/charge:inv-1",
+        "r1/charge/charge:inv-2",
+    ]
     assert all(s.attributes["phasegate.run_id"] == "r1" for s in spans2 if s.name.startswith("phasegate."))
     trace2 = format(run.context.trace_id, "032x")
     assert trace2 != trace1 and h.status("r1")["trace_id"] == trace2
