@@ -209,6 +209,10 @@ class Workflow:
 
         return deco
 
+    @typing.overload
+    def phase(self, name: F, /) -> F: ...
+
+    @typing.overload
     def phase(
         self,
         name: str | None = None,
@@ -220,8 +224,22 @@ class Workflow:
         retries: int = 0,
         backoff: float = 1.0,
         retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
-    ) -> Callable[[F], F]:
-        """Register a phase. Phases run in declaration order. `needs` names the
+    ) -> Callable[[F], F]: ...
+
+    def phase(
+        self,
+        name: str | Callable[..., Any] | None = None,
+        *,
+        needs: Iterable[str] = (),
+        floor: Iterable[str] | None = None,
+        probes: Iterable[str] = (),
+        rederivable: bool = True,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+    ) -> Any:
+        """Register a phase: `@wf.phase`, `@wf.phase()` or `@wf.phase("name", ...)`.
+        Phases run in declaration order. `needs` names the
         earlier phases whose outputs it reads; `floor` the subset it cannot start
         without (all of `needs` unless given). `rederivable=False` says a lost
         output of this phase cannot be recomputed by running it again (it
@@ -238,7 +256,8 @@ class Workflow:
         event loop (the run's own, or the caller's under `Engine.arun`).
 
         Args:
-            name: The phase's name (default: the function's name); no '/'.
+            name: The phase's name (default: the function's name); no '/'. (Used
+                bare, `@wf.phase` is given the function itself, and registers it.)
             needs: Earlier phases whose outputs it is called with, as keyword arguments.
             floor: The needs it cannot start without (default: all of them).
             probes: The probes it reads (a probe no phase names is read by every phase).
@@ -248,13 +267,29 @@ class Workflow:
             retry_on: The exceptions that are retried.
 
         Returns:
-            A decorator that registers the function and returns it unchanged.
+            A decorator that registers the function and returns it unchanged
+            (used bare: the function, registered).
 
         Raises:
             WorkflowError: (from the decorator) the name is taken or holds '/', a
                 need is not an earlier phase, the floor is not within the needs,
                 or a probe is unknown.
         """
+
+        if callable(name):
+            # `@wf.phase` without parentheses: Python calls it with the function.
+            # Returning a decorator here would replace the function with it and
+            # register nothing, so the run would complete having done nothing.
+            return self.phase(
+                None,
+                needs=needs,
+                floor=floor,
+                probes=probes,
+                rederivable=rederivable,
+                retries=retries,
+                backoff=backoff,
+                retry_on=retry_on,
+            )(name)
 
         def deco(fn: F) -> F:
             pname = validate_name("phase", name or fn.__name__, WorkflowError)

@@ -26,6 +26,7 @@ from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy
 from ..errors import UsageError
 from ..ids import validate_name
 from ..waits import seconds_arg
+from . import patches
 from .ledger import Pending
 from .parking import Parking, after_failure, epoch_of, made_by_a_run
 from .stepcalls import StepCalls, check_effect_options, is_async_callable, refuse_coroutine, rehydrate, returns
@@ -163,7 +164,7 @@ class PhaseContext:
         kwargs: dict[str, Any],
     ) -> Any:
         annotation = returns(fn)
-        found, value = self._steps.read(self.phase, key)
+        found, value = self._steps.read(self.phase, key, home=self._calls.at_home())
         if not found:
             result = self._call(name, policy, fn, args, kwargs)
             refuse_coroutine(f"step {name!r}", result)
@@ -328,6 +329,7 @@ class PhaseContext:
         if is_async_callable(fn):
             raise _async_refused("effect", name, fn)
         calls.effect_name(name)
+        self._steps.check_effect(self.phase, name, home=calls.at_home())
         if atomic:
             value = self._effects.perform(self.phase, name, fn, idempotent=idempotent, atomic=True)
         else:
@@ -430,6 +432,45 @@ class PhaseContext:
         """
         at = epoch_of(f"sleep_until {name!r}", when)
         self._calls.wait(self._parked().timer(self._steps, self._calls, name, lambda _now: at))
+
+    def patched(self, patch_id: str) -> bool:
+        """Whether this run takes the new path of a code change (run/patches.py).
+
+        True when the run reaches this call for the first time under code that
+        has it; False when its saved steps or effects show it went past this
+        point under code without it (a run that was waiting when the new code
+        was deployed). Recorded in the run's step log on the first call: the
+        answer never changes for a run.
+
+        Args:
+            patch_id: The patch's name, unique to the change it guards.
+
+        Returns:
+            True for the patched path, False for the old one.
+
+        Raises:
+            UsageError: a bad name, or a call from a thread or task other than the phase's own.
+            Interrupted: a stop was requested.
+        """
+        return patches.patched(self._steps, self._calls, patch_id)
+
+    def deprecated_patch(self, patch_id: str) -> None:
+        """Mark where a patch was, once only its new path is left in the code.
+
+        A run that took the old path (or went past this point without the patch)
+        stops here for an operator (`env_mismatch`, `replay_diverged`) instead of
+        going on with results the new code never made; `phasegate status --patch
+        ID` lists the live runs that would.
+
+        Args:
+            patch_id: The patch's name, as `patched` was called with.
+
+        Raises:
+            Stop: this run took the old path.
+            UsageError: a bad name, or a call from another thread or task.
+            Interrupted: a stop was requested.
+        """
+        patches.deprecated_patch(self._steps, self._calls, patch_id)
 
     def _parked(self) -> Parking:
         return made_by_a_run(self._parking)
