@@ -406,7 +406,7 @@ class Runner:
         # start's own (`_acquire`): neither is the planner's to apply or void.
         # When the run was last reset (its epoch began): what it did before is no part of a replay.
         self._reset_at = max(
-            (float(d.created_at) for d in rows if d.action == Action.RESET.value and d.state == "applied"),
+            (float(d.at) for d in rows if d.action == Action.RESET.value and d.state == "applied"),
             default=float("-inf"),
         )
         kept = {"second", Action.ANSWER.value, *(a.value for a in HOLDS)}

@@ -74,7 +74,7 @@ COMMENTED = """
     path = "none"
 """
 
-TEMPLATE = '''
+TEMPLATE = """
 import os
 import signal
 
@@ -108,7 +108,7 @@ def charge(key):
     {aw}ctx.effect("charge", charge)
     mark(f"done {{path}} ok={{ok}}")
     return {{"ok": ok, "path": path}}
-'''
+"""
 
 
 def write(path: Path, body: str, *, is_async: bool) -> None:
@@ -129,9 +129,7 @@ class Deploy:
         write(self.file, body, is_async=self.is_async)
 
     def start(self, run_id: str, **env: str) -> Any:
-        return self.h.cli(
-            "run", f"{self.file}:wf", "--run-id", run_id, "--input", "{}", env={"RUN": run_id, **env}
-        )
+        return self.h.cli("run", f"{self.file}:wf", "--run-id", run_id, "--input", "{}", env={"RUN": run_id, **env})
 
     def resume(self, run_id: str, **env: str) -> Any:
         return self.h.cli("resume", run_id, env={"RUN": run_id, **env})
