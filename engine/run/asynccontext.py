@@ -39,10 +39,10 @@ from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy
 from ..errors import UsageError
 from ..ids import validate_name
 from ..waits import seconds_arg
-from . import patches
+from .contextbase import PhaseContextBase
 from .ledger import Pending, Saved
-from .parking import Parking, after_failure, epoch_of, made_by_a_run
-from .stepcalls import StepCalls, check_effect_options, is_async_callable, rehydrate, returns
+from .parking import Parking, after_failure, epoch_of
+from .stepcalls import check_effect_options, is_async_callable, rehydrate, returns
 from .stopping import Interrupted, StopRequest
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def _here() -> object:
         return None
 
 
-class AsyncPhaseContext:
+class AsyncPhaseContext(PhaseContextBase):
     """The handle an `async def` phase uses to run steps and effects; they are awaited."""
 
     def __init__(
@@ -116,52 +116,23 @@ class AsyncPhaseContext:
         stop: StopRequest | None = None,
         parking: Parking | None = None,
     ) -> None:
-        """Made by the runner for each execution of a phase; a phase only uses it.
-
-        Args:
-            run_id: The run's id.
-            phase: The phase's name.
-            inputs: A fresh copy of the run's inputs.
-            missing: Needed outputs that are lost and accepted as gaps.
-            steps: The run's durable-step log.
-            effects: The run's effect ledger.
-            attempts: Where failed attempts of retried steps are recorded.
-            stop: The request that stops the run at its next step.
-            parking: What the run knows of its waits (answers, a retry it parked for).
-        """
-        self._steps = steps
-        self._effects = effects
-        self._parking = parking
-        self._attempts: list[Attempt] = attempts if attempts is not None else []
-        self._stop = stop
-        self._calls = StepCalls(phase, stop, _here)
+        """Made by the runner for each execution of a phase; a phase only uses it (see `PhaseContextBase`)."""
+        super().__init__(
+            run_id,
+            phase,
+            inputs,
+            missing,
+            steps=steps,
+            effects=effects,
+            attempts=attempts,
+            stop=stop,
+            parking=parking,
+            here=_here,
+        )
         self._inflight: set[asyncio.Task[Any]] = set()
         """Effect calls under way: the phase does not end before they are recorded."""
-        self.phase = phase
-        """The name of the phase being run."""
-        self.run_id = run_id
-        """The run's id."""
-        self.inputs = inputs
-        """The run's original inputs, exactly as given to its first `run`."""
-        self.missing: frozenset[str] = missing
-        """Needed outputs that are lost and were accepted as gaps (degraded run)."""
 
-    @property
-    def degraded(self) -> bool:
-        """Whether the phase runs without some of the outputs it needs (`missing`)."""
-        return bool(self.missing)
-
-    @property
-    def steps_done(self) -> int:
-        """Steps (of any kind) completed in this execution of the phase."""
-        return self._calls.steps_done
-
-    @property
-    def last_step(self) -> str | None:
-        """The step or effect that finished last in this execution of the phase."""
-        return self._calls.last
-
-    def adopt(self) -> None:
+    def _adopt(self) -> None:
         """(the driver) Make the calling task the phase's own: implicit numbering is sound in it."""
         self._calls.home = _here()
 
@@ -455,7 +426,7 @@ class AsyncPhaseContext:
         self._calls.done(name)
         return value
 
-    async def settle(self) -> None:
+    async def _settle(self) -> None:
         """(the driver) Wait for effect calls still in flight, so each is recorded before the phase ends."""
         while self._inflight:
             await asyncio.wait(set(self._inflight))
@@ -519,49 +490,3 @@ class AsyncPhaseContext:
         left = self._parked().timer(self._steps, self._calls, name, lambda _now: at)
         if left > 0:
             await asyncio.sleep(left)
-
-    def patched(self, patch_id: str) -> bool:
-        """Whether this run takes the new path of a code change (run/patches.py).
-
-        True when the run reaches this call for the first time under code that
-        has it; False when its saved steps or effects show it went past this
-        point under code without it (a run that was waiting when the new code
-        was deployed). Recorded in the run's step log on the first call: the
-        answer never changes for a run. Not awaited: it is decided here, with at most one commit.
-
-        Args:
-            patch_id: The patch's name, unique to the change it guards.
-
-        Returns:
-            True for the patched path, False for the old one.
-
-        Raises:
-            UsageError: a bad name, or a call from a thread or task other than the phase's own.
-            Interrupted: a stop was requested.
-        """
-        return patches.patched(self._steps, self._calls, patch_id)
-
-    def deprecated_patch(self, patch_id: str) -> None:
-        """Mark where a patch was, once only its new path is left in the code.
-
-        A run that took the old path (or went past this point without the patch)
-        stops here for an operator (`env_mismatch`, `replay_diverged`) instead of
-        going on with results the new code never made; `phasegate status --patch
-        ID` lists the live runs that would.
-
-        Args:
-            patch_id: The patch's name, as `patched` was called with.
-
-        Raises:
-            Stop: this run took the old path.
-            UsageError: a bad name, or a call from another thread or task.
-            Interrupted: a stop was requested.
-        """
-        patches.deprecated_patch(self._steps, self._calls, patch_id)
-
-    def _parked(self) -> Parking:
-        return made_by_a_run(self._parking)
-
-    def close(self) -> None:
-        """The phase returned: a task it left running stops at its next step."""
-        self._calls.closed = True

@@ -96,7 +96,7 @@ class PhaseLoop:
     async def _main(self, call: Callable[[], Awaitable[Any]], ctx: AsyncPhaseContext, stop: StopRequest | None) -> Any:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
-        ctx.adopt()
+        ctx._adopt()
         ended = False
 
         def cancel_now() -> None:
@@ -122,9 +122,9 @@ class PhaseLoop:
             ended = True
             if forget is not None:
                 forget()
-            ctx.close()
+            ctx._close()
             # Every effect call still in flight is recorded before the phase ends.
-            await ctx.settle()
+            await ctx._settle()
             if self._given is None:
                 await _cancel_leftovers()
         # Where it stopped is said once the effects in flight are recorded.

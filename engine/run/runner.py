@@ -613,7 +613,7 @@ class Runner:
         try:
             out = p.fn(ctx, **handed)
         finally:
-            ctx.close()
+            ctx._close()
         refuse_coroutine(f"phase {p.name!r}", out)
         return out
 
