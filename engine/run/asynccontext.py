@@ -188,7 +188,7 @@ class AsyncPhaseContext(PhaseContextBase):
         kwargs: dict[str, Any],
     ) -> Any:
         annotation = returns(fn)
-        found, value = self._steps.read(self.phase, key, home=self._calls.at_home())
+        found, value = self._steps.read(self.phase, key, home=self._calls.at_home(), fn=fn)
         if not found:
             result = await self._call(name, policy, fn, args, kwargs)
             text = _json.dumps(result)

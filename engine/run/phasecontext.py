@@ -140,7 +140,7 @@ class PhaseContext(PhaseContextBase):
         kwargs: dict[str, Any],
     ) -> Any:
         annotation = returns(fn)
-        found, value = self._steps.read(self.phase, key, home=self._calls.at_home())
+        found, value = self._steps.read(self.phase, key, home=self._calls.at_home(), fn=fn)
         if not found:
             result = self._call(name, policy, fn, args, kwargs)
             refuse_coroutine(f"step {name!r}", result)

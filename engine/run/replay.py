@@ -29,9 +29,11 @@ so the run goes on.
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .._stop import Stop
 from ..outcome import BlockReason
@@ -43,6 +45,38 @@ REPLAY_DIVERGED = "replay_diverged"
 #: Records a call may look for without having made one: the answer of a
 #: patch, the lapse of a question's deadline. Never part of the sequence.
 EXEMPT = ("@patch:", "@noanswer:")
+
+
+@dataclass(frozen=True)
+class Recoded:
+    """An open phase whose code changed since its records were saved."""
+
+    old_code: str | None
+    """The fingerprint of the code that made them."""
+    new_code: str
+    """The fingerprint of the code that runs now."""
+    old_fns: Mapping[str, str]
+    """What each named function the old code reached did (`Phase.fns`), by qualified name."""
+    new_fns: Mapping[str, str]
+    """The same, of the code that runs now."""
+
+    def changed(self, fn: Any) -> str | None:
+        """The qualified name of a step's function when the fingerprint covers
+        it and it changed (None otherwise: a lambda, a nested function, or a
+        function of another module is handed its saved result by its place).
+
+        Args:
+            fn: The step's function.
+
+        Returns:
+            Its qualified name, or None.
+        """
+        while isinstance(fn, functools.partial):
+            fn = fn.func
+        name = getattr(fn, "__qualname__", None)
+        if not isinstance(name, str) or name not in self.old_fns:
+            return None
+        return name if self.new_fns.get(name) != self.old_fns[name] else None
 
 
 @dataclass(frozen=True)
@@ -67,15 +101,12 @@ class Call:
 class ReplayCheck:
     """The saved sequence of one phase, and how far its replay has matched it."""
 
-    def __init__(
-        self, phase: str, saved: Iterable[tuple[float, int, Call]], old_code: str | None, new_code: str
-    ) -> None:
+    def __init__(self, phase: str, saved: Iterable[tuple[float, int, Call]], recoded: Recoded) -> None:
         """
         Args:
             phase: The phase's name.
             saved: Each record as (when it was made, a tie-breaker, the call), in any order.
-            old_code: The fingerprint of the code that made them.
-            new_code: The fingerprint of the code that runs now.
+            recoded: The old code and the new.
         """
         self.phase = phase
         self._seq = [c for _, _, c in sorted(saved, key=lambda t: (t[0], t[1]))]
@@ -83,23 +114,27 @@ class ReplayCheck:
         self._used = [False] * len(self._seq)
         self._cursor = 0
         self._lock = threading.Lock()
-        self._codes = (old_code, new_code)
+        self._recoded = recoded
 
-    def asked(self, call: Call, *, home: bool) -> None:
+    def asked(self, call: Call, *, home: bool, fn: Any = None) -> None:
         """A call of the new code, before any record of it is used or made.
 
         Args:
             call: What the code asks for.
             home: Whether it comes from the phase's own thread or task.
+            fn: A durable step's function: a saved result of a function that
+                changed is not handed to the new code.
 
         Raises:
-            Stop: the call is not the one the old code made at this point.
+            Stop: the call is not the one the old code made at this point, or
+                its function changed.
         """
         with self._lock:
             pos = self._at.get(call)
             if not home:
                 if pos is not None:
                     self._used[pos] = True
+                    self._refuse_changed(call, fn, pos)
                 return
             while self._cursor < len(self._seq) and self._used[self._cursor]:
                 self._cursor += 1
@@ -108,18 +143,28 @@ class ReplayCheck:
             if pos == self._cursor:
                 self._used[pos] = True
                 self._cursor += 1
+                self._refuse_changed(call, fn, pos)
                 return
             expected = self._seq[self._cursor]
             later = [c.name for c in self._seq[self._cursor :] if c.kind == "step"]
         raise Stop(self._diverged(expected, call, later))
 
-    def _diverged(self, expected: Call, asked: Call, later: list[str]) -> BlockReason:
-        old, new = self._codes
+    def _refuse_changed(self, call: Call, fn: Any, pos: int) -> None:
+        changed = self._recoded.changed(fn) if fn is not None else None
+        if changed is not None:
+            later = [c.name for c in self._seq[pos:] if c.kind == "step"]
+            raise Stop(self._diverged(call, call, later, function=changed))
+
+    def _diverged(self, expected: Call, asked: Call, later: list[str], *, function: str | None = None) -> BlockReason:
+        old, new = self._recoded.old_code, self._recoded.new_code
+        if function is None:
+            what = f"at this point the old code made {expected.said()}, the new code asks for {asked.said()}"
+        else:
+            what = f"{asked.said()} is asked for again, but its function {function} changed since it was saved"
         return BlockReason(
             BlockKind.ENV_MISMATCH,
-            f"the code of phase {self.phase} changed under the run: at this point the old code made "
-            f"{expected.said()}, the new code asks for {asked.said()}. Nothing was handed over: approve goes on "
-            "under the new code from here (the later saved steps dropped), or rewind the phase, or reset",
+            f"the code of phase {self.phase} changed under the run: {what}. Nothing was handed over: approve "
+            "goes on under the new code from here (the later saved steps dropped), or rewind the phase, or reset",
             {
                 "what": REPLAY_DIVERGED,
                 "phase": self.phase,
@@ -127,6 +172,7 @@ class ReplayCheck:
                 "saved": {"kind": expected.kind, "name": expected.name},
                 "asked": {"kind": asked.kind, "name": asked.name},
                 "drop": later,
+                **({"function": function} if function is not None else {}),
                 "changes": [{"probe": f"code:{self.phase}", "saved": old, "current": new, "changed": True}],
             },
         )

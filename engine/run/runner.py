@@ -55,6 +55,7 @@ from .outputs import PhaseOutputs
 from .parking import Park, Parking
 from .phasecontext import PhaseContext
 from .planner import AcceptReplay, Pending, Rewind, StartFacts, StartPlan, plan_start
+from .replay import Recoded
 from .stepcalls import refuse_coroutine
 from .steplog import StepLog
 from .stopping import STOPPED_PREFIX, Interrupted, StopRequest
@@ -141,6 +142,9 @@ class Runner:
         """Failed attempts of steps and phases in this start (retries)."""
         self._reset_at = float("-inf")
         """When the run was last reset, as its decisions say (read by `_plan`)."""
+        self._fns: dict[str, Any] = {}
+        """Each phase's step-function fingerprints as the run's shape recorded
+        them (`Phase.fns`): kept with its code while `_codes` keeps that."""
         self._codes: dict[str, Any] | None = None
         """Each phase's code fingerprint as the run's records know it: the code
         its saved durable steps were written by. None once this start runs
@@ -257,7 +261,9 @@ class Runner:
             # The shape as this process declares it, but each phase's code as
             # recorded: it changes only once phases run with the new code
             # (`_start`), so a start that blocks leaves no trace in it.
-            self._codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
+            recorded = _json.loads(row.shape_json)
+            self._codes = {p["name"]: p.get("code") for p in recorded}
+            self._fns = {p["name"]: p.get("fns") for p in recorded}
             values: RunChange = {
                 **lease,
                 "status": RunStatus.RUNNING.value,
@@ -358,8 +364,11 @@ class Runner:
             # Durable steps saved by older code of an open phase are handed back
             # only in the order that code made them (replay.py): the first call
             # that differs stops the run before any result is handed over.
-            current = {p.name: p.code_hash for p in self.wf.phases}
-            self.steps.recode({n: (last_codes.get(n), current[n]) for n in plan.recode})
+            now = {p.name: p for p in self.wf.phases}
+            old_fns = {n: f for n, f in self._fns.items() if isinstance(f, dict)}
+            self.steps.recode(
+                {n: Recoded(last_codes.get(n), now[n].code_hash, old_fns.get(n, {}), now[n].fns) for n in plan.recode}
+            )
         for p in plan.to_run:
             for n in p.needs:
                 if n in plan.state.done:
@@ -446,6 +455,11 @@ class Runner:
             for p in shape:
                 if self._codes.get(p["name"]) is not None:
                     p["code"] = self._codes[p["name"]]
+                    fns = self._fns.get(p["name"])
+                    if isinstance(fns, dict):
+                        p["fns"] = fns
+                    else:
+                        p.pop("fns", None)
         return _json.dumps(shape)
 
     # -- running --------------------------------------------------------------

@@ -17,7 +17,7 @@ from ..observe import hooks
 from ..store.store import Store
 from .completions import Completions
 from .lease import Fence
-from .replay import Call, ReplayCheck, exempt
+from .replay import Call, Recoded, ReplayCheck, exempt
 
 if TYPE_CHECKING:
     from .effectrecord import EffectRecord
@@ -38,8 +38,8 @@ class StepLog:
         self._saved: dict[str, dict[str, tuple[str, str]]] = {}
         self._made: dict[str, dict[str, tuple[float, int]]] = {}
         """When each saved step was made (its time, its row id), by phase: the saved sequence's order."""
-        self._recode: dict[str, tuple[str | None, str]] = {}
-        """Open phases whose code changed since their steps were saved: (old, new) fingerprints."""
+        self._recode: dict[str, Recoded] = {}
+        """Open phases whose code changed since their steps were saved."""
         self._effects_of: Callable[[str], Iterable[EffectRecord]] = lambda _phase: ()
         self._checks: dict[str, ReplayCheck] = {}
         """The replay check of each recoded phase, since the last `load` (replay.py)."""
@@ -75,11 +75,11 @@ class StepLog:
         """The effect records the phase made since it was last re-opened."""
         return list(self._effects_of(phase))
 
-    def recode(self, phases: Mapping[str, tuple[str | None, str]]) -> None:
+    def recode(self, phases: Mapping[str, Recoded]) -> None:
         """Check the replay of these phases against what their old code saved (replay.py).
 
         Args:
-            phases: Each open phase whose code changed: (the old fingerprint, the new).
+            phases: Each open phase whose code changed: its old code and its new.
         """
         self._recode = dict(phases)
         self._checks = {}
@@ -92,8 +92,7 @@ class StepLog:
             made = self._made.get(phase, {})
             seq = [(t, i, Call("step", k)) for k, (t, i) in made.items() if not exempt(k)]
             seq += [(float(e.intent_at or 0.0), 0, Call("effect", str(e.name))) for e in self._effects_of(phase)]
-            old, new = self._recode[phase]
-            check = self._checks[phase] = ReplayCheck(phase, seq, old, new)
+            check = self._checks[phase] = ReplayCheck(phase, seq, self._recode[phase])
         return check
 
     def check_effect(self, phase: str, name: str, *, home: bool) -> None:
@@ -129,13 +128,14 @@ class StepLog:
         """The keys of the phase's saved steps handed back since the last `load`."""
         return frozenset(self._replayed.get(phase, ()))
 
-    def read(self, phase: str, key: str, *, home: bool | None = None) -> tuple[bool, Any]:
+    def read(self, phase: str, key: str, *, home: bool | None = None, fn: Any = None) -> tuple[bool, Any]:
         """(True, value) when the step was saved (and still verifies); (False, None) otherwise.
 
         `home` says a call of the phase's code makes or finds this record (from
         the phase's own thread or task, or not): under changed code it is
-        checked against the saved sequence first (replay.py). None: a look-up
-        only (a patch's answer, a question's lapse), never checked.
+        checked against the saved sequence first (replay.py), and so is `fn`,
+        a durable step's function. None: a look-up only (a patch's answer, a
+        question's lapse), never checked.
 
         Raises:
             Stop: the saved result does not verify, or the replay diverged.
@@ -143,7 +143,7 @@ class StepLog:
         if home is not None and not exempt(key):
             check = self._check(phase)
             if check is not None:
-                check.asked(Call("step", key), home=home)
+                check.asked(Call("step", key), home=home, fn=fn)
         saved = self._saved.get(phase, {}).get(key)
         if saved is None:
             self._began[(phase, key)] = self._clock()

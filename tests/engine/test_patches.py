@@ -299,3 +299,53 @@ def test_a_replay_is_checked_again_after_a_kill_under_the_new_code(deploy: Deplo
     p = deploy.resume("r")
     assert p.returncode == 3, p
     assert deploy.h.status("r")["blocked"][0]["step"] == "sX"
+
+
+def test_kills_at_each_step_and_a_deploy_between_attempts_repeat_no_effect(deploy: Deploy) -> None:
+    """SIGKILL at each step in turn, the code redeployed (a comment changed)
+    between every two attempts: the patch's answer, the saved steps and the
+    effects each hold, and the run ends on the path it took first."""
+    versions = [PATCHED, PATCHED.replace("    if ctx.patched", "    # redeployed\n    if ctx.patched")]
+    deploy.ship(OLD)
+    assert deploy.start("old").returncode == 5
+    deploy.ship(versions[0])
+    assert deploy.start("new", KILL_AT="s0").returncode < 0
+    for i, point in enumerate(["s1", "s2", "extra", "notify"]):
+        deploy.ship(versions[(i + 1) % 2])
+        p = deploy.resume("new", KILL_AT=point if point != "notify" else "")
+        assert p.returncode == (5 if point == "notify" else -9), (point, p)
+    for run_id in ("old", "new"):
+        deploy.answer(run_id)
+        deploy.ship(versions[1])
+        assert deploy.resume(run_id, KILL_AT="tail").returncode < 0
+        deploy.ship(versions[0])
+        assert deploy.resume(run_id).returncode == 0
+    for run_id, path in (("old", "old"), ("new", "new")):
+        did = deploy.did(run_id)
+        assert did.count("notify") == 1 and did.count("charge") == 1, did
+        assert did[-1] == f"done {path} ok=True"
+    assert deploy.did("new")[:8] == ["s0", "s0", "s1", "s1", "s2", "s2", "extra", "extra"]
+    assert deploy.h.cli("verify").returncode == 0
+
+
+def test_a_step_whose_function_changed_is_not_handed_its_old_result(deploy: Deploy) -> None:
+    """The fix is in the step's own function (its place unchanged): the saved
+    result was made by the old function, so the run stops before it is
+    handed over; approved, the step and the ones after it are done again."""
+    deploy.ship(OLD)
+    assert deploy.start("r").returncode == 5
+    deploy.ship(OLD)
+    deploy.file.write_text(deploy.file.read_text().replace("    return what\n", "    return what.upper().lower()\n"))
+    deploy.answer("r")
+    p = deploy.resume("r")
+    assert p.returncode == 3, p
+    (reason,) = deploy.h.status("r")["blocked"]
+    assert reason["what"] == "replay_diverged" and reason["function"] == "mark" and reason["step"] == "s0"
+    assert "its function mark changed" in reason["detail"]
+    assert deploy.h.decide("r", "approve").returncode == 0
+    assert deploy.resume("r").returncode == 5  # s0, s1, s2 done again by the new function; asked again
+    deploy.answer("r")
+    assert deploy.resume("r").returncode == 0
+    did = deploy.did("r")
+    assert did[:8] == ["s0", "s1", "s2", "notify", "s0", "s1", "s2", "tail"], did
+    assert did.count("notify") == 1 and did.count("charge") == 1
