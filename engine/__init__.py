@@ -109,6 +109,7 @@ if TYPE_CHECKING:
         RunSummary,
         RunView,
     )
+    from .views.patches import PatchReport
     from .views.runspage import RunsPage
     from .views.workers import WorkerView
     from .waits import NoAnswer, RetryLater
@@ -189,6 +190,7 @@ _WHERE: dict[str, str] = {
     ),
     "CodeDiff": ".authoring.sources",
     "RunView": ".views.models",
+    "PatchReport": ".views.patches",
     "RunsPage": ".views.runspage",
     "Frontier": ".run.frontier",
     "WorkerView": ".views.workers",
@@ -255,6 +257,7 @@ __all__ = [
     "RunStatusName",
     "RunSummary",
     "RunView",
+    "PatchReport",
     "RunsPage",
     "SameOperator",
     "StopRequest",

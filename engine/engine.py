@@ -18,7 +18,7 @@ from .decide.batch import Options
 from .decide.gate import Oversight
 from .decide.recording import record
 from .decide.triage import Triage
-from .errors import RunNotFound, UsageError
+from .errors import RunNotFound, UsageError, WorkflowError
 from .history import archive, keys
 from .history import prune as _prune
 from .ids import validate_run_id
@@ -35,8 +35,9 @@ from .upkeep.reports import PolicyReport, UnknownSchema, UnmarkedStore, VerifyRe
 from .upkeep.resealing import Resealed, reseal
 from .upkeep.verify import Verifier
 from .viewing import Viewer
-from .views import listing, runspage
+from .views import listing, patches, runspage
 from .views.models import RunSummary, RunView
+from .views.patches import PatchReport
 from .views.runspage import RunsPage
 from .views.workers import WorkerView, list_workers
 
@@ -240,6 +241,12 @@ class Engine:
     ) -> Runner:
         if not isinstance(wf, Workflow):
             raise UsageError(f"{wf!r} is not a phasegate Workflow")
+        if not wf.phases:
+            # A run of nothing would complete at once and look like work done.
+            raise WorkflowError(
+                f"workflow {wf.name!r} declares no phases: declare each with @wf.phase (on the Workflow "
+                "object) before running it"
+            )
         return Runner(
             self.store,
             wf,
@@ -645,6 +652,23 @@ class Engine:
             A new probe, for one thread (`phasegate.ops.watch_store` makes one).
         """
         return self.store.changes.probe()
+
+    def patch_status(self, patch_id: str) -> PatchReport:
+        """Which live runs take a patch's old path, and which may still
+        (`phasegate status --patch ID`; `ctx.patched`, run/patches.py).
+
+        Args:
+            patch_id: The patch's name.
+
+        Returns:
+            The report: the runs on the old path, how many on the new one,
+            the runs of its workflows that have not reached it yet, and
+            whether the old path can go.
+
+        Raises:
+            UsageError: the id is not a name a patch could have.
+        """
+        return patches.report(self.store, patch_id)
 
     def workers(self) -> list[WorkerView]:
         """The workers that recorded a heartbeat, most recently seen first,

@@ -97,6 +97,22 @@ class EnvMismatchBlock(TypedDict):
     detail: str
     changes: list[EnvCheck]
     """Only the changed items that block (`environment.Comparison.blocking`)."""
+    what: NotRequired[Literal["replay_diverged"]]
+    """Set when the code of an open phase changed under the run and its replay
+    asked for something other than what the old code saved (run/replay.py),
+    or met a `ctx.deprecated_patch` on the old path (run/patches.py)."""
+    phase: NotRequired[str]
+    """(replay_diverged) The phase."""
+    step: NotRequired[str]
+    """(replay_diverged) The key of the call where the replay diverged."""
+    saved: NotRequired[dict[str, str]]
+    """(replay_diverged) The call the old code made there: `kind` and `name`."""
+    asked: NotRequired[dict[str, str]]
+    """(replay_diverged) The call the new code asked for: `kind` and `name`."""
+    drop: NotRequired[list[str]]
+    """(replay_diverged) The saved steps an approval drops."""
+    patch: NotRequired[str]
+    """(replay_diverged, a deprecated patch) The patch whose old path the run took."""
 
 
 class InDoubtBlock(TypedDict):

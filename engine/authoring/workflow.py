@@ -80,6 +80,80 @@ def _covered(fn: Callable[..., Any]) -> dict[str, bytes]:
     return seen
 
 
+def _reached(fn: Callable[..., Any]) -> dict[str, Callable[..., Any]]:
+    """The named functions of the phase's module it reaches through global
+    names, recursively, by qualified name (the phase itself included)."""
+    module = getattr(fn, "__module__", None)
+    found: dict[str, Callable[..., Any]] = {}
+    todo: list[Any] = [fn]
+    while todo:
+        obj = todo.pop()
+        key = str(getattr(obj, "__qualname__", ""))
+        if not key or key in found:
+            continue
+        found[key] = obj
+        code, glb = getattr(obj, "__code__", None), getattr(obj, "__globals__", None)
+        if code is None or glb is None:
+            continue
+        for name in sorted(_names(code)):
+            ref = glb.get(name)
+            if inspect.isfunction(ref) and getattr(ref, "__module__", None) == module:
+                todo.append(ref)
+    return found
+
+
+def _code_shape(code: types.CodeType, h: Any) -> None:
+    """Feed what a code object does to `h`: its bytecode, names and
+    constants (nested code too), not its line numbers: a comment or a blank
+    line changes nothing here."""
+    h.update(code.co_code)
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_cellvars)).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            h.update(b"<code>")
+            _code_shape(const, h)
+        else:
+            h.update(repr(const).encode())
+
+
+def step_functions(fn: Callable[..., Any]) -> dict[str, str]:
+    """A fingerprint of what each named function a phase reaches does, by
+    qualified name (run/replay.py: a durable step whose function changed is
+    not handed its saved result). Each covers the function's own code and,
+    recursively, the same-module functions it names; comments do not count.
+
+    Args:
+        fn: The phase's function.
+
+    Returns:
+        Qualified name -> a 16-hex-digit fingerprint.
+    """
+    reached = _reached(fn)
+    memo: dict[str, str] = {}
+
+    def of(key: str, stack: frozenset[str]) -> str:
+        if key in memo:
+            return memo[key]
+        obj = reached[key]
+        h = hashlib.sha256()
+        code = getattr(obj, "__code__", None)
+        if code is not None:
+            _code_shape(code, h)
+            glb = getattr(obj, "__globals__", {})
+            for name in sorted(_names(code)):
+                ref = glb.get(name)
+                other = str(getattr(ref, "__qualname__", ""))
+                if inspect.isfunction(ref) and other in reached:
+                    h.update(f"{name}->{other}:".encode())
+                    if other not in stack:
+                        h.update(of(other, stack | {key}).encode())
+        digest = h.hexdigest()[:16]
+        memo[key] = digest
+        return digest
+
+    return {key: of(key, frozenset()) for key in reached if "<locals>" not in key}
+
+
 def _code_hash(covered: dict[str, bytes], module: str = "") -> str:
     """The fingerprint of the covered code. `module` prefixes each name as
     phasegate before 0.2 did (see `Phase.former_hashes`)."""
@@ -135,6 +209,10 @@ class Phase:
     """How a failure of the phase is retried (`@wf.phase(retries=...)`)."""
     is_async: bool = field(default=False, compare=False)
     """An `async def` phase: it gets an `AsyncPhaseContext` and runs in an event loop."""
+    fns: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """What each named function the phase reaches does (`step_functions`),
+    kept in the run's shape: a replay under changed code tells a durable
+    step whose function changed (run/replay.py)."""
 
     def runs(self, code: str | None) -> bool:
         """Whether a recorded fingerprint names this phase's current code."""
@@ -209,6 +287,10 @@ class Workflow:
 
         return deco
 
+    @typing.overload
+    def phase(self, name: F, /) -> F: ...
+
+    @typing.overload
     def phase(
         self,
         name: str | None = None,
@@ -220,8 +302,22 @@ class Workflow:
         retries: int = 0,
         backoff: float = 1.0,
         retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
-    ) -> Callable[[F], F]:
-        """Register a phase. Phases run in declaration order. `needs` names the
+    ) -> Callable[[F], F]: ...
+
+    def phase(
+        self,
+        name: str | Callable[..., Any] | None = None,
+        *,
+        needs: Iterable[str] = (),
+        floor: Iterable[str] | None = None,
+        probes: Iterable[str] = (),
+        rederivable: bool = True,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+    ) -> Any:
+        """Register a phase: `@wf.phase`, `@wf.phase()` or `@wf.phase("name", ...)`.
+        Phases run in declaration order. `needs` names the
         earlier phases whose outputs it reads; `floor` the subset it cannot start
         without (all of `needs` unless given). `rederivable=False` says a lost
         output of this phase cannot be recomputed by running it again (it
@@ -238,7 +334,8 @@ class Workflow:
         event loop (the run's own, or the caller's under `Engine.arun`).
 
         Args:
-            name: The phase's name (default: the function's name); no '/'.
+            name: The phase's name (default: the function's name); no '/'. (Used
+                bare, `@wf.phase` is given the function itself, and registers it.)
             needs: Earlier phases whose outputs it is called with, as keyword arguments.
             floor: The needs it cannot start without (default: all of them).
             probes: The probes it reads (a probe no phase names is read by every phase).
@@ -248,13 +345,29 @@ class Workflow:
             retry_on: The exceptions that are retried.
 
         Returns:
-            A decorator that registers the function and returns it unchanged.
+            A decorator that registers the function and returns it unchanged
+            (used bare: the function, registered).
 
         Raises:
             WorkflowError: (from the decorator) the name is taken or holds '/', a
                 need is not an earlier phase, the floor is not within the needs,
                 or a probe is unknown.
         """
+
+        if callable(name):
+            # `@wf.phase` without parentheses: Python calls it with the function.
+            # Returning a decorator here would replace the function with it and
+            # register nothing, so the run would complete having done nothing.
+            return self.phase(
+                None,
+                needs=needs,
+                floor=floor,
+                probes=probes,
+                rederivable=rederivable,
+                retries=retries,
+                backoff=backoff,
+                retry_on=retry_on,
+            )(name)
 
         def deco(fn: F) -> F:
             pname = validate_name("phase", name or fn.__name__, WorkflowError)
@@ -294,6 +407,7 @@ class Workflow:
                     former_hashes=(_code_hash(covered, module),),
                     retry=policy,
                     is_async=inspect.iscoroutinefunction(fn),
+                    fns=step_functions(fn),
                 )
             )
             return fn
@@ -361,6 +475,8 @@ class Workflow:
                 "probes": list(p.probes),
                 "code": p.code_hash,
             }
+            if p.fns:
+                d["fns"] = dict(p.fns)
             books = _runbooks.for_phase(self.runbooks, p.name)
             if books:
                 d["runbooks"] = books

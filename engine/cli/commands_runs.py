@@ -11,7 +11,7 @@ from ..errors import ExitCode, UsageError
 from ..safetext import safe_json
 from . import observing
 from .args import open_engine, read_inputs
-from .render import print_causes, print_diffs, print_outcome, print_runs, print_view
+from .render import print_causes, print_diffs, print_outcome, print_patch, print_runs, print_view
 from .signals import stop_at_next_step
 
 
@@ -48,6 +48,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    if args.patch is not None:
+        if args.run_id or args.diff or args.by_cause:
+            raise UsageError("--patch lists the runs of one patch; it takes no run id, --diff or --by-cause")
+        with open_engine(args) as eng:
+            return print_patch(eng.patch_status(args.patch), as_json=args.json)
     if args.by_cause:
         if args.run_id or args.diff:
             raise UsageError("--by-cause lists every cause; it takes no run id and no --diff")

@@ -122,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--diff", action="store_true", help="show the code diff behind a drift (saved vs current)")
     s.add_argument("--by-cause", action="store_true", help="group the runs that need attention by why they stopped")
+    s.add_argument(
+        "--patch",
+        default=None,
+        metavar="ID",
+        help="list the live runs that still take the old path of a patch (ctx.patched)",
+    )
     _db_arg(s)
     s.set_defaults(fn=cmd_status)
 

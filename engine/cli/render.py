@@ -24,6 +24,7 @@ from ..views.models import ClaimView, RunSummary, RunView
 if TYPE_CHECKING:
     from ..decide.causes import Cause
     from ..decide.preview import Preview
+    from ..views.patches import PatchReport
 
 
 #: How the command line names each option an error is about
@@ -134,6 +135,31 @@ def print_causes(causes: Sequence[Cause], *, as_json: bool) -> int:
     total = sum(len(c.runs) for c in causes)
     print(f"{len(causes)} cause{'s' if len(causes) != 1 else ''}, {total} run{'s' if total != 1 else ''}")
     print("decide one: phasegate decide --cause CAUSE ACTION --reason TEXT [--dry-run]")
+    return ExitCode.OK
+
+
+def print_patch(report: PatchReport, *, as_json: bool) -> int:
+    """`status --patch ID`: the live runs on the old path of a patch, and those that may still take it."""
+    if as_json:
+        print(safe_json(json.dumps(report.to_json(), indent=2, ensure_ascii=False)))
+        return ExitCode.OK
+    pid = safe(report.patch)
+    old, unseen = report.old_path, report.not_reached
+    print(f"patch {pid}: {len(old)} live run{'s' if len(old) != 1 else ''} take the old path")
+    for r in old:
+        mark = "  (its record does not verify)" if r.run_id in report.damaged else ""
+        print(f"  {safe(r.run_id)}  {r.status:<11} phase {safe(r.phase or '-')}  ({safe(r.workflow)}){mark}")
+    print(f"{report.new_path} live run{'s' if report.new_path != 1 else ''} took the new path")
+    if unseen:
+        print(f"{len(unseen)} live run{'s' if len(unseen) != 1 else ''} of its workflows have not reached it yet:")
+        for r in unseen[:_RUNS_SHOWN]:
+            print(f"  {safe(r.run_id)}  {r.status:<11} at {safe(r.phase or '-')}  ({safe(r.workflow)})")
+        if len(unseen) > _RUNS_SHOWN:
+            print(f"  and {len(unseen) - _RUNS_SHOWN} more (--json lists them all)")
+    if report.old_path_can_go:
+        print("no live run takes or may take the old path: it can go (ctx.deprecated_patch marks the place)")
+    else:
+        print("keep the old path until none is left (a run that has not reached the patch may take it)")
     return ExitCode.OK
 
 

@@ -376,8 +376,11 @@ def _fit_approve(view: RunView, act: Action, asked: Asked) -> Fit:
     and only if they are still those the operator saw (`expect_env`)."""
     reasons = waiting_reasons(view)
     answers = _answered(view, act, reasons)
-    changes = next(b for b in reasons if b["kind"] == BlockKind.ENV_MISMATCH.value).get("changes", [])
+    env = next(b for b in reasons if b["kind"] == BlockKind.ENV_MISMATCH.value)
+    changes = env.get("changes", [])
     detail: dict[str, Any] = {"accepted": [{"probe": c["probe"], "current": c.get("current")} for c in changes]}
+    if env.get("what") == "replay_diverged":
+        detail["replay"] = _replay_approved(view, env)
     now_hash = env_hash(view)
     if asked.expect_env is not None and asked.expect_env != now_hash:
         raise DecisionError(
@@ -388,6 +391,25 @@ def _fit_approve(view: RunView, act: Action, asked: Asked) -> Fit:
     detail["env_hash"] = now_hash
     _refuse_pending(view, answers, None)
     return Fit(act, answers, None, detail)
+
+
+def _replay_approved(view: RunView, reason: Mapping[str, Any]) -> dict[str, Any]:
+    """What approving a replay that diverged under new code accepts (run/replay.py):
+    the phase goes on under the new code, the saved steps from there on dropped.
+
+    Raises:
+        DecisionError: the run took a patch's old path, which its code no
+            longer has (`ctx.deprecated_patch`): nothing but a rewind or a reset fits.
+    """
+    phase = reason.get("phase")
+    if reason.get("patch") is not None:
+        raise DecisionError(
+            f"approve does not fit run {view.run_id!r}: it took the old path of patch {reason['patch']!s}, which "
+            f"the code no longer has; rewind phase {phase!s} to do it again under the new code, or reset the run",
+            options=("phase",),
+        )
+    drop = reason.get("drop")
+    return {"phase": phase, "drop": [str(k) for k in drop] if isinstance(drop, list) else []}
 
 
 def _kinds(reasons: list[Mapping[str, Any]]) -> list[BlockKind]:

@@ -315,6 +315,9 @@ class Folded:
     reopened: dict[str, int] = field(default_factory=dict)
     """Phase -> how many operator rewinds re-opened it in this epoch (a
     correction's rewind is not counted: it re-reads, it does not redo)."""
+    reopened_at: dict[str, float] = field(default_factory=dict)
+    """Phase -> when the last of those rewinds was recorded: what the phase
+    did before it is not part of its replay (run/replay.py, run/patches.py)."""
 
 
 def fold(entries: Sequence[Entry]) -> Folded:
@@ -343,6 +346,7 @@ def fold(entries: Sequence[Entry]) -> Folded:
             if not env.get("correction"):
                 for name in env.get("reopen") or []:
                     st.reopened[name] = st.reopened.get(name, 0) + 1
+                    st.reopened_at[name] = float(e.row.created_at)
         elif kind == "env":
             for name, code in (env.get("approved_code") or {}).items():
                 if name in st.done:

@@ -24,7 +24,7 @@ from . import environment
 from .journal import RunJournal
 from .lease import Fence
 from .ledger import EffectLedger
-from .planner import AnswerEffect, Application, Approve, Degrade, Refresh, Rewind, SetAside, Void
+from .planner import AcceptReplay, AnswerEffect, Application, Approve, Degrade, Refresh, Rewind, SetAside, Void
 
 
 class DecisionApplier:
@@ -59,6 +59,8 @@ class DecisionApplier:
                 self._journal.marker(
                     conn, "env", {"approved": list(app.probes), "approved_code": dict(app.codes)}, probes=self._probes
                 )
+            elif isinstance(app, AcceptReplay):
+                self._accept_replay(conn, app)
             elif isinstance(app, Degrade):
                 self._journal.marker(conn, "degrade", {"skip": list(app.skip)}, probes=self._probes)
             elif isinstance(app, AnswerEffect):
@@ -83,7 +85,32 @@ class DecisionApplier:
         if correction is not None:
             body["correction"] = correction
         self._journal.marker(conn, "rewind", body, probes=self._probes, phase=app.phase, index=app.index)
-        self._store.steps.discard(conn, self._journal.run_id, list(app.reopen))
+        run_id = self._journal.run_id
+        self._store.steps.discard(conn, run_id, list(app.reopen))
+        row = self._store.runs.get(conn, run_id)
+        if row is not None:
+            # Nothing of the re-opened phases is replayed any more: no older
+            # code's records to check their replay against (run/replay.py).
+            shape = _without_codes(_shape(row), set(app.reopen))
+            self._store.runs.set_shape(conn, run_id, _json.dumps(shape), self._fence.owner, self._clock())
+
+    def _accept_replay(self, conn: Any, app: AcceptReplay) -> None:
+        """Drop what the old code saved from the divergence on, and keep the
+        phase's new code in the run's shape, in the decision's transaction: a
+        kill after it never checks the replay against the old code again."""
+        run_id = self._journal.run_id
+        self._store.steps.discard_keys(conn, run_id, app.phase, list(app.drop))
+        row = self._store.runs.get(conn, run_id)
+        if row is not None:
+            shape = _shape(row)
+            for p in shape:
+                if p.get("name") == app.phase:
+                    p["code"] = app.code
+            self._store.runs.set_shape(conn, run_id, _json.dumps(shape), self._fence.owner, self._clock())
+        self.notes.append(
+            f"phase {app.phase} goes on under its new code (approved); "
+            f"{len(app.drop)} saved step{'s' if len(app.drop) != 1 else ''} of the old code dropped"
+        )
 
     def settle(self, decisions: Sequence[int]) -> None:
         """Mark applied the answers this start hands to the phases that asked (parking.py)."""
@@ -127,6 +154,8 @@ def apply_reset(store: Store, conn: Any, run: Any, *, pending: Sequence[int], wh
             "held_json": None,
             "waiting_json": None,
             "wake_at": None,
+            # Its saved steps are gone: no older code's records to check a replay against.
+            "shape_json": _json.dumps(_without_codes(_shape(run), None)),
             "updated_at": now,
             "attention": f"reset by {who}: waiting to start over from its original inputs",
         },
@@ -135,4 +164,12 @@ def apply_reset(store: Store, conn: Any, run: Any, *, pending: Sequence[int], wh
 
 def _shape(run: Any) -> list[dict[str, Any]]:
     shape: list[dict[str, Any]] = _json.loads(run.shape_json)
+    return shape
+
+
+def _without_codes(shape: list[dict[str, Any]], phases: set[str] | None) -> list[dict[str, Any]]:
+    """The shape with no recorded code for these phases (None: every phase)."""
+    for p in shape:
+        if phases is None or p.get("name") in phases:
+            p.pop("code", None)
     return shape

@@ -39,9 +39,10 @@ from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy
 from ..errors import UsageError
 from ..ids import validate_name
 from ..waits import seconds_arg
+from .contextbase import PhaseContextBase
 from .ledger import Pending, Saved
-from .parking import Parking, after_failure, epoch_of, made_by_a_run
-from .stepcalls import StepCalls, check_effect_options, is_async_callable, rehydrate, returns
+from .parking import Parking, after_failure, epoch_of
+from .stepcalls import check_effect_options, is_async_callable, rehydrate, returns
 from .stopping import Interrupted, StopRequest
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def _here() -> object:
         return None
 
 
-class AsyncPhaseContext:
+class AsyncPhaseContext(PhaseContextBase):
     """The handle an `async def` phase uses to run steps and effects; they are awaited."""
 
     def __init__(
@@ -135,52 +136,23 @@ class AsyncPhaseContext:
         stop: StopRequest | None = None,
         parking: Parking | None = None,
     ) -> None:
-        """Made by the runner for each execution of a phase; a phase only uses it.
-
-        Args:
-            run_id: The run's id.
-            phase: The phase's name.
-            inputs: A fresh copy of the run's inputs.
-            missing: Needed outputs that are lost and accepted as gaps.
-            steps: The run's durable-step log.
-            effects: The run's effect ledger.
-            attempts: Where failed attempts of retried steps are recorded.
-            stop: The request that stops the run at its next step.
-            parking: What the run knows of its waits (answers, a retry it parked for).
-        """
-        self._steps = steps
-        self._effects = effects
-        self._parking = parking
-        self._attempts: list[Attempt] = attempts if attempts is not None else []
-        self._stop = stop
-        self._calls = StepCalls(phase, stop, _here)
+        """Made by the runner for each execution of a phase; a phase only uses it (see `PhaseContextBase`)."""
+        super().__init__(
+            run_id,
+            phase,
+            inputs,
+            missing,
+            steps=steps,
+            effects=effects,
+            attempts=attempts,
+            stop=stop,
+            parking=parking,
+            here=_here,
+        )
         self._inflight: set[asyncio.Task[Any]] = set()
         """Effect calls under way: the phase does not end before they are recorded."""
-        self.phase = phase
-        """The name of the phase being run."""
-        self.run_id = run_id
-        """The run's id."""
-        self.inputs = inputs
-        """The run's original inputs, exactly as given to its first `run`."""
-        self.missing: frozenset[str] = missing
-        """Needed outputs that are lost and were accepted as gaps (degraded run)."""
 
-    @property
-    def degraded(self) -> bool:
-        """Whether the phase runs without some of the outputs it needs (`missing`)."""
-        return bool(self.missing)
-
-    @property
-    def steps_done(self) -> int:
-        """Steps (of any kind) completed in this execution of the phase."""
-        return self._calls.steps_done
-
-    @property
-    def last_step(self) -> str | None:
-        """The step or effect that finished last in this execution of the phase."""
-        return self._calls.last
-
-    def adopt(self) -> None:
+    def _adopt(self) -> None:
         """(the driver) Make the calling task the phase's own: implicit numbering is sound in it."""
         self._calls.home = _here()
 
@@ -236,7 +208,7 @@ class AsyncPhaseContext:
         kwargs: dict[str, Any],
     ) -> Any:
         annotation = returns(fn)
-        found, value = self._steps.read(self.phase, key)
+        found, value = self._steps.read(self.phase, key, home=self._calls.at_home(), fn=fn)
         if not found:
             try:
                 result = await self._call(name, policy, fn, args, kwargs)
@@ -378,6 +350,7 @@ class AsyncPhaseContext:
                 "sync session; it cannot be async"
             )
         calls.effect_name(name)
+        self._steps.check_effect(self.phase, name, home=calls.at_home())
         if atomic:
             value = await _in_thread(self._effects.perform, self.phase, name, fn, idempotent=idempotent, atomic=True)
             calls.done(name)
@@ -487,7 +460,7 @@ class AsyncPhaseContext:
         """
         self._effects.completions.flush()
 
-    async def settle(self) -> None:
+    async def _settle(self) -> None:
         """(the driver) Wait for effect calls still in flight, so each is recorded before the phase ends."""
         while self._inflight:
             await asyncio.wait(set(self._inflight))
@@ -551,10 +524,3 @@ class AsyncPhaseContext:
         left = self._parked().timer(self._steps, self._calls, name, lambda _now: at)
         if left > 0:
             await asyncio.sleep(left)
-
-    def _parked(self) -> Parking:
-        return made_by_a_run(self._parking)
-
-    def close(self) -> None:
-        """The phase returned: a task it left running stops at its next step."""
-        self._calls.closed = True

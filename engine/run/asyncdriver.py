@@ -96,7 +96,7 @@ class PhaseLoop:
     async def _main(self, call: Callable[[], Awaitable[Any]], ctx: AsyncPhaseContext, stop: StopRequest | None) -> Any:
         loop = asyncio.get_running_loop()
         task = asyncio.current_task()
-        ctx.adopt()
+        ctx._adopt()
         running = _RUNNING.set(ctx)
         ended = False
 
@@ -124,9 +124,9 @@ class PhaseLoop:
             _RUNNING.reset(running)
             if forget is not None:
                 forget()
-            ctx.close()
+            ctx._close()
             # Every effect call still in flight is recorded before the phase ends.
-            await ctx.settle()
+            await ctx._settle()
             if self._given is None:
                 await _cancel_leftovers()
         # Where it stopped is said once the effects in flight are recorded.

@@ -227,7 +227,7 @@ class Parking:
         calls.check_stop()
         validate_name("timer", name)
         key = calls.durable_key(SLEEP + name)
-        found, saved = steps.read(calls.phase, key)
+        found, saved = steps.read(calls.phase, key, home=calls.at_home())
         now = self.clock()
         if found and isinstance(saved, dict) and isinstance(saved.get("until"), int | float):
             wake = float(saved["until"])
@@ -276,7 +276,7 @@ class Parking:
                 f"question {name!r} is asked twice in phase {calls.phase!r}: a question's name is how an "
                 "operator answers it; give each its own (for example f'approve:{i}')"
             )
-        found, question = steps.read(calls.phase, key)
+        found, question = steps.read(calls.phase, key, home=calls.at_home())
         if not found or not isinstance(question, dict):
             now = self.clock()
             question = {

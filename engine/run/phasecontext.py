@@ -26,9 +26,10 @@ from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy
 from ..errors import UsageError
 from ..ids import validate_name
 from ..waits import seconds_arg
+from .contextbase import PhaseContextBase
 from .ledger import Pending
-from .parking import Parking, after_failure, epoch_of, made_by_a_run
-from .stepcalls import StepCalls, check_effect_options, is_async_callable, refuse_coroutine, rehydrate, returns
+from .parking import Parking, after_failure, epoch_of
+from .stepcalls import check_effect_options, is_async_callable, refuse_coroutine, rehydrate, returns
 from .stopping import StopRequest
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def _async_refused(kind: str, name: str, fn: Any) -> UsageError:
     )
 
 
-class PhaseContext:
+class PhaseContext(PhaseContextBase):
     """The handle a sync phase uses to run steps and effects."""
 
     def __init__(
@@ -66,43 +67,19 @@ class PhaseContext:
         stop: StopRequest | None = None,
         parking: Parking | None = None,
     ) -> None:
-        """Made by the runner for each execution of a phase; a phase only uses it.
-
-        Args:
-            run_id: The run's id.
-            phase: The phase's name.
-            inputs: A fresh copy of the run's inputs.
-            missing: Needed outputs that are lost and accepted as gaps.
-            steps: The run's durable-step log.
-            effects: The run's effect ledger.
-            attempts: Where failed attempts of retried steps are recorded.
-            stop: The request that stops the run at its next step.
-            parking: What the run knows of its waits (answers, a retry it parked for).
-        """
-        self._steps = steps
-        self._effects = effects
-        self._parking = parking
-        self._attempts: list[Attempt] = attempts if attempts is not None else []
-        """Where failed attempts of retried steps are recorded (the runner's list)."""
-        self._calls = StepCalls(phase, stop, threading.get_ident)
-        self.phase = phase
-        """The name of the phase being run."""
-        self.run_id = run_id
-        """The run's id."""
-        self.inputs = inputs
-        """The run's original inputs, exactly as given to its first `run`."""
-        self.missing: frozenset[str] = missing
-        """Needed outputs that are lost and were accepted as gaps (degraded run)."""
-
-    @property
-    def degraded(self) -> bool:
-        """Whether the phase runs without some of the outputs it needs (`missing`)."""
-        return bool(self.missing)
-
-    @property
-    def steps_done(self) -> int:
-        """Steps (of any kind) completed in this execution of the phase."""
-        return self._calls.steps_done
+        """Made by the runner for each execution of a phase; a phase only uses it (see `PhaseContextBase`)."""
+        super().__init__(
+            run_id,
+            phase,
+            inputs,
+            missing,
+            steps=steps,
+            effects=effects,
+            attempts=attempts,
+            stop=stop,
+            parking=parking,
+            here=threading.get_ident,
+        )
 
     def step(
         self,
@@ -163,7 +140,7 @@ class PhaseContext:
         kwargs: dict[str, Any],
     ) -> Any:
         annotation = returns(fn)
-        found, value = self._steps.read(self.phase, key)
+        found, value = self._steps.read(self.phase, key, home=self._calls.at_home(), fn=fn)
         if not found:
             try:
                 result = self._call(name, policy, fn, args, kwargs)
@@ -332,6 +309,7 @@ class PhaseContext:
         if is_async_callable(fn):
             raise _async_refused("effect", name, fn)
         calls.effect_name(name)
+        self._steps.check_effect(self.phase, name, home=calls.at_home())
         if atomic:
             value = self._effects.perform(self.phase, name, fn, idempotent=idempotent, atomic=True)
         else:
@@ -365,6 +343,16 @@ class PhaseContext:
             self._effects.retract(began)
             raise
         return self._effects.finish(began, result)
+
+    def commit(self) -> None:
+        """Commit now the completions of effects that finished, instead of with
+        the run's next transaction (completions.py): one commit.
+
+        For a caller that hands an effect's result on at once to something
+        phasegate does not record (an agent's model, another process), so that
+        a process killed right after leaves no effect in doubt.
+        """
+        self._effects.completions.flush()
 
     def ask(
         self,
@@ -434,10 +422,3 @@ class PhaseContext:
         """
         at = epoch_of(f"sleep_until {name!r}", when)
         self._calls.wait(self._parked().timer(self._steps, self._calls, name, lambda _now: at))
-
-    def _parked(self) -> Parking:
-        return made_by_a_run(self._parking)
-
-    def close(self) -> None:
-        """The phase returned: a thread it left running stops at its next step."""
-        self._calls.closed = True

@@ -84,6 +84,20 @@ class Approve:
 
 
 @dataclass(frozen=True)
+class AcceptReplay:
+    """An approval of a replay that diverged under changed code (replay.py):
+    the phase goes on under the new code, the saved steps from the divergence
+    on dropped."""
+
+    phase: str
+    drop: tuple[str, ...]
+    """The step keys the old code saved from the divergence on."""
+    code: str
+    """The phase's code fingerprint now, which its kept records are accepted under."""
+    decision: int
+
+
+@dataclass(frozen=True)
 class Degrade:
     skip: tuple[str, ...]
     decision: int
@@ -121,7 +135,7 @@ class Refresh:
     decision: None = None
 
 
-Application = SetAside | Rewind | Approve | Degrade | AnswerEffect | Void | Refresh
+Application = SetAside | Rewind | Approve | AcceptReplay | Degrade | AnswerEffect | Void | Refresh
 
 
 @dataclass(frozen=True)
@@ -231,6 +245,13 @@ def plan_start(f: StartFacts) -> StartPlan:
             raise UsageError(f"rewind names phase {rewind.phase!r}, which this workflow does not have") from None
         reopen = tuple(p.name for p in f.wf.phases if p.index >= target.index)
         return StartPlan(apply=Rewind(target.name, target.index, reopen, rewind.id))
+
+    # 2b. an approval of a replay that diverged under new code (replay.py):
+    # only ever fitted to that block, and only for a phase the run still has open.
+    for dec in pending:
+        replay = dec.detail.get("replay")
+        if dec.action is Action.APPROVE and isinstance(replay, Mapping):
+            return StartPlan(apply=_accept_replay(f, state, dec, replay))
 
     blocks: list[BlockReason] = []
     to_run = _open(f.wf, state)
@@ -388,3 +409,12 @@ def _approval_covers(dec: Pending, blocking: list[dict[str, Any]]) -> bool:
     turns into later: each current value must be the one approved."""
     accepted = {r["probe"]: r.get("current") for r in dec.detail.get("accepted", [])}
     return all(r["probe"] in accepted and accepted[r["probe"]] == r["current"] for r in blocking if r["probe"] != "age")
+
+
+def _accept_replay(f: StartFacts, state: chain.Folded, dec: Pending, replay: Mapping[str, Any]) -> Application:
+    name = replay.get("phase")
+    drop = replay.get("drop")
+    phases = {p.name: p for p in f.wf.phases}
+    if not isinstance(name, str) or name not in phases or name in state.done or not isinstance(drop, list):
+        return Void(dec.id, f"decision {dec.id} (approve) names a replay of a phase that is not open; asked again")
+    return AcceptReplay(name, tuple(str(k) for k in drop), phases[name].code_hash, dec.id)

@@ -34,7 +34,7 @@ from ..authoring import retry, sources
 from ..authoring.retry import Attempt
 from ..authoring.workflow import Phase, Workflow
 from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
-from ..history import trail
+from ..history import chain, trail
 from ..ids import validate_run_id
 from ..observe import hooks, logs
 from ..outcome import BlockReason, Outcome
@@ -46,6 +46,7 @@ from .applying import DecisionApplier
 from .asynccontext import AsyncPhaseContext
 from .asyncdriver import PhaseLoop
 from .completions import DEFAULT_DELAY, Completions
+from .effectrecord import EffectRecord
 from .ending import RunEnd
 from .journal import RunJournal
 from .lease import FORCE_RISK, Fence, Heartbeat, HolderState, holder_name, holder_state
@@ -53,7 +54,8 @@ from .ledger import EffectLedger
 from .outputs import PhaseOutputs
 from .parking import Park, Parking
 from .phasecontext import PhaseContext
-from .planner import Pending, StartFacts, StartPlan, plan_start
+from .planner import AcceptReplay, Pending, Rewind, StartFacts, StartPlan, plan_start
+from .replay import Recoded
 from .stepcalls import refuse_coroutine
 from .steplog import StepLog
 from .stopping import STOPPED_PREFIX, Interrupted, StopRequest
@@ -138,6 +140,11 @@ class Runner:
         self._ran_without: dict[str, list[str]] = {}
         """Phases this start ran degraded, with the outputs they ran without."""
         """Failed attempts of steps and phases in this start (retries)."""
+        self._reset_at = float("-inf")
+        """When the run was last reset, as its decisions say (read by `_plan`)."""
+        self._fns: dict[str, Any] = {}
+        """Each phase's step-function fingerprints as the run's shape recorded
+        them (`Phase.fns`): kept with its code while `_codes` keeps that."""
         self._codes: dict[str, Any] | None = None
         """Each phase's code fingerprint as the run's records know it: the code
         its saved durable steps were written by. None once this start runs
@@ -254,7 +261,9 @@ class Runner:
             # The shape as this process declares it, but each phase's code as
             # recorded: it changes only once phases run with the new code
             # (`_start`), so a start that blocks leaves no trace in it.
-            self._codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
+            recorded = _json.loads(row.shape_json)
+            self._codes = {p["name"]: p.get("code") for p in recorded}
+            self._fns = {p["name"]: p.get("fns") for p in recorded}
             values: RunChange = {
                 **lease,
                 "status": RunStatus.RUNNING.value,
@@ -309,6 +318,14 @@ class Runner:
             if plan.apply is None:
                 break
             applier.apply(plan.apply)
+            if isinstance(plan.apply, AcceptReplay):
+                # The operator took the new code from the divergence on: this
+                # phase's code is now the code its records are kept under.
+                last_codes[plan.apply.phase] = plan.apply.code
+            elif isinstance(plan.apply, Rewind):
+                # Re-opened phases replay nothing: no older code to check against.
+                for name in plan.apply.reopen:
+                    last_codes[name] = None
         self.env_rows = list(plan.env_rows)
         self.notes.extend(applier.notes + list(plan.notes))
         if plan.blocks:
@@ -321,7 +338,10 @@ class Runner:
             with self.store.write() as conn:
                 self.store.decisions.void_proposals(conn, self._proposed, self.clock())
         assert plan.state is not None  # a plan that runs has a state
-        self._codes = None
+        # An open phase whose code changed keeps its old fingerprint in the
+        # shape until it is done: a later start (after a kill, or a wait) then
+        # still checks its replay against what the old code saved (replay.py).
+        self._codes = {n: last_codes.get(n) for n in plan.recode}
         shape = self._shape_text()
         if shape != row.shape_json:
             # Before any durable step is saved: the next start must know which
@@ -339,15 +359,33 @@ class Runner:
             for p in self.wf.phases
             if epoch or plan.state.reopened.get(p.name)
         }
+        self.steps.follow_effects(self._effects_since(plan.state, self._reset_at))
         if plan.recode:
-            # Durable steps saved by older code of an open phase are not trusted
-            # to mean what the new code would compute: they are recomputed.
-            self.steps.discard(list(plan.recode))
+            # Durable steps saved by older code of an open phase are handed back
+            # only in the order that code made them (replay.py): the first call
+            # that differs stops the run before any result is handed over.
+            now = {p.name: p for p in self.wf.phases}
+            old_fns = {n: f for n, f in self._fns.items() if isinstance(f, dict)}
+            self.steps.recode(
+                {n: Recoded(last_codes.get(n), now[n].code_hash, old_fns.get(n, {}), now[n].fns) for n in plan.recode}
+            )
         for p in plan.to_run:
             for n in p.needs:
                 if n in plan.state.done:
                     self.outputs.available(plan.state, n)
         return self._run_phases(journal, list(plan.to_run), probes, inputs)
+
+    def _effects_since(self, state: chain.Folded, reset_at: float) -> Callable[[str], list[EffectRecord]]:
+        """The effect records of a phase made since it was last re-opened: an
+        earlier generation's are kept (a completed effect is never repeated),
+        but they are not part of what the phase's replay runs through."""
+        ledger = self.effects
+
+        def effects_of(phase: str) -> list[EffectRecord]:
+            since = max(reset_at, state.reopened_at.get(phase, float("-inf")))
+            return [e for e in list(ledger.effects.values()) if e.phase == phase and float(e.intent_at) >= since]
+
+        return effects_of
 
     def _plan(self, journal: RunJournal, probes: dict[str, Any], last_codes: dict[str, Any]) -> StartPlan:
         """Read the run's own records and ask the planner what to do next."""
@@ -378,6 +416,11 @@ class Runner:
         # A "second" is no decision to carry out: one pending is damage (trail.py), never applied.
         # An answer is read by its question (parking.py), and a hold is the
         # start's own (`_acquire`): neither is the planner's to apply or void.
+        # When the run was last reset (its epoch began): what it did before is no part of a replay.
+        self._reset_at = max(
+            (float(d.at) for d in rows if d.action == Action.RESET.value and d.state == "applied"),
+            default=float("-inf"),
+        )
         kept = {"second", Action.ANSWER.value, *(a.value for a in HOLDS)}
         pending = [Pending.from_row(d) for d in rows if d.state == "pending" and d.action not in kept]
         if not trail_damage:
@@ -415,6 +458,11 @@ class Runner:
             for p in shape:
                 if self._codes.get(p["name"]) is not None:
                     p["code"] = self._codes[p["name"]]
+                    fns = self._fns.get(p["name"])
+                    if isinstance(fns, dict):
+                        p["fns"] = fns
+                    else:
+                        p.pop("fns", None)
         return _json.dumps(shape)
 
     # -- running --------------------------------------------------------------
@@ -583,7 +631,7 @@ class Runner:
         try:
             out = p.fn(ctx, **handed)
         finally:
-            ctx.close()
+            ctx._close()
         refuse_coroutine(f"phase {p.name!r}", out)
         return out
 

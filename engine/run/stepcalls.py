@@ -118,6 +118,19 @@ class StepCalls:
         self.closed = False
         """Set when the phase has returned: a thread or task it left behind stops at its next step."""
 
+    def here(self) -> object:
+        """Who is calling now: the thread, or the asyncio task."""
+        return self._here()
+
+    def at_home(self) -> bool:
+        """Whether the caller is the phase's own thread or task."""
+        return bool(self._here() == self.home)
+
+    def effects_seen(self) -> frozenset[str]:
+        """The effects this phase execution has called so far, by name."""
+        with self._lock:
+            return frozenset(self._effects_seen)
+
     def check_stop(self) -> None:
         """Stop here when a stop was requested (before anything is recorded).
 

@@ -9,7 +9,7 @@ phase is redone.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _json
 from .._stop import damaged, read_saved
@@ -18,6 +18,10 @@ from ..store.store import Store
 from ..waits import RetryLater
 from .completions import Completions
 from .lease import Fence
+from .replay import Call, Recoded, ReplayCheck, exempt
+
+if TYPE_CHECKING:
+    from .effectrecord import EffectRecord
 
 
 class StepLog:
@@ -33,16 +37,74 @@ class StepLog:
         self._fence = fence
         self._clock = clock
         self._saved: dict[str, dict[str, tuple[str, str]]] = {}
+        self._made: dict[str, dict[str, tuple[float, int]]] = {}
+        """When each saved step was made (its time, its row id), by phase: the saved sequence's order."""
+        self._recode: dict[str, Recoded] = {}
+        """Open phases whose code changed since their steps were saved."""
+        self._effects_of: Callable[[str], Iterable[EffectRecord]] = lambda _phase: ()
+        self._checks: dict[str, ReplayCheck] = {}
+        """The replay check of each recoded phase, since the last `load` (replay.py)."""
+        self._replayed: dict[str, set[str]] = {}
+        """The saved steps handed back since the last `load`, by phase: how far
+        the phase's current execution has got through what it saved (patches.py)."""
         self._began: dict[tuple[str, str], float] = {}
         """When each step being computed was found not saved: its span's start (observe/)."""
 
     def load(self) -> None:
         """One read of the run's saved steps, not one per phase."""
         saved: dict[str, dict[str, tuple[str, str]]] = {}
+        made: dict[str, dict[str, tuple[float, int]]] = {}
         with self._store.read() as conn:
             for st in self._store.steps.of_run(conn, self._fence.run_id):
                 saved.setdefault(st.phase, {})[st.step_key] = (st.result_json, st.result_hash)
+                made.setdefault(st.phase, {})[st.step_key] = (float(st.created_at), int(st.id))
         self._saved = saved
+        self._made = made
+        self._replayed = {}
+        self._checks = {}
+
+    def follow_effects(self, effects_of: Callable[[str], Iterable[EffectRecord]]) -> None:
+        """Where the phase's effect records of this replay are found (the runner's ledger).
+
+        Args:
+            effects_of: The effect records a phase made since it was last
+                re-opened (a rewind, a reset), as the ledger has them.
+        """
+        self._effects_of = effects_of
+
+    def effects_of(self, phase: str) -> list[EffectRecord]:
+        """The effect records the phase made since it was last re-opened."""
+        return list(self._effects_of(phase))
+
+    def recode(self, phases: Mapping[str, Recoded]) -> None:
+        """Check the replay of these phases against what their old code saved (replay.py).
+
+        Args:
+            phases: Each open phase whose code changed: its old code and its new.
+        """
+        self._recode = dict(phases)
+        self._checks = {}
+
+    def _check(self, phase: str) -> ReplayCheck | None:
+        if phase not in self._recode:
+            return None
+        check = self._checks.get(phase)
+        if check is None:
+            made = self._made.get(phase, {})
+            seq = [(t, i, Call("step", k)) for k, (t, i) in made.items() if not exempt(k)]
+            seq += [(float(e.intent_at or 0.0), 0, Call("effect", str(e.name))) for e in self._effects_of(phase)]
+            check = self._checks[phase] = ReplayCheck(phase, seq, self._recode[phase])
+        return check
+
+    def check_effect(self, phase: str, name: str, *, home: bool) -> None:
+        """An effect the phase calls, checked against the saved sequence when its code changed.
+
+        Raises:
+            Stop: the old code did something else at this point (replay.py).
+        """
+        check = self._check(phase)
+        if check is not None:
+            check.asked(Call("effect", name), home=home)
 
     def damaged(self, phases: Iterable[str]) -> list[str]:
         """What, among the saved steps of these phases, no longer matches its hash."""
@@ -60,14 +122,34 @@ class StepLog:
         return frozenset(p for p, steps in self._saved.items() if steps)
 
     def saved(self, phase: str) -> Mapping[str, tuple[str, str]]:
+        """The phase's saved steps, by key: (result JSON, its hash)."""
         return self._saved.get(phase, {})
 
-    def read(self, phase: str, key: str) -> tuple[bool, Any]:
-        """(True, value) when the step was saved (and still verifies); (False, None) otherwise."""
+    def replayed(self, phase: str) -> frozenset[str]:
+        """The keys of the phase's saved steps handed back since the last `load`."""
+        return frozenset(self._replayed.get(phase, ()))
+
+    def read(self, phase: str, key: str, *, home: bool | None = None, fn: Any = None) -> tuple[bool, Any]:
+        """(True, value) when the step was saved (and still verifies); (False, None) otherwise.
+
+        `home` says a call of the phase's code makes or finds this record (from
+        the phase's own thread or task, or not): under changed code it is
+        checked against the saved sequence first (replay.py), and so is `fn`,
+        a durable step's function. None: a look-up only (a patch's answer, a
+        question's lapse), never checked.
+
+        Raises:
+            Stop: the saved result does not verify, or the replay diverged.
+        """
+        if home is not None and not exempt(key):
+            check = self._check(phase)
+            if check is not None:
+                check.asked(Call("step", key), home=home, fn=fn)
         saved = self._saved.get(phase, {}).get(key)
         if saved is None:
             self._began[(phase, key)] = self._clock()
             return False, None
+        self._replayed.setdefault(phase, set()).add(key)
         return True, read_saved(saved[0], saved[1], f"durable step {key!r}")
 
     def save(self, phase: str, key: str, text: str) -> None:

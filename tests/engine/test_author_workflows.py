@@ -234,10 +234,18 @@ def test_a_block_does_not_discard_saved_durable_steps(author: Author) -> None:
     assert author.trace()["double:1"] == 1
 
 
-def test_steps_written_by_older_code_of_an_open_phase_are_recomputed(author: Author) -> None:
+def test_steps_written_by_older_code_of_an_open_phase_are_not_handed_to_a_changed_function(author: Author) -> None:
+    """Issue 41: a deploy under an open phase keeps its saved steps for the new
+    code when they are asked for in the same order by the same functions
+    (run/replay.py); a step whose function changed stops the run before its
+    old result is handed over, and an approval computes it again."""
     author.started_and_failed("import")
     author.gate.touch()
     author.edit("return 2 * x", "return x + x")
+    p = author.do("script")
+    assert p.stdout.startswith("blocked env_mismatch") and "its function double changed" in p.stdout, p
+    assert author.trace()["double:1"] == 1
+    assert author.phasegate("decide", "r1", "approve", "--reason", "the fix is right").returncode == 0
     p = author.do("script")
     assert p.stdout.startswith("completed"), p
     assert author.trace()["double:1"] == 2
