@@ -19,9 +19,16 @@ WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 BILLING = f"{WORKFLOWS / 'billing.py'}:wf"
 
 
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120, cwd: Path | None = None) -> support.Result:
-    """Run `python -m phasegate ARGS` and return how it ended."""
-    return support.run(args, env=env, timeout=timeout, cwd=cwd)
+def cli(
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
+    mode: support.Mode = "exec",
+) -> support.Result:
+    """Run `python -m phasegate ARGS` (or, with `mode="fork"`, the same
+    command line in a forked warm child) and return how it ended."""
+    return support.run(args, env=env, timeout=timeout, cwd=cwd, mode=mode)
 
 
 def status_json(db: Path, run_id: str | None = None) -> Any:

@@ -13,11 +13,9 @@ to hold the actual entry point to the same contract.
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,36 +27,9 @@ HERE_WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 BILLING_FILE = WORKFLOWS / "billing.py"
 
 
-def _warm_up() -> None:
-    """Run the command line once in this process, so every forked child
-    inherits the imports and caches instead of paying for them itself."""
-    import contextlib
-
-    from phasegate.cli.main import main
-
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        contextlib.redirect_stdout(io.StringIO()),
-        contextlib.redirect_stderr(io.StringIO()),
-    ):
-        db = str(Path(tmp) / "warm.db")
-        inputs = json.dumps({"ledger": str(Path(tmp) / "ledger")})
-        for argv in (
-            ["run", f"{BILLING_FILE}:wf", "--run-id", "warm", "--input", inputs],
-            ["status", "warm", "--json"],
-            ["status"],
-            ["verify"],
-            ["prune"],
-            ["decide", "warm", "rewind", "--phase", "load", "--reason", "warm-up"],
-            ["resume", "warm"],
-        ):
-            main([*argv, "--db", db])
-
-
-try:
-    _warm_up()
-except Exception:  # noqa: BLE001 - only a speed-up; the tests themselves will show what is broken
-    pass
+# Every forked child inherits the imports and caches of one run of the
+# command line in this process (tests/support/cli.py's `warm`).
+cli.warm()
 
 
 #: How a child ended (`returncode`, `stdout`, `stderr`, `killed`).

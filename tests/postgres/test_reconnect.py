@@ -31,8 +31,11 @@ def _terminate(app: str) -> int:
     return len(rows)
 
 
+# The runs made to be resumed, the reads and the resumes and decisions that
+# finish the runs off are forked warm children (tests/support/cli.py): the
+# same command line, without half a second of imports each.
 def _statuses(url: str) -> dict[str, dict]:
-    p = cli("status", "--json", "--db", url)
+    p = cli("status", "--json", "--db", url, mode="fork")
     assert p.returncode == 0, p.stderr
     return {r["run_id"]: r for r in json.loads(p.stdout)}
 
@@ -40,7 +43,7 @@ def _statuses(url: str) -> dict[str, dict]:
 def _finish(url: str, run_id: str, ledger: Path) -> None:
     """Resume; answer an in-doubt charge from the gateway's own ledger."""
     for _ in range(6):
-        p = cli("resume", run_id, "--db", url)
+        p = cli("resume", run_id, "--db", url, mode="fork")
         if p.returncode == 0:
             return
         assert p.returncode == 3 and "Traceback" not in p.stderr, p
@@ -64,9 +67,21 @@ def _finish(url: str, run_id: str, ledger: Path) -> None:
                     "ledger",
                     "--db",
                     url,
+                    mode="fork",
                 )
             else:
-                d = cli("decide", run_id, "retry_effect", "--effect", key, "--reason", "not in ledger", "--db", url)
+                d = cli(
+                    "decide",
+                    run_id,
+                    "retry_effect",
+                    "--effect",
+                    key,
+                    "--reason",
+                    "not in ledger",
+                    "--db",
+                    url,
+                    mode="fork",
+                )
             assert d.returncode == 0, d
     raise AssertionError(f"{run_id} did not complete")
 
@@ -86,13 +101,14 @@ def test_terminated_connections_mid_worker(pg_url: str, tmp_path: Path) -> None:
             "--db",
             pg_url,
             env={"PHASEGATE_TEST_KILL_AT": "start:load"},
+            mode="fork",
         )
         assert p.killed, p
     app = "pgt-" + pg_url.rsplit("%3D", 1)[-1]
     worker = support.start(
         ["worker", "--db", f"{pg_url}&application_name={app}", "--poll", "0.2"],
         env={"PHASEGATE_TEST_SLOW": "0.2", "PHASEGATE_LEASE_SECONDS": "5"},
-        mode="exec",
+        mode="exec",  # the worker is the subject: started as an operator starts it
     )
     try:
         terminated = 0

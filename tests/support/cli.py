@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import logging
 import os
 import signal
 import subprocess
@@ -127,16 +129,63 @@ class Child:
 
 _warm = False
 
+#: What the warm-up runs in this process, against a throwaway SQLite store:
+#: every module and first-use cache the commands the tests fork need.
+_WARM_ARGV = (
+    ["run", "{billing}:wf", "--run-id", "warm", "--input", "{inputs}"],
+    ["status", "warm", "--json"],
+    ["status", "--json"],
+    ["status"],
+    ["verify"],
+    ["prune"],
+    ["decide", "warm", "rewind", "--phase", "load", "--reason", "warm-up"],
+    ["resume", "warm"],
+    ["worker", "--once"],
+)
+
 
 def warm() -> None:
-    """Import everything `phasegate` imports (the command line loads its
-    console and demo commands lazily) once, so forked children start warm."""
-    global _warm
-    if not _warm:
-        from phasegate.cli.main import build_parser
+    """Run the command line once in this process, so forked children inherit
+    its imports instead of paying for them: the commands load the engine, the
+    store and SQLAlchemy lazily (a cold `phasegate --help` stays cheap), so
+    importing the parser alone leaves a forked `status --json` ~0.4 s of
+    imports of its own. Also loads the PostgreSQL driver (no connection made).
 
-        build_parser()
-        _warm = True
+    The run happens with this process's `PHASEGATE_...` variables set aside
+    (a test's kill or pause point must not fire here), its logging set back
+    afterwards and its pause points read again at their next use."""
+    global _warm
+    if _warm:
+        return
+    _warm = True
+    from phasegate import _pause
+    from phasegate.cli.main import build_parser, main
+
+    build_parser()
+    root, ours = logging.getLogger(), logging.getLogger("phasegate")
+    saved_logging = (list(root.handlers), root.level, ours.level)
+    saved_env = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("PHASEGATE_")}
+    try:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
+            billing = ROOT / "tests" / "workflows" / "billing.py"
+            inputs = json.dumps({"ledger": str(Path(tmp) / "ledger")})
+            for argv in _WARM_ARGV:
+                main([a.format(billing=billing, inputs=inputs) for a in argv] + ["--db", str(Path(tmp) / "warm.db")])
+        import sqlalchemy.dialects.postgresql.psycopg  # noqa: F401
+
+        import phasegate.store._postgres  # noqa: F401
+    except Exception:  # noqa: BLE001, S110 - only a speed-up; the tests themselves will show what is broken
+        pass
+    finally:
+        os.environ.update(saved_env)
+        root.handlers[:] = saved_logging[0]
+        root.setLevel(saved_logging[1])
+        ours.setLevel(saved_logging[2])
+        _pause._forget()
 
 
 def name_sqlite_errors() -> None:
@@ -189,6 +238,20 @@ def _outfiles() -> tuple[Path, Path]:
     return Path(p1), Path(p2)
 
 
+def _fresh_logging() -> None:
+    """In a forked child: logging as a fresh interpreter has it, so the
+    command's `logging.basicConfig` takes effect (pytest's capture handlers on
+    the root logger would otherwise swallow a worker's log lines)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)
+    for logger in logging.Logger.manager.loggerDict.values():
+        if isinstance(logger, logging.Logger):
+            logger.setLevel(logging.NOTSET)
+            logger.disabled = False
+
+
 def _fork(
     body: Callable[[], int], *, extra_env: Mapping[str, str] | None, db: str | Path | None, drop: Iterable[str] = ()
 ) -> Child:
@@ -211,6 +274,7 @@ def _fork(
             sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
             sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
             signal.signal(signal.SIGINT, signal.SIG_DFL)
+            _fresh_logging()
             rc = body()
         except SystemExit as exc:
             rc = exc.code if isinstance(exc.code, int) else 1
