@@ -67,7 +67,19 @@ class PhaseContext(PhaseContextBase):
         stop: StopRequest | None = None,
         parking: Parking | None = None,
     ) -> None:
-        """Made by the runner for each execution of a phase; a phase only uses it (see `PhaseContextBase`)."""
+        """Made by the runner for each execution of a phase; a phase only uses it.
+
+        Args:
+            run_id: The run's id.
+            phase: The phase's name.
+            inputs: A fresh copy of the run's inputs.
+            missing: Needed outputs that are lost and accepted as gaps.
+            steps: The run's durable-step log.
+            effects: The run's effect ledger.
+            attempts: Where failed attempts of retried steps are recorded.
+            stop: The request that stops the run at its next step.
+            parking: What the run knows of its waits (answers, a retry it parked for).
+        """
         super().__init__(
             run_id,
             phase,
