@@ -11,7 +11,6 @@ import pytest
 
 from phasegate.history import keys
 
-SECRET = os.urandom(32)
 
 
 @pytest.mark.parametrize(
