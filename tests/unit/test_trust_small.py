@@ -12,7 +12,6 @@ import pytest
 from phasegate.history import keys
 
 
-
 @pytest.mark.parametrize(
     ("secret", "why"),
     [
