@@ -191,8 +191,14 @@ def _as_nobody(copy: Path, setpriv: str) -> None:
     assert _dump(copy) == dump
 
 
+#: Pages a capped file may still grow by: room for a new run's row and its
+#: first records (a run's shape grew with issue 41's `fns`), none for a run
+#: that goes on writing, nor for a 200 KB input.
+HEADROOM_PAGES = 4
+
+
 def _cap_pages() -> None:
-    """A full disk: every connection of the child may not grow the file."""
+    """A full disk: every connection of the child may grow the file by a few pages at most."""
     from sqlalchemy import event
 
     import phasegate.store._sqlite as sq
@@ -206,7 +212,7 @@ def _cap_pages() -> None:
         def _full(dbapi_conn: sqlite3.Connection, _rec: object) -> None:
             cur = dbapi_conn.cursor()
             pages = cur.execute("PRAGMA page_count").fetchone()[0]
-            cur.execute(f"PRAGMA max_page_count={max(pages, 1)}")
+            cur.execute(f"PRAGMA max_page_count={max(pages, 1) + HEADROOM_PAGES}")
             cur.close()
 
         return eng
