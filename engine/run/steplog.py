@@ -8,6 +8,7 @@ phase is redone.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ class StepLog:
         """Open phases whose code changed since their steps were saved."""
         self._effects_of: Callable[[str], Iterable[EffectRecord]] = lambda _phase: ()
         self._checks: dict[str, ReplayCheck] = {}
+        self._checks_lock = threading.Lock()
         """The replay check of each recoded phase, since the last `load` (replay.py)."""
         self._replayed: dict[str, set[str]] = {}
         """The saved steps handed back since the last `load`, by phase: how far
@@ -90,10 +92,17 @@ class StepLog:
             return None
         check = self._checks.get(phase)
         if check is None:
-            made = self._made.get(phase, {})
-            seq = [(t, i, Call("step", k)) for k, (t, i) in made.items() if not exempt(k)]
-            seq += [(float(e.intent_at or 0.0), 0, Call("effect", str(e.name))) for e in self._effects_of(phase)]
-            check = self._checks[phase] = ReplayCheck(phase, seq, self._recode[phase])
+            # The first call may come from several threads of a `ctx.map` at
+            # once: one check per phase, or a call's mark would be lost.
+            with self._checks_lock:
+                check = self._checks.get(phase)
+                if check is None:
+                    made = self._made.get(phase, {})
+                    seq = [(t, i, Call("step", k)) for k, (t, i) in made.items() if not exempt(k)]
+                    seq += [
+                        (float(e.intent_at or 0.0), 0, Call("effect", str(e.name))) for e in self._effects_of(phase)
+                    ]
+                    check = self._checks[phase] = ReplayCheck(phase, seq, self._recode[phase])
         return check
 
     def check_effect(self, phase: str, name: str, *, home: bool) -> None:
