@@ -17,7 +17,6 @@ from pathlib import Path
 import psycopg
 
 from tests.conftest import BILLING, cli
-from tests.engine.pg_schema import PG
 from tests.postgres.test_reconnect import _finish, _statuses
 from tests.support import cli as support
 from tests.support.pause import wait_for
@@ -26,16 +25,33 @@ N_RUNS = 16
 APP = "pgdrop"
 
 
-def _terminate_loop(app: str, stop: threading.Event, every: float = 0.15) -> list[int]:
-    """Drop the workers' connections every `every` seconds until `stop`."""
+def _progress(con: psycopg.Connection) -> int:
+    """How many durable writes the workers have made: steps and checkpoints."""
+    row = con.execute(
+        "SELECT (SELECT count(*) FROM phasegate_steps) + (SELECT count(*) FROM phasegate_checkpoints)"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _terminate_loop(url: str, app: str, stop: threading.Event, every: float = 0.15) -> list[int]:
+    """Drop the workers' connections every `every` seconds until `stop`,
+    but never twice before the workers made one durable write in between.
+
+    A fixed timer alone starves a loaded machine: when a reconnect and a
+    phase take longer than `every`, no run ever finishes. Waiting for
+    progress keeps the drops frequent on a fast machine and the test live
+    on a slow one."""
     dropped: list[int] = []
-    with psycopg.connect(PG, autocommit=True) as con:
+    with psycopg.connect(url, autocommit=True) as con:
         while not stop.wait(every):
             rows = con.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE %s",
                 (app + "%",),
             ).fetchall()
             dropped.append(len(rows))
+            seen = _progress(con)
+            while not stop.is_set() and _progress(con) <= seen:
+                stop.wait(0.05)
     return dropped
 
 
@@ -62,7 +78,15 @@ def test_two_workers_under_dropped_connections_log_one_line_each(pg_url: str, tm
     ]
     stop = threading.Event()
     dropped: list[int] = []
-    killer = threading.Thread(target=lambda: dropped.extend(_terminate_loop(app, stop)), daemon=True)
+    failed: list[Exception] = []
+
+    def kill() -> None:
+        try:
+            dropped.extend(_terminate_loop(pg_url, app, stop))
+        except Exception as exc:  # noqa: BLE001 - surfaced below: a dead killer would pass the test unseen
+            failed.append(exc)
+
+    killer = threading.Thread(target=kill, daemon=True)
     killer.start()
     try:
         wait_for(
@@ -79,6 +103,7 @@ def test_two_workers_under_dropped_connections_log_one_line_each(pg_url: str, tm
             if w.poll() is None:
                 os.kill(w.pid, signal.SIGTERM)
         results = [w.wait(60) for w in workers]
+    assert not failed, failed
     assert sum(dropped) >= 3, dropped  # the loop really dropped connections
     for res in results:
         out = res.stdout + res.stderr
