@@ -14,6 +14,7 @@ from .authoring.workflow import Workflow
 from .decide import fit as _fit
 from .decide import preview as _previews
 from .decide import proposing as _proposing
+from .decide import sending as _sending
 from .decide.batch import Options
 from .decide.gate import Oversight
 from .decide.recording import record
@@ -422,6 +423,39 @@ class Engine:
                 now=now,
                 one_at_a_time=self._oversight._one_proposal,
             )
+
+    def send(self, run_id: str, topic: str, value: Any, *, reason: str, operator: str | None = None) -> _sending.Sent:
+        """Send a message into a run: a phase's `ctx.recv(topic)` receives it
+        (oldest first per topic, exactly once), and a run parked on that
+        topic is woken through a worker (decide/sending.py).
+
+        Args:
+            run_id: The run.
+            topic: The topic a phase receives it on.
+            value: The message, JSON; checked against the schema the run
+                recorded for the topic, when it has waited on it.
+            reason: Why, in the sender's words (required, stored forever).
+            operator: Who sends it; None: `$PHASEGATE_OPERATOR`, else the login name.
+
+        Returns:
+            The message as recorded.
+
+        Raises:
+            RunNotFound: No run `run_id`.
+            UsageError: An empty reason, a bad topic, or a value that is not
+                JSON or that the topic's schema refuses (nothing recorded).
+            MessageRefused: The run is completed or cancelled (nothing recorded).
+        """
+        validate_run_id(run_id)
+        if not isinstance(reason, str) or not reason.strip():
+            raise UsageError("a message needs a reason: it is kept with it, as a decision's is")
+        who = whoami(operator)
+        now = self.clock()
+        with self.store.write() as conn:
+            run = self.store.runs.get(conn, run_id, lock=True)
+            if run is None:
+                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            return _sending.send(self.store, conn, run, topic, value, reason=str(reason), who=who, now=now)
 
     # -- reading --------------------------------------------------------------
 

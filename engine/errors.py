@@ -20,7 +20,8 @@ class ExitCode(IntEnum):
     stderr, nothing changed."""
     BLOCKED = 3
     """The run is blocked for an operator (reasons printed one a line), or
-    `verify` found damage or a lost output."""
+    `verify` found damage or a lost output, or `send` was refused: the run is
+    completed or cancelled and takes no message (nothing recorded)."""
     HELD = 4
     """The run is held by another live process, or its holder is stalled
     (alive on this host past its lease: `resume --force` / `decide --force`),
@@ -184,6 +185,13 @@ class RunCancelled(PhasegateError):
 
     title = "run cancelled"
     exit_code = ExitCode.CANCELLED
+
+
+class MessageRefused(PhasegateError):
+    """A message sent to a run that takes none: completed or cancelled."""
+
+    title = "message refused"
+    exit_code = ExitCode.BLOCKED
 
 
 class LeaseLost(PhasegateError):

@@ -37,7 +37,7 @@ def validate_run_id(run_id: Any) -> str:
 
 #: Kinds of name whose saved key could be mistaken for phasegate's own
 #: durable records ("@ask:NAME", "@sleep:NAME": run/parking.py).
-_RESERVED_AT = frozenset({"step", "map"})
+_RESERVED_AT = frozenset({"step", "map", "topic"})
 
 
 def validate_name(kind: str, name: Any, error: type[UsageError] = UsageError) -> str:

@@ -83,9 +83,11 @@ class WaitKind(StrEnum):
     """A time (`ctx.sleep`, `ctx.sleep_until`)."""
     RETRY_LATER = "retry_later"
     """The time a rate limit named (`RetryLater`)."""
+    MESSAGE = "message"
+    """A message on a topic (`ctx.recv`), which `phasegate send` delivers."""
 
 
-WaitKindName = Literal["answer", "timer", "retry_later"]
+WaitKindName = Literal["answer", "timer", "retry_later", "message"]
 """`WaitKind`'s values as plain strings."""
 
 

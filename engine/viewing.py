@@ -14,6 +14,7 @@ from .history import prune as _prune
 from .oversight import claims
 from .store.store import OwnRows, Store
 from .views.build import build
+from .views.messages import messages_of
 from .views.models import RunView
 
 
@@ -77,6 +78,9 @@ class Viewer:
         diffs = _sources.diffs(store, conn, view.blocked) if with_diffs else []
         if diffs:
             view = replace(view, code_diffs=tuple(diffs))
+        sent = store.messages.of_run(conn, run.run_id)
+        if sent:
+            view = replace(view, messages=messages_of(sent, view.status, store.seal_key))
         if held is None:
             held = store.claims.of_run(conn, run.run_id)
         if held:

@@ -45,22 +45,31 @@ class RetryLater(Exception):  # noqa: N818 - named for what the author means, as
 
 
 class NoAnswer(Exception):  # noqa: N818 - what the phase is told, not a failure of phasegate's
-    """Raised by `ctx.ask` once the question's deadline (`timeout=`) passed with no answer.
+    """Raised by `ctx.ask` once the question's deadline (`timeout=`) passed
+    with no answer, and by `ctx.recv` once its deadline passed with no message.
 
-    A replay raises it again (the timeout is recorded), whatever answer may
-    come later.
+    A replay raises it again (the timeout is recorded), whatever answer or
+    message may come later.
 
     Args:
-        question: The question's name.
+        question: The question's name (for `ctx.recv`, the topic's).
         deadline: When it lapsed (UNIX seconds).
+        topic: True when raised by `ctx.recv`: `question` is a topic.
     """
 
-    def __init__(self, question: str, deadline: float | None = None) -> None:
-        super().__init__(f"question {question!r} had no answer by its deadline")
+    def __init__(self, question: str, deadline: float | None = None, *, topic: bool = False) -> None:
+        said = (
+            f"no message on topic {question!r} by its deadline"
+            if topic
+            else f"question {question!r} had no answer by its deadline"
+        )
+        super().__init__(said)
         self.question = question
-        """The question's name."""
+        """The question's name (for `ctx.recv`, the topic's)."""
         self.deadline = deadline
         """When it lapsed (UNIX seconds)."""
+        self.topic = topic
+        """Whether `ctx.recv` raised it (no message on the topic `question`)."""
 
 
 def seconds_arg(what: str, value: Any) -> float:

@@ -1,5 +1,5 @@
 """The operators' commands: `decide` (one run or every run of a cause, and
-`second`), `claim`, `policy`."""
+`second`), `claim`, `policy`, and `send` (a message into a run)."""
 
 from __future__ import annotations
 
@@ -122,6 +122,28 @@ def cmd_hold(args: argparse.Namespace) -> int:
     with open_engine(args) as eng:
         d = eng.decide(args.run_id, args.command, reason=args.reason, operator=args.operator, override_claim=args.force)
     return _said(args.run_id, d)
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    """`phasegate send RUN TOPIC --value JSON --reason TEXT`: a message for the run's `ctx.recv(TOPIC)`."""
+    _no_web_identity("send")
+    value = parse_json(args.value, "--value")
+    with open_engine(args) as eng:
+        sent = eng.send(args.run_id, args.topic, value, reason=args.reason, operator=args.operator)
+    if args.json:
+        body = {
+            "id": sent.id,
+            "run_id": sent.run_id,
+            "topic": sent.topic,
+            "operator": sent.operator,
+            "woke": sent.woke,
+            "checked": sent.checked,
+        }
+        print(safe_json(json.dumps(body)))
+        return ExitCode.OK
+    then = "the run waits for it: a worker resumes it" if sent.woke else "queued until the run receives it"
+    print(f"{safe(sent.run_id)}: message {sent.id} on {safe(sent.topic)} from {safe(sent.operator)}; {then}")
+    return ExitCode.OK
 
 
 def _decide_cause(args: argparse.Namespace, result: Any) -> int:

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 from .. import bounds
 from ..errors import ExitCode, UsageError
 from .commands_background import cmd_watch, cmd_worker, cmd_workers
-from .commands_decide import cmd_claim, cmd_decide, cmd_hold, cmd_policy
+from .commands_decide import cmd_claim, cmd_decide, cmd_hold, cmd_policy, cmd_send
 from .commands_runs import cmd_resume, cmd_run, cmd_status
 from .commands_upkeep import cmd_prune, cmd_reseal, cmd_verify
 from .observing import add_log_format, add_metrics_flags, cmd_metrics
@@ -197,6 +197,18 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--force", action="store_true", help="decide on a run someone else claimed")
         _db_arg(s)
         s.set_defaults(fn=cmd_hold)
+
+    s = sub.add_parser("send", help="send a message into a run, for its ctx.recv(TOPIC) (a webhook's receiver, say)")
+    s.add_argument("run_id")
+    s.add_argument("topic", help="the topic the run receives it on")
+    s.add_argument(
+        "--value", required=True, help="the message as JSON, checked against the schema the run gave the topic"
+    )
+    s.add_argument("--reason", required=True, help="why it is sent (kept with it)")
+    s.add_argument("--operator", default=None, help="who sends it (default: $PHASEGATE_OPERATOR or the login name)")
+    s.add_argument("--json", action="store_true", help="print the message recorded as one JSON object")
+    _db_arg(s)
+    s.set_defaults(fn=cmd_send)
 
     s = sub.add_parser("claim", help="say you are looking at a run (others then need --force to decide on it)")
     s.add_argument("run_id")

@@ -238,6 +238,19 @@ def _print_waits(v: RunView) -> None:
     elif w.get("kind") == "retry_later":
         tried = f" (attempt {w.get('attempt')} of {w.get('of')})" if w.get("attempt") else ""
         print(f"waiting   until {when}: rate limited: {safe(w.get('reason'))}{tried}; a worker retries it then")
+    elif w.get("kind") == "message":
+        deadline = f"; none by {when} raises NoAnswer" if when else ""
+        print(f"waiting   a message on topic {safe(w.get('topic'))} (phase {safe(w.get('phase'))}){deadline}")
+        if w.get("schema") is not None:
+            print(f"schema    {_json_line(w.get('schema'))[:400]}")
+        print(f"          send: phasegate send {safe(v.run_id)} {safe(w.get('topic'))} --value JSON --reason ...")
+    for m in v.messages:
+        where = f" by {safe(m.phase)}" if m.phase else ""
+        said = {"delivered": f"delivered{where}", "refused": f"refused{where}: {safe(m.refused)}"}.get(m.state, m.state)
+        print(
+            f"message   {m.id} on {safe(m.topic)} from {safe(m.operator)} at {iso(m.at)} {said}:"
+            f" {_json_line(m.value)[:200]} ({safe(m.reason)[:100]})"
+        )
     for q in v.questions:
         if q.state == "open":
             deadline = f"; no answer by {iso(q.deadline)} raises NoAnswer" if q.deadline is not None else ""

@@ -54,26 +54,45 @@ def check_value(q: QuestionView, value: Any) -> Any:
     Raises:
         UsageError: it is not JSON, or does not meet the schema (the message
             names the failing field's path).
+        DecisionError: the stored schema cannot check a value.
+    """
+    return meets_schema(f"answer to {q.name!r}", q.schema, value)
+
+
+def meets_schema(what: str, schema: dict[str, Any] | None, value: Any) -> Any:
+    """The value, as JSON, once it meets a stored JSON Schema: the one check
+    of an answer against its question and of a message against its topic.
+
+    Args:
+        what: What is checked ("answer to 'ok'", "message on 'paid'"), for the message.
+        schema: The JSON Schema the run recorded, or None for any JSON value.
+        value: The value given.
+
+    Returns:
+        The value as plain JSON data.
+
+    Raises:
+        UsageError: it is not JSON, or does not meet the schema (the message
+            names the failing field's path).
+        DecisionError: the stored schema cannot check a value (it is untrusted).
     """
     try:
         plain = _json.loads(_json.dumps(value))
     except UsageError as exc:
-        raise UsageError(f"answer to {q.name!r} refused: {exc}") from None
-    if q.schema is None:
+        raise UsageError(f"{what} refused: {exc}") from None
+    if schema is None:
         return plain
     import jsonschema  # type: ignore[import-untyped]  # only when an answer is checked: a start does not pay for it
 
     try:
-        validator = _strict_validator(jsonschema)(q.schema)
+        validator = _strict_validator(jsonschema)(schema)
         error = jsonschema.exceptions.best_match(validator.iter_errors(plain))
     except Exception as exc:  # noqa: BLE001 - a stored schema is untrusted: an unknown type, a bad pattern, a $ref loop
         said = safe(f"{type(exc).__name__}: {exc}".splitlines()[0])[:200]
-        raise DecisionError(f"question {q.name!r} has a stored schema that cannot check an answer ({said})") from None
+        raise DecisionError(f"{what}: the stored schema cannot check a value ({said})") from None
     if error is not None:
         where = "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
-        raise UsageError(
-            f"answer to {q.name!r} refused: at {safe(where) or 'the value itself'}: {safe(error.message)[:300]}"
-        )
+        raise UsageError(f"{what} refused: at {safe(where) or 'the value itself'}: {safe(error.message)[:300]}")
     return plain
 
 

@@ -60,6 +60,21 @@ POLICY_SEALED: tuple[str, ...] = (
     "prev_id",
 )
 
+#: The message fields a seal covers (a message sent into a run, store/_messages.py):
+#: what was sent, to which run and topic, by whom, and its place in the run's
+#: messages. Its delivery is recorded by the step that received it, not here.
+MESSAGE_SEALED: tuple[str, ...] = (
+    "id",
+    "run_id",
+    "topic",
+    "value_json",
+    "reason",
+    "operator",
+    "account",
+    "at",
+    "prev_id",
+)
+
 Problem = Literal["edited", "missing", "not_in_history", "unsealed", "unexplained", "run_row"]
 
 Distinct = Callable[[str, str, str, str, "str | None"], bool]
@@ -93,6 +108,17 @@ def decision_seal(rec: Any, key: keys.SealKey | None) -> str:
 def policy_seal(rec: Any, key: keys.SealKey | None) -> str:
     """The seal of a policy row as its fields are now, under the store's key."""
     return keys.digest(_canonical(rec, POLICY_SEALED), key)
+
+
+def message_seal(rec: Any, key: keys.SealKey | None) -> str:
+    """The seal of a message row as its fields are now, under the store's key."""
+    return keys.digest(_canonical(rec, MESSAGE_SEALED), key)
+
+
+def message_vouched(rec: Any, key: keys.SealKey | None) -> bool:
+    """Whether a message row's seal vouches for its fields as they are now."""
+    stored = _get(rec, "seal")
+    return bool(stored) and seals.mismatch(stored, _canonical(rec, MESSAGE_SEALED), key) is None
 
 
 def policy_head_seal(last: int | None, count: int | None, last_seal: str | None, key: keys.SealKey | None) -> str:

@@ -48,6 +48,7 @@ from .stopping import Interrupted, StopRequest
 if TYPE_CHECKING:
     from ..authoring.reconcile import Reconciled
     from .ledger import EffectLedger
+    from .mailbox import Mailbox
     from .steplog import StepLog
 
 #: Where plain functions of async steps run. Wide: they are mostly waiting on
@@ -135,6 +136,7 @@ class AsyncPhaseContext(PhaseContextBase):
         attempts: list[Attempt] | None = None,
         stop: StopRequest | None = None,
         parking: Parking | None = None,
+        mailbox: Mailbox | None = None,
     ) -> None:
         """Made by the runner for each execution of a phase; a phase only uses it.
 
@@ -148,6 +150,7 @@ class AsyncPhaseContext(PhaseContextBase):
             attempts: Where failed attempts of retried steps are recorded.
             stop: The request that stops the run at its next step.
             parking: What the run knows of its waits (answers, a retry it parked for).
+            mailbox: The run's messages, as `recv` receives them.
         """
         super().__init__(
             run_id,
@@ -159,6 +162,7 @@ class AsyncPhaseContext(PhaseContextBase):
             attempts=attempts,
             stop=stop,
             parking=parking,
+            mailbox=mailbox,
             here=_here,
         )
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -504,6 +508,33 @@ class AsyncPhaseContext(PhaseContextBase):
             Interrupted: a stop was requested.
         """
         return self._parked().ask(self._steps, self._calls, name, prompt, schema, payload, timeout)
+
+    async def recv(self, topic: str, schema: Any = None, timeout: float | None = None) -> Any:
+        """`PhaseContext.recv`, awaited: the next message on `topic`, oldest
+        first and exactly once; parks the run when none comes in time.
+
+        Args:
+            topic: the topic's name: what a sender names (`phasegate send RUN TOPIC`).
+            schema: what the value must be: a pydantic model or a type (`bool`,
+                `int`, a `Literal`...); None for any JSON value. Its JSON Schema
+                is recorded with the wait, and `send` refuses a value that does
+                not meet it.
+            timeout: seconds to wait, from the first call; past it, `NoAnswer` is raised here.
+
+        Returns:
+            The message's value, rebuilt as `schema`.
+
+        Raises:
+            NoAnswer: `timeout` passed with no message.
+            UsageError: a bad argument (a topic name, a timeout, a schema pydantic cannot describe).
+            Interrupted: a stop was requested.
+        """
+        receiving = self._receiving(topic, schema, timeout)
+        while True:
+            got = receiving.poll()
+            if got.done:
+                return got.value
+            await asyncio.sleep(got.wait)
 
     async def sleep(self, name: str, seconds: float) -> None:
         """`PhaseContext.sleep`, awaited: a durable wait (parks when long).

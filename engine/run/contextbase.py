@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..authoring.retry import Attempt
+from ..errors import UsageError
 from . import patches
 from .parking import Parking, made_by_a_run
 from .stepcalls import StepCalls
@@ -22,6 +23,7 @@ from .stopping import StopRequest
 
 if TYPE_CHECKING:
     from .ledger import EffectLedger
+    from .mailbox import Mailbox, Receiving
     from .steplog import StepLog
 
 
@@ -41,6 +43,7 @@ class PhaseContextBase:
         stop: StopRequest | None,
         parking: Parking | None,
         here: Callable[[], object],
+        mailbox: Mailbox | None = None,
     ) -> None:
         """Made by the runner for each execution of a phase; a phase only uses it.
 
@@ -55,10 +58,12 @@ class PhaseContextBase:
             stop: The request that stops the run at its next step.
             parking: What the run knows of its waits (answers, a retry it parked for).
             here: Who is calling now (the thread, or the asyncio task).
+            mailbox: The run's messages, as `recv` receives them.
         """
         self._steps = steps
         self._effects = effects
         self._parking = parking
+        self._mailbox = mailbox
         self._stop = stop
         self._attempts: list[Attempt] = attempts if attempts is not None else []
         """Where failed attempts of retried steps are recorded (the runner's list)."""
@@ -129,6 +134,18 @@ class PhaseContextBase:
 
     def _parked(self) -> Parking:
         return made_by_a_run(self._parking)
+
+    def _receiving(self, topic: str, schema: Any, timeout: float | None) -> Receiving:
+        """One `recv` call's look at the run's messages (run/mailbox.py).
+
+        Raises:
+            UsageError: the context was made by hand, not by a run; or a bad argument.
+            Interrupted: a stop was requested.
+        """
+        parking = made_by_a_run(self._parking)
+        if self._mailbox is None:
+            raise UsageError("this context cannot receive messages: it was not made by a run")
+        return self._mailbox.begin(self._steps, self._calls, topic, schema, timeout, parking.park_seconds)
 
     def _close(self) -> None:
         """(the runner) The phase returned: a thread or task it left running stops at its next step."""

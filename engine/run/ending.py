@@ -21,7 +21,7 @@ from ..outcome import Outcome
 from ..safetext import sanitised
 from ..states import OutcomeStatus, RunStatus
 from ..store.store import LEASE_CLEARED, RunChange, Store
-from . import holds
+from . import holds, mailbox
 from .completions import Completions
 from .frontier import frontier_columns, trusted_frontier
 from .lease import Fence
@@ -85,6 +85,8 @@ class RunEnd:
             row.update(values)
             if "waiting_json" not in row and not retry_pending:
                 row["waiting_json"] = None  # a retry it took up was met: nothing is left to wait for
+            if status is RunStatus.WAITING and mailbox.queued_for(self._store, conn, run_id, row.get("waiting_json")):
+                row["wake_at"] = now  # a message came as it parked: a worker takes it up now
             if hold is not None and hold.state == holds.ASKED:
                 status = holds.at_end(self._store, conn, run_id, hold, status, row, now)
             if not self._store.runs.record_end(conn, run_id, row, self._fence.owner, now):

@@ -81,6 +81,9 @@ def attention(waiting: Mapping[str, Any]) -> str:
         said = f"waiting for an answer to {q.get('name')!s}: {q.get('prompt')!s}{tail}"
         refused = waiting.get("refused")
         return f"{said}; {refused!s}" if refused else said
+    if kind == WaitKind.MESSAGE:
+        tail = f" (none by {iso(until)}: it goes on without one)" if isinstance(until, int | float) else ""
+        return f"waiting for a message on topic {waiting.get('topic')!s}{tail}"
     if kind == WaitKind.RETRY_LATER:
         return f"waiting {when} (rate limited: {waiting.get('reason')!s})"
     return f"waiting {when} (timer {waiting.get('name')!s})"

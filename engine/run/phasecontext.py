@@ -1,6 +1,6 @@
 """What a sync phase function sees: `ctx.inputs`, `ctx.missing`,
-`ctx.step`, `ctx.effect`, `ctx.map`, and the waits `ctx.ask`, `ctx.sleep`
-and `ctx.sleep_until` (parking.py).
+`ctx.step`, `ctx.effect`, `ctx.map`, the waits `ctx.ask`, `ctx.sleep`
+and `ctx.sleep_until` (parking.py), and `ctx.recv` (mailbox.py).
 
 Ordinary steps are counted and nothing more: a phase interrupted midway is
 redone from its start, which is cheap for them. Durable steps and effects
@@ -35,6 +35,7 @@ from .stopping import StopRequest
 if TYPE_CHECKING:
     from ..authoring.reconcile import Reconciled
     from .ledger import EffectLedger
+    from .mailbox import Mailbox
     from .steplog import StepLog
 
 T = TypeVar("T")
@@ -66,6 +67,7 @@ class PhaseContext(PhaseContextBase):
         attempts: list[Attempt] | None = None,
         stop: StopRequest | None = None,
         parking: Parking | None = None,
+        mailbox: Mailbox | None = None,
     ) -> None:
         """Made by the runner for each execution of a phase; a phase only uses it.
 
@@ -79,6 +81,7 @@ class PhaseContext(PhaseContextBase):
             attempts: Where failed attempts of retried steps are recorded.
             stop: The request that stops the run at its next step.
             parking: What the run knows of its waits (answers, a retry it parked for).
+            mailbox: The run's messages, as `recv` receives them.
         """
         super().__init__(
             run_id,
@@ -90,6 +93,7 @@ class PhaseContext(PhaseContextBase):
             attempts=attempts,
             stop=stop,
             parking=parking,
+            mailbox=mailbox,
             here=threading.get_ident,
         )
 
@@ -401,6 +405,40 @@ class PhaseContext(PhaseContextBase):
             Interrupted: a stop was requested.
         """
         return self._parked().ask(self._steps, self._calls, name, prompt, schema, payload, timeout)
+
+    def recv(self, topic: str, schema: Any = None, timeout: float | None = None) -> Any:
+        """Receive the next message sent into the run on `topic` (oldest first,
+        each exactly once), waiting for one without holding a process.
+
+        A message sent before the call waits in the run's queue. With none,
+        the phase looks for one in its process for up to
+        `PHASEGATE_PARK_SECONDS` (30) from the first call, then the run parks
+        (status `waiting`, kind `message`) and a worker resumes it when one is
+        sent (`phasegate send RUN TOPIC --value JSON --reason TEXT`). The
+        message received is saved as a durable step: a replay gets the same one.
+
+        Args:
+            topic: the topic's name: what a sender names (`phasegate send RUN TOPIC`).
+            schema: what the value must be: a pydantic model or a type (`bool`,
+                `int`, a `Literal`...); None for any JSON value. Its JSON Schema
+                is recorded with the wait, and `send` refuses a value that does
+                not meet it.
+            timeout: seconds to wait, from the first call; past it, `NoAnswer` is raised here.
+
+        Returns:
+            The message's value, rebuilt as `schema`.
+
+        Raises:
+            NoAnswer: `timeout` passed with no message.
+            UsageError: a bad argument (a topic name, a timeout, a schema pydantic cannot describe).
+            Interrupted: a stop was requested.
+        """
+        receiving = self._receiving(topic, schema, timeout)
+        while True:
+            got = receiving.poll()
+            if got.done:
+                return got.value
+            self._calls.wait(got.wait)
 
     def sleep(self, name: str, seconds: float) -> None:
         """Wait `seconds`, durably: the wake time is recorded on the first

@@ -44,7 +44,7 @@ REPLAY_DIVERGED = "replay_diverged"
 
 #: Records a call may look for without having made one: the answer of a
 #: patch, the lapse of a question's deadline. Never part of the sequence.
-EXEMPT = ("@patch:", "@noanswer:")
+EXEMPT = ("@patch:", "@noanswer:", "@recvwait:")
 
 
 @dataclass(frozen=True)

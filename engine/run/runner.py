@@ -51,6 +51,7 @@ from .ending import RunEnd
 from .journal import RunJournal
 from .lease import FORCE_RISK, Fence, Heartbeat, HolderState, holder_name, holder_state
 from .ledger import EffectLedger
+from .mailbox import Mailbox
 from .outputs import PhaseOutputs
 from .parking import Park, Parking
 from .phasecontext import PhaseContext
@@ -127,6 +128,8 @@ class Runner:
         self.steps = StepLog(store, self.fence, clock, self.completions)
         self.effects = EffectLedger(store, self.fence, clock, self.completions)
         self.ending = RunEnd(store, wf, self.fence, self.completions, clock)
+        self.mailbox = Mailbox(store, self.fence, clock)
+        """The run's messages, as its phases receive them (mailbox.py)."""
         """Where this execution's end is recorded (ending.py)."""
         self.outputs = PhaseOutputs(wf)
         self.phases_run: list[str] = []
@@ -574,6 +577,7 @@ class Runner:
                 attempts=self.attempts,
                 stop=self.stop,
                 parking=self.parking,
+                mailbox=self.mailbox,
             )
             wait: float | None = None
             try:

@@ -9,11 +9,12 @@ phase is redone.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import _json
 from .._stop import damaged, read_saved
+from ..errors import StoreError
 from ..observe import hooks
 from ..store.store import Store
 from ..waits import RetryLater
@@ -161,7 +162,24 @@ class StepLog:
         self._replayed.setdefault(phase, set()).add(key)
         return True, read_saved(saved[0], saved[1], f"durable step {key!r}")
 
-    def save(self, phase: str, key: str, text: str) -> None:
+    def save(self, phase: str, key: str, text: str, *, also: Sequence[tuple[str, dict[str, Any]]] = ()) -> list[int]:
+        """Commit a durable step's result, fenced by the lease.
+
+        Args:
+            phase: The phase it belongs to.
+            key: The step's key.
+            text: Its result, as JSON.
+            also: Hot statements (by name, with their parameters) to commit in
+                the same transaction: what the step's record must never
+                outlive, or be outlived by (a received message's delivery).
+
+        Returns:
+            The row count of each of `also`.
+
+        Raises:
+            LeaseLost: the lease is no longer this process's (nothing is committed).
+            StoreError: one of `also` changed no row (nothing is committed).
+        """
         now = self._clock()
         with self._completions.hot_tx() as tx:
             tx.run(
@@ -175,8 +193,14 @@ class StepLog:
                     "created_at": now,
                 },
             )
+            counts = [tx.run(name, params) for name, params in also]
+            if 0 in counts:
+                # What the step must commit with is not there (a message taken
+                # already): nothing is committed, the step included.
+                raise StoreError(f"durable step {key!r}: a record it commits with was not found; nothing was saved")
             self._fence.check_hot(tx)
         hooks.OBSERVER.step(self._fence.run_id, phase, key, self._began.pop((phase, key), now))
+        return counts
 
     def failed(self, phase: str, key: str, error: Exception) -> None:
         """A durable step's function raised: told to the observers (a rate

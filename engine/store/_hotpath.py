@@ -3,8 +3,9 @@ fixed SQL straight through the driver on the reused connection, for building
 and compiling a Core statement per write costs more CPU than the write.
 
 It owns no table of its own: its statements write `phasegate_checkpoints`,
-`phasegate_effects`, `phasegate_steps` and the head, frontier and effect
-history columns of `phasegate_runs`, as those tables' repositories describe
+`phasegate_effects`, `phasegate_steps`, the delivery columns of
+`phasegate_messages` and the head, frontier and effect history columns of
+`phasegate_runs`, as those tables' repositories describe
 them, and read the lease columns to fence each write.
 """
 
@@ -65,6 +66,17 @@ _HOT_SQL: dict[str, str] = {
     "effect_done": (
         "UPDATE phasegate_effects SET state = 'done', done_at = :done_at, result_json = :result_json,"
         " result_hash = :result_hash, seal = :seal WHERE key = :key"
+    ),
+    # A message a phase received (run/mailbox.py), in the transaction of the
+    # step that records it: a queued one only, so it is never taken twice.
+    "message_taken": (
+        "UPDATE phasegate_messages SET state = 'delivered', taken_at = :at, phase = :phase, step_key = :step_key"
+        " WHERE id = :id AND run_id = :run_id AND state = 'queued'"
+    ),
+    # A message the receiving phase's type refused: kept and shown, never handed on.
+    "message_refused": (
+        "UPDATE phasegate_messages SET state = 'refused', taken_at = :at, phase = :phase, refused = :why"
+        " WHERE id = :id AND run_id = :run_id AND state = 'queued'"
     ),
 }
 

@@ -171,6 +171,15 @@ class Runs:
         """What the runs list says the run needs, as of `now`."""
         self._change(conn, run_id, {"attention": attention, "updated_at": now})
 
+    def wake_now(self, conn: Connection, run_id: str, attention: str, now: float) -> None:
+        """A waiting run due at `now` (a message it waits for came): a worker
+        takes it up at its next look (`waiting`'s `due`)."""
+        conn.execute(
+            update(runs)
+            .where(runs.c.run_id == run_id, runs.c.status == "waiting")
+            .values(wake_at=now, attention=attention[:300], updated_at=now)
+        )
+
     def set_notes(self, conn: Connection, run_id: str, notes_json: str) -> None:
         """The run's notes (JSON), shown at once."""
         self._change(conn, run_id, {"notes_json": notes_json})

@@ -321,6 +321,33 @@ workers = Table(
     Index("ix_workers_last_seen", "last_seen"),
 )
 
+# A message sent into a run (`phasegate send`, `Engine.send`): what a phase's
+# `ctx.recv(topic)` takes, oldest first per topic, exactly once. Sealed and
+# linked per run like a decision (history/trail.py); its delivery (state
+# queued | delivered | refused, where it was received) is not sealed: the
+# durable step that received it records it, hash-checked, in the same
+# transaction. Version 8.
+messages = Table(
+    "phasegate_messages",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", String, nullable=False),
+    Column("topic", String, nullable=False),
+    Column("value_json", Text, nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("operator", String, nullable=False),
+    Column("account", String, nullable=False),
+    Column("at", Float, nullable=False),
+    Column("prev_id", Integer),
+    Column("seal", String),
+    Column("state", String, nullable=False, default="queued"),
+    Column("taken_at", Float),
+    Column("phase", String),
+    Column("step_key", String),
+    Column("refused", Text),
+    Index("ix_messages_run_topic", "run_id", "topic", "id"),
+)
+
 #: Tables added after version 1, by the version that added them: an older
 #: store opened read-only has none of them, and readers answer "nothing stored".
 ADDED_IN: dict[str, int] = {
@@ -329,6 +356,7 @@ ADDED_IN: dict[str, int] = {
     "phasegate_workers": 4,
     "phasegate_claims": 4,
     "phasegate_policy": 4,
+    "phasegate_messages": 8,
 }
 
 #: Columns added to existing tables, by (table, column): the version that

@@ -28,6 +28,7 @@ from ._dialect import Dialect
 from ._effects import Effects
 from ._hotpath import HotPath, HotScope, HotTx
 from ._lease import LEASE_CLEARED, Leases
+from ._messages import Messages, NewMessage
 from ._meta import SEAL_KEY, Meta
 from ._oversight import Claims, NewPolicy, PolicyChanges
 from ._ownrows import OwnRows, OwnRowsReader
@@ -47,6 +48,7 @@ __all__ = [
     "HotScope",
     "HotTx",
     "NewDecision",
+    "NewMessage",
     "NewPolicy",
     "NewRun",
     "OwnRows",
@@ -95,6 +97,8 @@ class Store:
         """The effects table."""
         self.decisions = Decisions(self.runs, db)
         """The decisions table."""
+        self.messages = Messages(db)
+        """The messages table: what was sent into runs (`phasegate send`)."""
         self.claims = Claims(db)
         """The claims table."""
         self.meta = Meta(db)

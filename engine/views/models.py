@@ -20,6 +20,7 @@ from ..shapes import BlockedReason, EnvCheck, IntegrityReason, ReconcileAnswer, 
 from ..states import ActionName, EffectState, PhaseState, RunStatus
 from ..timefmt import iso
 from .liveness import Liveness
+from .messages import MessageView
 from .status import EXPIRED, NEEDS_ATTENTION, PROPOSED, effective_status, status_text
 
 
@@ -324,6 +325,8 @@ class LeaseView:
 def _waiting_json(waiting: dict[str, Any]) -> dict[str, Any]:
     """A run's wait as `status --json` shows it: times ISO 8601."""
     out = {**waiting, "until": iso(waiting.get("until")) if isinstance(waiting.get("until"), int | float) else None}
+    if "since" in waiting:  # a message's wait (`ctx.recv`): when it began
+        out["since"] = iso(waiting["since"]) if isinstance(waiting["since"], int | float) else None
     q = waiting.get("question")
     if isinstance(q, dict):
         out["question"] = {
@@ -546,6 +549,8 @@ class RunView:
     running run, or in_force), `by`, `reason`, `at`."""
     questions: tuple[QuestionView, ...] = ()
     """Every question the run asked, open or answered, oldest first."""
+    messages: tuple[MessageView, ...] = ()
+    """Every message sent into the run (`phasegate send`), oldest first, with what became of it."""
 
     trace_id: str | None = None
     """The OpenTelemetry trace id of its latest traced attempt (32 hex digits), or None."""
@@ -660,4 +665,8 @@ class RunView:
             d["questions"] = [q.to_json() for q in self.questions]
         else:
             del d["questions"]
+        if self.messages:  # added with format 8: only for a run that was sent messages
+            d["messages"] = [m.to_json() for m in self.messages]
+        else:
+            del d["messages"]
         return d
