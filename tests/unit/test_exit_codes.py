@@ -24,6 +24,7 @@ NOT_USAGE = {
     "DemoError": ExitCode.FAILED,
     "RunPaused": ExitCode.WAITING,
     "RunCancelled": ExitCode.CANCELLED,
+    "MessageRefused": ExitCode.BLOCKED,
 }
 
 
