@@ -28,8 +28,8 @@ class ExitCode(IntEnum):
     or this process lost its lease, or someone else claimed the run
     (`--force`)."""
     WAITING = 5
-    """`run`/`resume`: the run is waiting (for an answer, a timer or a rate
-    limit; a worker resumes it) or paused by an operator."""
+    """`run`/`resume`: the run is waiting (for an answer, a message, a timer
+    or a rate limit; a worker resumes it) or paused by an operator."""
     CANCELLED = 6
     """`run`/`resume`: the run is cancelled (final)."""
     INTERRUPTED = 130

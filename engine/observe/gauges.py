@@ -99,7 +99,7 @@ class StoreCollector:
         self._read = read
         self._statuses = statuses
         self._kinds = kinds
-        self._wait_kinds = wait_kinds if wait_kinds is not None else ["answer", "timer", "retry_later"]
+        self._wait_kinds = wait_kinds if wait_kinds is not None else ["answer", "timer", "retry_later", "message"]
         self._version = version
 
     def collect(self) -> Iterator[Any]:

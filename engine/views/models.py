@@ -57,7 +57,7 @@ class RunSummary:
     liveness: Liveness | None = None
     """The stored status and lease it was judged from, to judge it again (`at`)."""
     waiting_for: str | None = None
-    """For a waiting run, what it waits for (`WaitKind`: answer, timer, retry_later); else None."""
+    """For a waiting run, what it waits for (`WaitKind`: answer, timer, retry_later, message); else None."""
     prompt: str | None = None
     """For a run waiting for an answer, its question's prompt (as stored); else None."""
 
@@ -540,10 +540,11 @@ class RunView:
     claims: tuple[ClaimEvent, ...] = ()
     """The run's claim audit: claims, releases, takeovers and expiries."""
     waiting: dict[str, Any] | None = None
-    """For a waiting run, what it waits for: `kind` (answer, timer or
-    retry_later), `until` (when a worker wakes it, or None), `phase`, and by
-    kind `question`, the timer's `name`, or the rate limit's `reason`,
-    `step` and `attempt` of `of`."""
+    """For a waiting run, what it waits for: `kind` (answer, timer,
+    retry_later or message), `until` (when a worker wakes it, or None),
+    `phase`, and by kind `question`, the timer's `name`, the rate limit's
+    `reason`, `step` and `attempt` of `of`, or the message's `topic`,
+    `schema` and `since`."""
     held: dict[str, Any] | None = None
     """An operator's hold: `action` (pause or cancel), `state` (asked of a
     running run, or in_force), `by`, `reason`, `at`."""
