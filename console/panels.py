@@ -144,6 +144,37 @@ def question(v: RunView) -> tuple[RenderableType, bool]:
     return Group(*parts), False
 
 
+def messages(v: RunView) -> tuple[RenderableType, bool]:
+    """The messages sent into the run (`phasegate send`): what it waits for
+    first, then those still queued, then the rest, oldest first; each value
+    as stored (escaped JSON), with who sent it and why."""
+    w = v.waiting or {}
+    waits = v.status is RunStatus.WAITING and w.get("kind") == "message"
+    if not v.messages and not waits:
+        return NONE, True
+    parts: list[RenderableType] = []
+    if waits:
+        head = Text()
+        head.append(f"?? waits for a message on {safe(w.get('topic'))}", style=tone("bold yellow"))
+        head.append(f" ({safe(w.get('phase'))})")
+        parts.append(head)
+        parts.append(
+            Text(f"  phasegate send {safe(v.run_id)} {safe(w.get('topic'))} --value JSON --reason ...", style="dim")
+        )
+    for m in sorted(v.messages, key=lambda m: not m.pending):
+        line = Text()
+        mark = {"queued": "> queued", "delivered": "ok delivered", "refused": "!! refused", "kept": "-- kept"}
+        line.append(mark.get(m.state, "!! " + safe(m.state)), style=tone("bold red") if m.state == "damaged" else "")
+        line.append(f" #{m.id} {safe(m.topic)} from {safe(m.operator)} at {clock_time(m.at, m.at)}")
+        if m.phase:
+            line.append(f" ({safe(m.phase)})", style="dim")
+        parts.append(line)
+        parts.append(Text("  " + safe_json(json.dumps(m.value, ensure_ascii=False, sort_keys=True))[:300]))
+        said = f"  why: {safe(m.reason)}" + (f"; refused: {safe(m.refused)}" if m.refused else "")
+        parts.append(Text(said[:300], style="dim"))
+    return Group(*parts), False
+
+
 def outputs(v: RunView) -> tuple[RenderableType, bool]:
     if not v.outputs:
         return NONE, True

@@ -77,6 +77,9 @@ def wait_line(v: RunView, now: float) -> str:
             if isinstance(deadline, int | float):
                 line += f" (no answer by {clock_time(float(deadline), now)}: it goes on without one)"
             return line
+        if kind == "message":
+            none_by = f" (none {when}: it goes on without one)" if when else ""
+            return f"waiting for a message on {safe(w.get('topic'))}{none_by}"
         if kind == "retry_later":
             tried = f", attempt {safe(w.get('attempt'))} of {safe(w.get('of'))}" if w.get("attempt") else ""
             return f"waiting {when} (rate limited: {safe(w.get('reason'))}{tried})"

@@ -27,6 +27,7 @@ from ._run_actions import RunActions
 
 PANELS: tuple[tuple[str, str], ...] = (
     ("question", "question for a person"),
+    ("messages", "messages"),
     ("integrity", "integrity failures"),
     ("environment", "environment"),
     ("code", "code changes"),
