@@ -98,6 +98,20 @@ def event(row: Any, where: str) -> dict[str, Any]:
         # A run that asks a person (`ctx.ask`): its question, and how to answer
         # it (only then: a stop's event keeps the fields it always had).
         out["question"] = asked
+    awaited = _stops.awaiting(row)
+    if awaited is not None:
+        # A run parked on `ctx.recv` (`watch --messages`): the topic, and how to send it.
+        topic = str(awaited.get("topic"))
+        out["summary"] = safe(printable(f"{row.run_id} ({row.workflow}) waits for a message on {topic}")[:400])
+        out["message"] = {
+            "topic": safe(topic),
+            "phase": safe(str(awaited.get("phase"))),
+            "until": iso(awaited.get("until")) if isinstance(awaited.get("until"), int | float) else None,
+            "send": safe(
+                f"phasegate send --db {shlex.quote(where)} {shlex.quote(row.run_id)} {shlex.quote(topic)}"
+                " --value JSON --reason ..."
+            ),
+        }
     return out
 
 
@@ -153,8 +167,11 @@ class Watch:
         poll: float = 2.0,
         use_events: bool = True,
         claim_seconds: float = CLAIM_SECONDS,
+        messages: bool = False,
     ) -> None:
         self.engine = engine
+        self.messages = messages
+        """Also announce a run parked waiting for a message (`ctx.recv`, `watch --messages`)."""
         self.store = engine.store
         self.hooks = hooks_
         self.stop = stop
@@ -209,7 +226,7 @@ class Watch:
             except StoreError as exc:
                 log.warning("a run row is damaged, not announced: %s", exc.message)
                 continue
-            if row is None or (row.status == "waiting" and _stops.asking(row) is None):
+            if row is None or (row.status == "waiting" and not self._announced_wait(row)):
                 continue  # a timer or a rate limit is no one's to answer
             key = stop_key(row)
             if key not in self._settled:
@@ -228,6 +245,11 @@ class Watch:
                     return sent
                 sent += self._one(key, stops[key], known.get(key))
         return sent
+
+    def _announced_wait(self, row: Any) -> bool:
+        """Whether a waiting run is announced: a question for a person, and,
+        with `messages`, a wait for a message someone must send."""
+        return _stops.asking(row) is not None or (self.messages and _stops.awaiting(row) is not None)
 
     def _proposals(self) -> dict[str, _Proposal]:
         """The AI assistants' open proposals not yet announced, by alert key
@@ -334,8 +356,9 @@ def run_watch(
     poll: float,
     use_events: bool = True,
     once: bool = False,
+    messages: bool = False,
 ) -> int:
-    w = Watch(engine, hooks_, stop, poll=poll, use_events=use_events)
+    w = Watch(engine, hooks_, stop, poll=poll, use_events=use_events, messages=messages)
     if once:
         w.scan()
         # A look that could not read the store announced nothing: exit 2

@@ -99,6 +99,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if eng is None:
             return ExitCode.OK
         with eng:
-            return run_watch(eng, hooks, stop, poll=args.poll, use_events=not args.no_events, once=args.once)
+            return run_watch(
+                eng, hooks, stop, poll=args.poll, use_events=not args.no_events, once=args.once, messages=args.messages
+            )
     finally:
         undo()

@@ -310,6 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--webhook", default=None, metavar="URL", help="POST each stop's event as JSON to URL")
     s.add_argument(
+        "--messages",
+        action="store_true",
+        help="also announce a run parked waiting for a message (ctx.recv): its topic and the send command",
+    )
+    s.add_argument(
         "--webhook-secret-file",
         default=None,
         metavar="FILE",

@@ -16,6 +16,12 @@ def stop_key(row: Any) -> str:
     prune does not touch it), and the status and block kinds say which stop:
     a run that stops again after a resume is a new stop, a decision recorded
     on a stopped run is not."""
+    topic = awaiting(row)
+    if topic is not None:
+        # A message wait is one stop however often the run is woken and parks
+        # on it again: named by its topic, its phase and when the wait began.
+        waited: list[Any] = [row.run_id, "message", int(row.epoch), topic.get("phase"), topic.get("topic")]
+        return hashlib.sha256(_json.dumps([*waited, topic.get("since")]).encode()).hexdigest()[:32]
     question = asking(row)
     if question is not None:
         # A question is one stop however often the run is resumed early and
@@ -41,3 +47,18 @@ def asking(row: Any) -> dict[str, Any] | None:
     w = _json.loads(row.waiting_json)
     q = w.get("question") if isinstance(w, dict) and w.get("kind") == "answer" else None
     return q if isinstance(q, dict) else None
+
+
+def awaiting(row: Any) -> dict[str, Any] | None:
+    """The message wait a waiting run's row records (`ctx.recv`), or None.
+
+    Args:
+        row: A checked run row (its `waiting_json` is an object or NULL).
+
+    Returns:
+        The stored wait (kind, phase, topic, schema, since, until), as stored.
+    """
+    if getattr(row, "status", None) != "waiting" or not getattr(row, "waiting_json", None):
+        return None
+    w = _json.loads(row.waiting_json)
+    return w if isinstance(w, dict) and w.get("kind") == "message" else None

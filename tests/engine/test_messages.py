@@ -345,3 +345,25 @@ def _stopped(pid: int) -> bool:
 def test_send_is_in_the_command_line_help(h):
     p = h.cli("send", "--help", db=False)
     assert p.returncode == 0 and "--value" in p.stdout and "--reason" in p.stdout
+
+
+# -- watch --messages ---------------------------------------------------------------------
+
+
+def test_watch_with_messages_announces_a_run_parked_on_a_topic_once_and_without_it_not(h, tmp_path):
+    assert start(h, "timeout", "t9", timeout=3600).returncode == 5
+    out = tmp_path / "events.jsonl"
+    cmd = f"cat >> {out}; echo >> {out}"
+    p = h.cli("watch", "--once", "--exec", cmd)
+    assert p.returncode == 0, p
+    assert not out.exists() or not out.read_text().strip()  # no --messages: a message wait is not announced
+    for _ in range(2):  # once per wait, however often the watch looks
+        p = h.cli("watch", "--once", "--messages", "--exec", cmd)
+        assert p.returncode == 0, p
+    events = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    assert len(events) == 1, events
+    ev = events[0]
+    assert ev["run_id"] == "t9" and ev["status"] == "waiting"
+    assert ev["summary"] == "t9 (timeout) waits for a message on paid"
+    assert ev["message"]["topic"] == "paid" and ev["message"]["phase"] == "wait_paid"
+    assert ev["message"]["send"].endswith("t9 paid --value JSON --reason ...")
