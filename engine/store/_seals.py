@@ -1,6 +1,6 @@
 """Every sealed record of the store at once, for `phasegate reseal`
-(upkeep/resealing.py): the checkpoints', effect records', decisions' and
-policy changes' rows read whole, and their `seal` columns written anew in one
+(upkeep/resealing.py): the checkpoints', effect records', decisions',
+policy changes' and messages' rows read whole, and their `seal` columns written anew in one
 statement a table. What a seal is, and whether one vouches, is history's.
 """
 
@@ -12,16 +12,17 @@ from typing import Any, Literal
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.engine import Connection, Row
 
-from .schema import checkpoints, decisions, effects, policy
+from .schema import checkpoints, decisions, effects, messages, policy
 
 #: The tables whose rows carry a seal.
-SealedTable = Literal["checkpoints", "effects", "decisions", "policy"]
+SealedTable = Literal["checkpoints", "effects", "decisions", "policy", "messages"]
 
 _TABLES: dict[SealedTable, Table] = {
     "checkpoints": checkpoints,
     "effects": effects,
     "decisions": decisions,
     "policy": policy,
+    "messages": messages,
 }
 
 
@@ -54,7 +55,7 @@ class Seals:
         """Every checkpoint's `id`, `payload_hash` and `seal` (its payload is not read)."""
         return list(conn.execute(select(checkpoints.c.id, checkpoints.c.payload_hash, checkpoints.c.seal)))
 
-    def rows(self, conn: Connection, table: Literal["effects", "decisions", "policy"]) -> list[Row[Any]]:
+    def rows(self, conn: Connection, table: Literal["effects", "decisions", "policy", "messages"]) -> list[Row[Any]]:
         """Every row of a sealed table, whole: a record's seal covers its columns."""
         return list(conn.execute(select(_TABLES[table])))
 

@@ -4,8 +4,8 @@ it, or turning it off (`phasegate reseal`).
 A reseal vouches for every record as it stands, so it first verifies the
 whole store under the seals it carries now (the process's key, the store's)
 and refuses if anything is damaged: damage must be answered, not laundered.
-Then, in one write transaction, every checkpoint, effect record, decision
-and policy change is sealed under the new key (each record's old seal
+Then, in one write transaction, every checkpoint, effect record, decision,
+policy change and message is sealed under the new key (each record's old seal
 checked again inside the transaction, so nothing written in between slips
 through), and the store's meta names the new key. Processes still running
 with the old key (workers, watches) must be stopped first: their writes
@@ -37,6 +37,8 @@ class Resealed:
     """The key id the store's seals were under (None: plain hashes)."""
     new: str | None
     """The key id they are under now (None: plain hashes)."""
+    messages: int = 0
+    """Messages sent into runs (`phasegate send`), sealed anew."""
 
 
 def reseal(store: Store, clock: Callable[[], float], new: keys.SealKey | None) -> Resealed:
@@ -83,6 +85,10 @@ def reseal(store: Store, clock: Callable[[], float], new: keys.SealKey | None) -
         _all_vouch("policy change", [r for r in rows if r.seal != trail.policy_seal(r, old)])
         store.seals.set_seals(conn, "policy", [(r.id, trail.policy_seal(r, new)) for r in rows])
         counts["policy"] = len(rows)
+        sent = store.seals.rows(conn, "messages") if "phasegate_messages" in store.tables else []
+        _all_vouch("message", [r for r in sent if not trail.message_vouched(r, old)])
+        store.seals.set_seals(conn, "messages", [(r.id, trail.message_seal(r, new)) for r in sent])
+        counts["messages"] = len(sent)
         store.meta.put(conn, SEAL_KEY, new.key_id if new is not None else "")
         # The policy's head, sealed anew under the new key (over the newest change's new seal).
         store.seal_key = new
@@ -93,7 +99,7 @@ def reseal(store: Store, clock: Callable[[], float], new: keys.SealKey | None) -
     store.store_key_id = new.key_id if new is not None else None
     return Resealed(
         counts["checkpoints"], counts["effects"], counts["decisions"], counts["policy"],
-        old.key_id if old else None, new.key_id if new else None,
+        old.key_id if old else None, new.key_id if new else None, counts["messages"],
     )  # fmt: skip
 
 

@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 from engine_harness import ROOT, Harness, Proc, spawn
 
 from tests.support import cli
@@ -341,9 +340,8 @@ def _stopped(pid: int) -> bool:
         return False
 
 
-@pytest.mark.sqlite_only
-def test_send_is_in_the_command_line_help(h):
-    p = h.cli("send", "--help", db=False)
+def test_send_is_in_the_command_line_help():
+    p = cli.run(["send", "--help"], mode="fork")
     assert p.returncode == 0 and "--value" in p.stdout and "--reason" in p.stdout
 
 
@@ -367,3 +365,30 @@ def test_watch_with_messages_announces_a_run_parked_on_a_topic_once_and_without_
     assert ev["summary"] == "t9 (timeout) waits for a message on paid"
     assert ev["message"]["topic"] == "paid" and ev["message"]["phase"] == "wait_paid"
     assert ev["message"]["send"].endswith("t9 paid --value JSON --reason ...")
+
+
+# -- seals ---------------------------------------------------------------------------------
+
+
+def _key(h: Harness) -> str:
+    path = h.tmp / "a.key"
+    path.write_bytes(os.urandom(32).hex().encode())
+    path.chmod(0o600)
+    return str(path)
+
+
+def test_a_queued_message_is_sealed_anew_by_reseal_and_an_edited_one_is_never_delivered(h):
+    assert start(h, "timeout", "e1", timeout=3600).returncode == 5
+    assert send(h, "e1", "paid", paid("A", 1)).returncode == 0
+    key = {"PHASEGATE_SEAL_KEY_FILE": _key(h)}
+    assert h.cli("reseal", "--key-file", key["PHASEGATE_SEAL_KEY_FILE"]).returncode == 0
+    m = h.cli("status", "e1", "--json", env=key)
+    assert [x["state"] for x in json.loads(m.stdout)["messages"]] == ["queued"]  # still vouched for
+    # An edited value: its seal no longer vouches for it; the run blocks, nothing is delivered.
+    h.sql("UPDATE phasegate_messages SET value_json = ? WHERE run_id = ?", ('{"amount":1000,"ref":"A"}', "e1"))
+    p = h.resume("e1", env={**PARK, **key})
+    assert p.returncode == 3, p
+    s = json.loads(h.cli("status", "e1", "--json", env=key).stdout)
+    assert s["status"] == "blocked" and "does not match its seal" in s["attention"]
+    assert [x["state"] for x in s["messages"]] == ["damaged"]
+    assert recv_steps(h, "e1") == {}
