@@ -145,9 +145,9 @@ def decision_vouched(rec: Any, key: keys.SealKey | None) -> bool:
 
 @dataclass(frozen=True)
 class Damage:
-    """One decision or policy row the verified history does not vouch for."""
+    """One decision, policy or message row the verified history does not vouch for."""
 
-    kind: Literal["decision", "policy"]
+    kind: Literal["decision", "policy", "message"]
     id: int | None
     """The row's id (None: rows deleted with nothing left that names them)."""
     problem: Problem
@@ -158,7 +158,7 @@ class Damage:
 
 
 def _links(
-    kind: Literal["decision", "policy"],
+    kind: Literal["decision", "policy", "message"],
     by_id: dict[int, Any],
     head: int | None,
     count: int | None,
@@ -198,6 +198,23 @@ def _links(
             if i not in seen and not any(d.id == i for d in damage):
                 damage.append(Damage(kind, i, "not_in_history", f"{kind} {i} is not in the history: inserted"))
     return damage
+
+
+def check_messages(rows: Iterable[Any], key: keys.SealKey | None) -> list[Damage]:
+    """Every way a run's message rows differ from their seals and links (a
+    message's link names the run's message before it): an edited, inserted,
+    re-ordered or deleted row is found, a deleted newest one is not (the run
+    row names no last message).
+
+    Args:
+        rows: The run's message rows, oldest first.
+        key: The store's seal key (`Store.seal_key`).
+
+    Returns:
+        The damage found; empty when the messages are whole.
+    """
+    by_id = {int(r.id): r for r in rows}
+    return _links("message", by_id, max(by_id) if by_id else None, None, MESSAGE_SEALED, key)
 
 
 def check_policy(

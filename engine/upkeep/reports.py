@@ -55,7 +55,8 @@ class VerifyReport:
     """Effect records the run's history does not vouch for."""
     decisions: tuple[Damage, ...] = ()
     """Decision rows the run's history does not vouch for, or whose state no
-    recorded transition explains (history/trail.py)."""
+    recorded transition explains, and message rows it does not vouch for
+    (`kind` "message") (history/trail.py)."""
     seals: str = "plain"
     """The kind of seal the store carries: `plain` (SHA-256, no key) or `keyed:<key id>`."""
 

@@ -159,6 +159,7 @@ class Verifier:
             for rid, row in run_rows.items()
         }
         decided = self.store.decisions.of_runs(conn, list(run_rows))
+        sent = self.store.messages.of_runs(conn, list(run_rows))
         wrong = {
             rid: trail.check_decisions(
                 decided.get(rid, []),
@@ -169,6 +170,7 @@ class Verifier:
                 self.store.seal_key,
             )
             + trail.run_row(row, decided.get(rid, []))
+            + trail.check_messages(sent.get(rid, []), self.store.seal_key)
             for rid, row in run_rows.items()
         }
         return run_rows, found, damage, wrong

@@ -392,3 +392,7 @@ def test_a_queued_message_is_sealed_anew_by_reseal_and_an_edited_one_is_never_de
     assert s["status"] == "blocked" and "does not match its seal" in s["attention"]
     assert [x["state"] for x in s["messages"]] == ["damaged"]
     assert recv_steps(h, "e1") == {}
+    v = h.cli("verify", "--json", env=key)
+    assert v.returncode == 3, v
+    (report,) = [r for r in json.loads(v.stdout) if r.get("run_id") == "e1"]
+    assert report["decisions"][0]["message"] is not None and report["decisions"][0]["problem"] == "edited"
