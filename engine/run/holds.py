@@ -29,6 +29,7 @@ from .. import _json
 from ..errors import RunCancelled, RunPaused
 from ..states import Action, RunStatus
 from ..store.store import LEASE_CLEARED, RunChange, Store
+from . import mailbox
 from .stopping import StopRequest
 
 log = logging.getLogger("phasegate.run")
@@ -186,11 +187,15 @@ def unpause(store: Store, conn: Any, run: Any, now: float) -> str:
     # wait with it): anything else is no status `held_json` may restore.
     if status not in _RESTORED or (status == RunStatus.WAITING.value and not waits):
         status = RunStatus.RUNNING.value  # no lease: an interrupted run, which a resume takes up
+    waiting_json = was.get("waiting_json") if isinstance(was.get("waiting_json"), str) else None
+    wake_at = was.get("wake_at") if isinstance(was.get("wake_at"), int | float) else None
+    if status == RunStatus.WAITING.value and mailbox.queued_for(store, conn, run.run_id, waiting_json):
+        wake_at = now  # a message it waits for was sent while it was paused: a worker takes it up now
     values: RunChange = {
         **LEASE_CLEARED,
         "status": status,
-        "wake_at": was.get("wake_at") if isinstance(was.get("wake_at"), int | float) else None,
-        "waiting_json": was.get("waiting_json") if isinstance(was.get("waiting_json"), str) else None,
+        "wake_at": wake_at,
+        "waiting_json": waiting_json,
         "attention": str(was.get("attention") or "")[:300],
         "held_json": None,
         "updated_at": now,

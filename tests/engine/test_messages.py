@@ -396,3 +396,15 @@ def test_a_queued_message_is_sealed_anew_by_reseal_and_an_edited_one_is_never_de
     assert v.returncode == 3, v
     (report,) = [r for r in json.loads(v.stdout) if r.get("run_id") == "e1"]
     assert report["decisions"][0]["message"] is not None and report["decisions"][0]["problem"] == "edited"
+
+
+def test_a_message_sent_to_a_paused_run_waits_for_the_unpause_then_wakes_it(h):
+    assert start(h, "timeout", "p1", timeout=3600).returncode == 5
+    assert h.cli("pause", "p1", "--reason", "hold on").returncode == 0
+    with worker(h):
+        sent = send(h, "p1", "paid", paid("A"))
+        assert sent.returncode == 0 and "queued until the run receives it" in sent.stdout
+        assert h.status("p1")["status"] == "paused"
+        assert h.cli("unpause", "p1", "--reason", "go on").returncode == 0
+        until(lambda: completed(h, "p1"), "the worker to take the unpaused run up with its message")
+    assert output(h, "p1", "wait_paid") == {"timed_out": False, "ref": "A"}
