@@ -96,13 +96,21 @@ def meets_schema(what: str, schema: dict[str, Any] | None, value: Any) -> Any:
     return plain
 
 
+_STRICT: list[Any] = []
+"""The strict validator class, made once a process: making it (an attrs class) costs ~4 ms."""
+
+
 def _strict_validator(jsonschema: Any) -> Any:
     """Draft 2020-12 with integers strict: JSON Schema counts a float with
     no fraction (1e308) as an integer, and the phase would receive a float;
     here only a JSON integer is one (a question typed `int` refuses 1e308)."""
-    base = jsonschema.Draft202012Validator
-    checker = base.TYPE_CHECKER.redefine("integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool))
-    return jsonschema.validators.extend(base, type_checker=checker)
+    if not _STRICT:
+        base = jsonschema.Draft202012Validator
+        checker = base.TYPE_CHECKER.redefine(
+            "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)
+        )
+        _STRICT.append(jsonschema.validators.extend(base, type_checker=checker))
+    return _STRICT[0]
 
 
 def fit_answer(view: RunView, question: str | None, value: Any, now: float) -> tuple[QuestionView, dict[str, Any]]:

@@ -24,6 +24,7 @@ and never delivered: nothing runs it again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,13 +59,14 @@ class Sent:
     """Whether the value was checked against a schema the run recorded for the topic."""
 
 
-def topic_schema(run: Any, steps: list[Any], topic: str) -> tuple[bool, dict[str, Any] | None]:
+def topic_schema(run: Any, steps: Callable[[], list[Any]], topic: str) -> tuple[bool, dict[str, Any] | None]:
     """The JSON Schema the run said a message on `topic` must meet, newest first:
     its wait now, else the last wait or receipt on the topic its steps recorded.
 
     Args:
         run: The run's row.
-        steps: Its steps (not discarded), oldest first.
+        steps: Its steps (not discarded), oldest first: read only when the
+            run is not waiting on the topic now.
         topic: The topic.
 
     Returns:
@@ -76,7 +78,7 @@ def topic_schema(run: Any, steps: list[Any], topic: str) -> tuple[bool, dict[str
         assert waiting is not None
         return True, _schema(waiting.get("schema"))
     names = (RECV + topic, RECV_WAIT + topic)
-    for st in reversed(steps):
+    for st in reversed(steps()):
         key = str(st.step_key)
         if not any(key == n or key.startswith(n + "#") for n in names) or damaged(st.result_json, st.result_hash):
             continue  # a damaged record says nothing (the run blocks on it when it reads it)
@@ -115,7 +117,7 @@ def send(store: Store, conn: Any, run: Any, topic: str, value: Any, *, reason: s
     check_topic(topic)
     if run.status in _OVER:
         raise MessageRefused(f"run {run.run_id!r} is {run.status}: it receives no more messages; nothing was recorded")
-    known, schema = topic_schema(run, list(store.steps.of_run(conn, run.run_id)), topic)
+    known, schema = topic_schema(run, lambda: list(store.steps.of_run(conn, run.run_id)), topic)
     plain = meets_schema(f"message on topic {topic!r}", schema, value)
     mid = store.messages.record(
         conn,

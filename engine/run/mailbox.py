@@ -142,9 +142,11 @@ class Mailbox:
 
     # -- the store, for `Receiving` ---------------------------------------------
 
-    def _queued(self, topic: str) -> list[Any]:
+    def _oldest(self, topic: str) -> Any | None:
+        """The oldest message on `topic` still queued for the run, or None."""
         with self._store.read() as conn:
-            return list(self._store.messages.queued(conn, self._fence.run_id, topic))
+            found = self._store.messages.queued(conn, self._fence.run_id, topic, limit=1)
+        return found[0] if found else None
 
     def _refuse(self, row: Any, phase: str, why: str) -> None:
         with self._store.hot_tx() as tx:
@@ -207,7 +209,9 @@ class Receiving:
             found, saved = steps.read(phase, self.key, home=calls.at_home())
             if found:
                 return self._replayed(saved)
-        for row in self._box._queued(self._topic):
+        # One at a time, oldest first: one the phase's type refuses is marked
+        # so, and the next look finds the one after it.
+        while (row := self._box._oldest(self._topic)) is not None:
             if not self._box._vouched(row):
                 raise Stop(
                     BlockReason(

@@ -100,8 +100,9 @@ class Messages:
             out.setdefault(str(r.run_id), []).append(r)
         return out
 
-    def queued(self, conn: Connection, run_id: str, topic: str) -> list[Row[Any]]:
-        """The run's messages on `topic` not yet taken, oldest first, checked."""
+    def queued(self, conn: Connection, run_id: str, topic: str, *, limit: int | None = None) -> list[Row[Any]]:
+        """The run's messages on `topic` not yet taken, oldest first, checked
+        (the first `limit` only, when given: a receiver takes one at a time)."""
         if not self._present:
             return []
         q = (
@@ -109,6 +110,8 @@ class Messages:
             .where(messages.c.run_id == run_id, messages.c.topic == topic, messages.c.state == QUEUED)
             .order_by(messages.c.id)
         )
+        if limit is not None:
+            q = q.limit(limit)
         return _rowcheck.check_all(messages, conn.execute(q))
 
     def has_queued(self, conn: Connection, run_id: str, topic: str) -> bool:
