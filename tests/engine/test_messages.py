@@ -408,3 +408,33 @@ def test_a_message_sent_to_a_paused_run_waits_for_the_unpause_then_wakes_it(h):
         assert h.cli("unpause", "p1", "--reason", "go on").returncode == 0
         until(lambda: completed(h, "p1"), "the worker to take the unpaused run up with its message")
     assert output(h, "p1", "wait_paid") == {"timed_out": False, "ref": "A"}
+
+
+def test_a_message_sent_as_the_run_decides_to_park_wakes_it_not_lost(h):
+    # The run looked at its queue (empty), recorded its wait, and stops
+    # (SIGSTOP) before it parks: the message is sent then, to a run whose
+    # row still says running. Its park must see the message and make it due.
+    child = spawn(
+        [
+            "run",
+            f"{MESSAGES}:timeout",
+            "--run-id",
+            "race1",
+            "--input",
+            json.dumps({"timeout": 3600}),
+            "--db",
+            h.target,
+        ],
+        env={**h.env, **PARK, "PHASEGATE_TEST_STOP_AT": "after-step:wait_paid/@recvwait:paid"},
+    )
+    until(lambda: _stopped(child.pid), "the run to stop between its look at the queue and its park")
+    assert h.status("race1")["status"] == "running"
+    sent = send(h, "race1", "paid", paid("R"))
+    assert sent.returncode == 0 and "queued until the run receives it" in sent.stdout  # it did not wake it
+    os.kill(child.pid, signal.SIGCONT)
+    assert child.wait().returncode == 5  # it parked
+    due = h.sql("SELECT wake_at, updated_at FROM phasegate_runs WHERE run_id = ?", ("race1",))[0]
+    assert due[0] is not None and due[0] <= due[1]  # due at once, not at its deadline an hour on
+    with worker(h):
+        until(lambda: completed(h, "race1"), "the worker to take the run up with its message")
+    assert output(h, "race1", "wait_paid") == {"timed_out": False, "ref": "R"}

@@ -11,6 +11,7 @@
                            "after-step:PHASE/KEY" (a durable step committed,
                            a received message's included), "after-checkpoint:PHASE",
                            "in-phase:PHASE"
+  PHASEGATE_TEST_STOP_AT   the same, but SIGSTOP: the test continues it
   PHASEGATE_TEST_POINTS    a file each point reached is appended to (the
                            test learns the points from an uninterrupted run)
 
@@ -46,6 +47,11 @@ class _Points(hooks.Observer):
         if points:
             with open(points, "a") as fh:
                 fh.write(label + "\n")
+        if label in os.environ.get("PHASEGATE_TEST_STOP_AT", "").split(","):
+            marker = Path(os.environ.get("PHASEGATE_TEST_TRACE", "/tmp/trace") + ".stopped-" + label.replace("/", "|"))
+            if not marker.exists():
+                marker.write_text("stopped")
+                os.kill(os.getpid(), signal.SIGSTOP)  # the test sends SIGCONT
         if label in os.environ.get("PHASEGATE_TEST_KILL_AT", "").split(","):
             # Once a test: a marker file beside the trace remembers the kill,
             # so the resume that follows goes past the point.
