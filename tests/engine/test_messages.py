@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from engine_harness import ROOT, Harness, Proc, spawn
 
 from tests.support import cli
@@ -438,3 +439,15 @@ def test_a_message_sent_as_the_run_decides_to_park_wakes_it_not_lost(h):
     with worker(h):
         until(lambda: completed(h, "race1"), "the worker to take the run up with its message")
     assert output(h, "race1", "wait_paid") == {"timed_out": False, "ref": "R"}
+
+
+@pytest.mark.parametrize("point", ["after-step:collect/@recv:paid", "after-step:collect/@recv:paid#2"])
+def test_an_async_phase_killed_as_it_receives_gets_each_message_once(h, point):
+    assert start(h, "async_payment", "ak").returncode == 5
+    assert send(h, "ak", "paid", paid("first")).returncode == 0
+    assert send(h, "ak", "paid", paid("second")).returncode == 0
+    assert h.resume("ak", env={**PARK, "PHASEGATE_TEST_KILL_AT": point}).killed
+    assert h.resume("ak", env=PARK).returncode == 0
+    assert output(h, "ak", "collect") == {"refs": ["first", "second"]}
+    assert [r[2] for r in message_rows(h, "ak")] == ["delivered", "delivered"]
+    assert sorted(recv_steps(h, "ak").values()) == [r[0] for r in message_rows(h, "ak")]
