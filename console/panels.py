@@ -85,6 +85,14 @@ def summary(v: RunView, now: float, exact: float | None = None) -> Text:
                 f"waiting: {d.action} by {safe(d.operator)} (decision {d.id}) applies at the next run",
                 style="italic",
             )
+    if v.code is not None:
+        # Which code started the run and which its latest attempt ran: a
+        # deploy under a waiting run shows here (`status` says the same).
+        line.append("\n" if line else "")
+        line.append("code ", style="bold")
+        line.append(v.code.said())
+        if v.code.moved:
+            line.append(" [changed]", style="bold")
     if v.trace_id:
         # Where the latest attempt is in the team's trace back end (`status --json` says the same).
         line.append("\n" if line else "")

@@ -41,7 +41,7 @@ from ..outcome import BlockReason, Outcome
 from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus
 from ..store.store import Duplicate, RunChange, Store
 from ..waits import RetryLater
-from . import ending, environment, holds, parking, takeover, traceid
+from . import codeversion, ending, environment, holds, parking, takeover, traceid
 from .applying import DecisionApplier
 from .asynccontext import AsyncPhaseContext
 from .asyncdriver import PhaseLoop
@@ -121,6 +121,8 @@ class Runner:
         self.target = target
         self.force = force
         """Take the run over even from a stalled holder (`HolderStalled`)."""
+        self.code = codeversion.of(wf)
+        """The code this attempt runs (codeversion.py), recorded when it takes the run up."""
         self.fence = Fence(store, self.run_id, new_owner(), clock)
         # Effect completions not yet committed: every write of the run carries them.
         self.completions = Completions(store, self.fence, effect_flush)
@@ -232,6 +234,7 @@ class Runner:
                         "phase_count": len(self.wf.phases),
                         "created_at": now,
                         "updated_at": now,
+                        "code_json": codeversion.recorded(None, self.code, now),
                         **lease,
                     },
                 )
@@ -275,6 +278,7 @@ class Runner:
                 "wake_at": None,
                 # A retry not yet met stays (see above); anything else it waited for is over.
                 "waiting_json": row.waiting_json if self.parking.retry_pending else None,
+                "code_json": codeversion.recorded(getattr(row, "code_json", None), self.code, now),
             }
             if (row.attention or "").startswith(STOPPED_PREFIX) or row.status == RunStatus.WAITING.value:
                 values["attention"] = ""  # where an earlier stop left it: history once resumed

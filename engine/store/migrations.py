@@ -25,6 +25,9 @@ The upgrade vouches for the head as it stands, under the store's key where
 the upgrading process holds it; a keyed store upgraded by a process without
 its key is left without a head seal, which is damage (decisions are refused)
 until the policy is recorded anew with the key.
+Version 8 adds the runs' code versions (`code_json`, run/codeversion.py):
+nothing to fill (a run started before it shows no code version until its
+next attempt records one; its `started` is then that attempt's).
 """
 
 from __future__ import annotations
