@@ -85,9 +85,11 @@ def summary(v: RunView, now: float, exact: float | None = None) -> Text:
                 f"waiting: {d.action} by {safe(d.operator)} (decision {d.id}) applies at the next run",
                 style="italic",
             )
-    if v.code is not None:
+    if v.code is not None and (v.code.moved or v.code.current.label is not None):
         # Which code started the run and which its latest attempt ran: a
-        # deploy under a waiting run shows here (`status` says the same).
+        # deploy under a waiting run shows here (`status` says the same). A
+        # run whose attempts all ran the same unnamed code has nothing to
+        # tell an operator here: its digest alone is in `status`.
         line.append("\n" if line else "")
         line.append("code ", style="bold")
         line.append(v.code.said())
