@@ -85,6 +85,16 @@ def summary(v: RunView, now: float, exact: float | None = None) -> Text:
                 f"waiting: {d.action} by {safe(d.operator)} (decision {d.id}) applies at the next run",
                 style="italic",
             )
+    if v.code is not None and (v.code.moved or v.code.current.label is not None):
+        # Which code started the run and which its latest attempt ran: a
+        # deploy under a waiting run shows here (`status` says the same). A
+        # run whose attempts all ran the same unnamed code has nothing to
+        # tell an operator here: its digest alone is in `status`.
+        line.append("\n" if line else "")
+        line.append("code ", style="bold")
+        line.append(v.code.said())
+        if v.code.moved:
+            line.append(" [changed]", style="bold")
     if v.trace_id:
         # Where the latest attempt is in the team's trace back end (`status --json` says the same).
         line.append("\n" if line else "")

@@ -33,6 +33,7 @@ from ..store import _rowcheck
 from ..store.store import Duplicate
 from ..timefmt import iso
 from ..views import feed
+from ..views.codeview import code_view
 from . import hooks, signing
 
 log = logging.getLogger("phasegate.watch")
@@ -94,6 +95,12 @@ def event(row: Any, where: str) -> dict[str, Any]:
         "runbook": safe("; ".join(texts)) if texts else None,
         "console": safe(f"phasegate console --db {shlex.quote(where)} --run {shlex.quote(row.run_id)}"),
     }
+    code = code_view(getattr(row, "code_json", None))
+    if code is not None:
+        # Issue 41: the code the run started under and the code its latest
+        # attempt ran, so a stop right after a deploy says so (only for a run
+        # that recorded them: an older run's event keeps the fields it had).
+        out["code"] = code.alert()
     if asked is not None:
         # A run that asks a person (`ctx.ask`): its question, and how to answer
         # it (only then: a stop's event keeps the fields it always had).

@@ -18,8 +18,9 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from .. import _json
-from ..errors import WorkflowError
+from ..errors import UsageError, WorkflowError
 from ..ids import validate_name
+from ..safetext import is_safe
 from . import runbooks as _runbooks
 from .retry import NO_RETRY, RetryPolicy
 
@@ -173,6 +174,33 @@ def _source_text(covered: dict[str, bytes]) -> str:
     return "".join(parts)
 
 
+#: The longest code version label taken (`Workflow(version=...)`, `PHASEGATE_CODE_VERSION`).
+VERSION_LABEL_MAX = 64
+
+
+def check_version_label(label: object, where: str, error: type[UsageError] = UsageError) -> str:
+    """A code version's label, checked: one line a person reads in `status`
+    and in an alert. The one rule for `Workflow(version=...)` and
+    `PHASEGATE_CODE_VERSION` (run/codeversion.py).
+
+    Args:
+        label: The label given.
+        where: Where it was given, for the message.
+        error: The error to raise (`WorkflowError` at declaration).
+
+    Returns:
+        The label, unchanged.
+
+    Raises:
+        UsageError: (or `error`) It is not a non-empty printable text of at most 64 characters.
+    """
+    if not isinstance(label, str) or not label.strip():
+        raise error(f"{where}: a code version must be a non-empty text")
+    if len(label) > VERSION_LABEL_MAX or not label.isprintable() or not is_safe(label):
+        raise error(f"{where}: a code version must be at most {VERSION_LABEL_MAX} printable characters")
+    return label
+
+
 def _return_annotation(fn: Callable[..., Any]) -> Any:
     try:
         hints = typing.get_type_hints(fn)
@@ -231,6 +259,7 @@ class Workflow:
         *,
         max_age: float | timedelta | None = None,
         runbooks: Mapping[str, str] | None = None,
+        version: str | None = None,
     ) -> None:
         """
         Args:
@@ -243,13 +272,20 @@ class Workflow:
                 kind for one phase (`failed:charge`), or a phase name (any stop
                 there). They are stored with each run, so `status`, the console
                 and alerts show them without this code.
+            version: What you call this code (a release, a commit), recorded
+                with each attempt of each run beside the code's digest
+                (run/codeversion.py) and shown by `status`, the console and
+                alerts; without it, `PHASEGATE_CODE_VERSION` is recorded.
 
         Raises:
             WorkflowError: The name is empty or holds control, bidi or invisible
-                characters, or a runbook's key or text is not acceptable.
+                characters, a runbook's key or text is not acceptable, or the
+                version is not one printable line of at most 64 characters.
         """
         self.name = validate_name("workflow", name, WorkflowError)
         """The workflow's name."""
+        self.version: str | None = None if version is None else check_version_label(version, name, WorkflowError)
+        """What the author calls this code (`version=`), or None."""
         self.runbooks: dict[str, str] = _runbooks.check(name, runbooks or {})
         """The runbooks as given, checked."""
         self.max_age: float | None = max_age.total_seconds() if isinstance(max_age, timedelta) else max_age

@@ -180,6 +180,9 @@ def print_view(v: RunView, now: float | None = None) -> None:
     fr = v.frontier
     print(f"frontier  {fr.index}/{fr.of} {safe(fr.phase)} ({fr.steps_done} steps done)")
     print("phases    " + "  ".join(f"{safe(p.name)}:{p.state}" for p in v.phases))
+    if v.code is not None:
+        # Which code started the run and which code its latest attempt ran (escaped by `said`).
+        print(f"code      {v.code.said()}")
     for b in v.blocked:
         print(f"blocked   {safe(b['kind'])}: {safe(b['detail'])}")
     _print_waits(v)

@@ -30,9 +30,10 @@ import contextvars
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, cast
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy
@@ -55,6 +56,9 @@ if TYPE_CHECKING:
 #: I/O (a blocking SDK), and the default executor's min(32, cpus + 4)
 #: threads would serialise a fan-out of 20 on a two-core machine.
 _POOL_SIZE = 64
+
+T = TypeVar("T")
+Item = TypeVar("Item")
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -172,6 +176,35 @@ class AsyncPhaseContext(PhaseContextBase):
         """(the driver) Make the calling task the phase's own: implicit numbering is sound in it."""
         self._calls.home = _here()
 
+    # What the step returns, to the type checker: an `async def` function's
+    # awaited result, a plain one's return (its arguments are the author's
+    # own data: `Any`).
+    @overload
+    async def step(
+        self,
+        name: str,
+        fn: Callable[..., Awaitable[T]],
+        /,
+        *args: Any,
+        durable: bool = False,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+        **kwargs: Any,
+    ) -> T: ...
+    @overload
+    async def step(
+        self,
+        name: str,
+        fn: Callable[..., T],
+        /,
+        *args: Any,
+        durable: bool = False,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+        **kwargs: Any,
+    ) -> T: ...
     async def step(
         self,
         name: str,
@@ -259,6 +292,34 @@ class AsyncPhaseContext(PhaseContextBase):
             await asyncio.sleep(wait)
             attempt += 1
 
+    @overload
+    async def map(
+        self,
+        name: str,
+        fn: Callable[[Item], Awaitable[T]],
+        items: Iterable[Item],
+        /,
+        *,
+        durable: bool = False,
+        limit: int = 8,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+    ) -> list[T]: ...
+    @overload
+    async def map(
+        self,
+        name: str,
+        fn: Callable[[Item], T],
+        items: Iterable[Item],
+        /,
+        *,
+        durable: bool = False,
+        limit: int = 8,
+        retries: int = 0,
+        backoff: float = 1.0,
+        retry_on: type[BaseException] | tuple[type[BaseException], ...] = (Exception,),
+    ) -> list[T]: ...
     async def map(
         self,
         name: str,
@@ -320,6 +381,32 @@ class AsyncPhaseContext(PhaseContextBase):
             tasks = [group.create_task(one(i, item)) for i, item in enumerate(todo)]
         return [t.result() for t in tasks]
 
+    @overload
+    async def effect(
+        self,
+        name: str,
+        fn: Callable[..., Awaitable[T]],
+        /,
+        *,
+        idempotent: bool = False,
+        atomic: bool = False,
+        reconcile: Callable[[str], Reconciled] | None = None,
+        reconcile_timeout: float = 30.0,
+        redo_on_rewind: bool = False,
+    ) -> T: ...
+    @overload
+    async def effect(
+        self,
+        name: str,
+        fn: Callable[..., T],
+        /,
+        *,
+        idempotent: bool = False,
+        atomic: bool = False,
+        reconcile: Callable[[str], Reconciled] | None = None,
+        reconcile_timeout: float = 30.0,
+        redo_on_rewind: bool = False,
+    ) -> T: ...
     async def effect(
         self,
         name: str,
@@ -481,11 +568,27 @@ class AsyncPhaseContext(PhaseContextBase):
         while self._inflight:
             await asyncio.wait(set(self._inflight))
 
+    # The answer's type follows the schema's (issue 41): `ask(..., bool)` is a
+    # bool to the type checker too. A type form that is no class (a
+    # `Literal`, an `Annotated`) and no schema at all (any JSON value: the
+    # operator's data) are `Any`.
+    @overload
+    async def ask(
+        self, name: str, prompt: str, schema: None = None, *, payload: Any = None, timeout: float | None = None
+    ) -> Any: ...
+    @overload
+    async def ask(
+        self, name: str, prompt: str, schema: type[T], *, payload: Any = None, timeout: float | None = None
+    ) -> T: ...
+    @overload
+    async def ask(
+        self, name: str, prompt: str, schema: object, *, payload: Any = None, timeout: float | None = None
+    ) -> Any: ...
     async def ask(
         self,
         name: str,
         prompt: str,
-        schema: Any = None,
+        schema: object = None,
         *,
         payload: Any = None,
         timeout: float | None = None,
@@ -552,7 +655,7 @@ class AsyncPhaseContext(PhaseContextBase):
         if left > 0:
             await asyncio.sleep(left)
 
-    async def sleep_until(self, name: str, when: Any) -> None:
+    async def sleep_until(self, name: str, when: datetime | float) -> None:
         """`PhaseContext.sleep_until`, awaited.
 
         Args:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from .. import _json
 from ..authoring.retry import NO_RETRY, Attempt, RetryPolicy
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 R = TypeVar("R")
+Item = TypeVar("Item")
 
 __all__ = ["PhaseContext"]
 
@@ -192,8 +194,8 @@ class PhaseContext(PhaseContextBase):
     def map(
         self,
         name: str,
-        fn: Callable[[Any], R],
-        items: Iterable[Any],
+        fn: Callable[[Item], R],
+        items: Iterable[Item],
         /,
         *,
         durable: bool = False,
@@ -370,11 +372,27 @@ class PhaseContext(PhaseContextBase):
         """
         self._effects.completions.flush()
 
+    # The answer's type follows the schema's (issue 41): `ask(..., bool)` is a
+    # bool to the type checker too. A type form that is no class (a
+    # `Literal`, an `Annotated`) and no schema at all (any JSON value: the
+    # operator's data) are `Any`.
+    @overload
+    def ask(
+        self, name: str, prompt: str, schema: None = None, *, payload: Any = None, timeout: float | None = None
+    ) -> Any: ...
+    @overload
+    def ask(
+        self, name: str, prompt: str, schema: type[T], *, payload: Any = None, timeout: float | None = None
+    ) -> T: ...
+    @overload
+    def ask(
+        self, name: str, prompt: str, schema: object, *, payload: Any = None, timeout: float | None = None
+    ) -> Any: ...
     def ask(
         self,
         name: str,
         prompt: str,
-        schema: Any = None,
+        schema: object = None,
         *,
         payload: Any = None,
         timeout: float | None = None,
@@ -459,7 +477,7 @@ class PhaseContext(PhaseContextBase):
         wait = seconds_arg(f"sleep {name!r}", seconds)
         self._calls.wait(self._parked().timer(self._steps, self._calls, name, lambda now: now + wait))
 
-    def sleep_until(self, name: str, when: Any) -> None:
+    def sleep_until(self, name: str, when: datetime | float) -> None:
         """`sleep` until a moment: an aware `datetime`, or UNIX seconds.
 
         Args:

@@ -13,7 +13,10 @@ The runner holds only that sequence. What it composes:
 - `Completions` (completions.py): effect completions waiting to ride with the
   run's next transaction; the runner commits them before the run's end;
 - `plan_start` (planner.py) decides, purely, what the start does;
-- `DecisionApplier` (applying.py) carries out the decisions it plans.
+- `DecisionApplier` (applying.py) carries out the decisions it plans;
+- `decisionsread.read` reads the decisions it plans from, and their damage;
+- `RecordedCode` (recoding.py): which code the run's records were written
+  by, the shape to store, and the open phases whose replay is checked.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -34,19 +36,18 @@ from ..authoring import retry, sources
 from ..authoring.retry import Attempt
 from ..authoring.workflow import Phase, Workflow
 from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
-from ..history import chain, trail
+from ..history import trail
 from ..ids import validate_run_id
 from ..observe import hooks, logs
 from ..outcome import BlockReason, Outcome
-from ..states import HOLDS, Action, BlockKind, OutcomeStatus, RunStatus
+from ..states import Action, BlockKind, OutcomeStatus, RunStatus
 from ..store.store import Duplicate, RunChange, Store
 from ..waits import RetryLater
-from . import ending, environment, holds, parking, takeover, traceid
+from . import codeversion, decisionsread, ending, environment, holds, parking, takeover, traceid
 from .applying import DecisionApplier
 from .asynccontext import AsyncPhaseContext
 from .asyncdriver import PhaseLoop
 from .completions import DEFAULT_DELAY, Completions
-from .effectrecord import EffectRecord
 from .ending import RunEnd
 from .journal import RunJournal
 from .lease import FORCE_RISK, Fence, Heartbeat, HolderState, holder_name, holder_state
@@ -55,8 +56,8 @@ from .mailbox import Mailbox
 from .outputs import PhaseOutputs
 from .parking import Park, Parking
 from .phasecontext import PhaseContext
-from .planner import AcceptReplay, Pending, Rewind, StartFacts, StartPlan, plan_start
-from .replay import Recoded
+from .planner import StartFacts, StartPlan, plan_start
+from .recoding import RecordedCode, effects_since
 from .stepcalls import refuse_coroutine
 from .steplog import StepLog
 from .stopping import STOPPED_PREFIX, Interrupted, StopRequest
@@ -122,6 +123,8 @@ class Runner:
         self.target = target
         self.force = force
         """Take the run over even from a stalled holder (`HolderStalled`)."""
+        self.code = codeversion.of(wf)
+        """The code this attempt runs (codeversion.py), recorded when it takes the run up."""
         self.fence = Fence(store, self.run_id, new_owner(), clock)
         # Effect completions not yet committed: every write of the run carries them.
         self.completions = Completions(store, self.fence, effect_flush)
@@ -140,18 +143,13 @@ class Runner:
         self._proposed: list[int] = []
         """Decisions proposed and waiting for a second operator, as last read."""
         self.attempts: list[Attempt] = []
+        """Failed attempts of steps and phases in this start (retries)."""
         self._ran_without: dict[str, list[str]] = {}
         """Phases this start ran degraded, with the outputs they ran without."""
-        """Failed attempts of steps and phases in this start (retries)."""
         self._reset_at = float("-inf")
         """When the run was last reset, as its decisions say (read by `_plan`)."""
-        self._fns: dict[str, Any] = {}
-        """Each phase's step-function fingerprints as the run's shape recorded
-        them (`Phase.fns`): kept with its code while `_codes` keeps that."""
-        self._codes: dict[str, Any] | None = None
-        """Each phase's code fingerprint as the run's records know it: the code
-        its saved durable steps were written by. None once this start runs
-        phases, which then record their own."""
+        self.recorded = RecordedCode(wf)
+        """Which code the run's records were written by (recoding.py): the shape to store, the replays to check."""
 
     # -- the start sequence ---------------------------------------------------
 
@@ -235,6 +233,7 @@ class Runner:
                         "phase_count": len(self.wf.phases),
                         "created_at": now,
                         "updated_at": now,
+                        "code_json": codeversion.recorded(None, self.code, now),
                         **lease,
                     },
                 )
@@ -264,20 +263,19 @@ class Runner:
             # The shape as this process declares it, but each phase's code as
             # recorded: it changes only once phases run with the new code
             # (`_start`), so a start that blocks leaves no trace in it.
-            recorded = _json.loads(row.shape_json)
-            self._codes = {p["name"]: p.get("code") for p in recorded}
-            self._fns = {p["name"]: p.get("fns") for p in recorded}
+            self.recorded.taken_up(row.shape_json)
             values: RunChange = {
                 **lease,
                 "status": RunStatus.RUNNING.value,
                 "updated_at": now,
                 "phase_count": len(self.wf.phases),
-                "shape_json": self._shape_text(),
+                "shape_json": self.recorded.shape_text(),
                 # An earlier failure's error is history once the run is taken up again.
                 "error_json": None,
                 "wake_at": None,
                 # A retry not yet met stays (see above); anything else it waited for is over.
                 "waiting_json": row.waiting_json if self.parking.retry_pending else None,
+                "code_json": codeversion.recorded(getattr(row, "code_json", None), self.code, now),
             }
             if (row.attention or "").startswith(STOPPED_PREFIX) or row.status == RunStatus.WAITING.value:
                 values["attention"] = ""  # where an earlier stop left it: history once resumed
@@ -312,8 +310,7 @@ class Runner:
             inputs_hash=row.inputs_hash,
             completions=self.completions,
         )
-        last_codes = {p["name"]: p.get("code") for p in _json.loads(row.shape_json)}
-        self._codes = last_codes
+        last_codes = self.recorded.start(row.shape_json)
         probes = environment.evaluate(self.wf, inputs=inputs)
         applier = DecisionApplier(self.store, journal, self.effects, self.fence, self.clock, probes)
         while True:
@@ -321,14 +318,7 @@ class Runner:
             if plan.apply is None:
                 break
             applier.apply(plan.apply)
-            if isinstance(plan.apply, AcceptReplay):
-                # The operator took the new code from the divergence on: this
-                # phase's code is now the code its records are kept under.
-                last_codes[plan.apply.phase] = plan.apply.code
-            elif isinstance(plan.apply, Rewind):
-                # Re-opened phases replay nothing: no older code to check against.
-                for name in plan.apply.reopen:
-                    last_codes[name] = None
+            self.recorded.applied(plan.apply)
         self.env_rows = list(plan.env_rows)
         self.notes.extend(applier.notes + list(plan.notes))
         if plan.blocks:
@@ -344,8 +334,8 @@ class Runner:
         # An open phase whose code changed keeps its old fingerprint in the
         # shape until it is done: a later start (after a kill, or a wait) then
         # still checks its replay against what the old code saved (replay.py).
-        self._codes = {n: last_codes.get(n) for n in plan.recode}
-        shape = self._shape_text()
+        recoded = self.recorded.running(plan.recode)
+        shape = self.recorded.shape_text()
         if shape != row.shape_json:
             # Before any durable step is saved: the next start must know which
             # code wrote them, even if this process dies mid-phase.
@@ -362,88 +352,38 @@ class Runner:
             for p in self.wf.phases
             if epoch or plan.state.reopened.get(p.name)
         }
-        self.steps.follow_effects(self._effects_since(plan.state, self._reset_at))
-        if plan.recode:
+        self.steps.follow_effects(effects_since(self.effects, plan.state, self._reset_at))
+        if recoded:
             # Durable steps saved by older code of an open phase are handed back
             # only in the order that code made them (replay.py): the first call
             # that differs stops the run before any result is handed over.
-            now = {p.name: p for p in self.wf.phases}
-            old_fns = {n: f for n, f in self._fns.items() if isinstance(f, dict)}
-            self.steps.recode(
-                {n: Recoded(last_codes.get(n), now[n].code_hash, old_fns.get(n, {}), now[n].fns) for n in plan.recode}
-            )
+            self.steps.recode(recoded)
         for p in plan.to_run:
             for n in p.needs:
                 if n in plan.state.done:
                     self.outputs.available(plan.state, n)
         return self._run_phases(journal, list(plan.to_run), probes, inputs)
 
-    def _effects_since(self, state: chain.Folded, reset_at: float) -> Callable[[str], list[EffectRecord]]:
-        """The effect records of a phase made since it was last re-opened: an
-        earlier generation's are kept (a completed effect is never repeated),
-        but they are not part of what the phase's replay runs through."""
-        ledger = self.effects
-
-        def effects_of(phase: str) -> list[EffectRecord]:
-            since = max(reset_at, state.reopened_at.get(phase, float("-inf")))
-            return [e for e in list(ledger.effects.values()) if e.phase == phase and float(e.intent_at) >= since]
-
-        return effects_of
-
     def _plan(self, journal: RunJournal, probes: dict[str, Any], last_codes: dict[str, Any]) -> StartPlan:
         """Read the run's own records and ask the planner what to do next."""
         loaded = journal.load()
         self.effects.load()
         self.steps.load()
-        with self.store.read() as conn:
-            rows = self.store.decisions.of_run(conn, self.run_id)
-            run = self.store.runs.get(conn, self.run_id)
-            decided = bool(rows) or (run is not None and (run.decisions_count or run.decisions_last is not None))
-            policies = self.store.policy.changes(conn, limit=None) if decided else []
-            policy_head = self.store.policy.head(conn) if decided else (None, None, None)
-        # Decisions are history too: an edited, deleted or inserted decision,
-        # or a state no recorded transition explains (an approval of a listed
-        # action applied without a second), stops the run before anything
-        # is applied (history/trail.py).
-        trail_damage: list[trail.Damage] = []
-        if run is not None and decided:
-            trail_damage = trail.check_decisions(
-                rows, run.decisions_last, run.decisions_count, policies, self._distinct, self.store.seal_key
-            )
-            # The run row's status and hold, against the sealed decisions (a
-            # cancelled run stays cancelled whatever its row was edited to).
-            trail_damage += trail.run_row(run, rows)
-            if any(d.state == "pending" for d in rows):
-                # What needed a second is the policy's to say: its history must be whole too.
-                trail_damage += trail.check_policy(policies, *policy_head, self.store.seal_key)
-        # A "second" is no decision to carry out: one pending is damage (trail.py), never applied.
-        # An answer is read by its question (parking.py), and a hold is the
-        # start's own (`_acquire`): neither is the planner's to apply or void.
-        # When the run was last reset (its epoch began): what it did before is no part of a replay.
-        self._reset_at = max(
-            (float(d.at) for d in rows if d.action == Action.RESET.value and d.state == "applied"),
-            default=float("-inf"),
-        )
-        kept = {"second", Action.ANSWER.value, *(a.value for a in HOLDS)}
-        pending = [Pending.from_row(d) for d in rows if d.state == "pending" and d.action not in kept]
-        if not trail_damage:
-            self.parking.answers = Parking.answers_of(rows)
-            self._answers = [int(d.id) for d in rows if d.state == "pending" and d.action == Action.ANSWER.value]
-        # Proposals wait for a second operator and are never carried out here;
-        # a run that goes on without them leaves nothing for them to answer.
-        # Not so a proposed answer (its question is still open when the run
-        # asks it again) or a pause or cancel (it fits a running run too):
-        # their second is checked against the run as it is then (gate.py).
-        self._proposed = [int(d.id) for d in rows if d.state == "proposed" and d.action not in kept]
+        read = decisionsread.read(self.store, self.run_id, self._distinct)
+        self._reset_at = read.reset_at
+        if not read.damage:
+            self.parking.answers = Parking.answers_of(read.rows)
+            self._answers = read.answers
+        self._proposed = read.proposed
         return plan_start(
             StartFacts(
                 wf=self.wf,
                 verified=loaded.verified,
                 rows=loaded.rows,
-                pending=pending,
+                pending=read.pending,
                 effects=list(self.effects.effects.values()),
                 effect_damage=self.effects.damage(),
-                trail_damage=trail_damage,
+                trail_damage=read.damage,
                 probes=probes,
                 now=self.clock(),
                 last_codes=last_codes,
@@ -452,21 +392,6 @@ class Runner:
                 stepped=self.steps.phases(),
             )
         )
-
-    def _shape_text(self) -> str:
-        """The shape to store: the workflow's as declared, with each phase's
-        code as recorded until this start runs phases (`_codes`)."""
-        shape = self.wf.describe()
-        if self._codes is not None:
-            for p in shape:
-                if self._codes.get(p["name"]) is not None:
-                    p["code"] = self._codes[p["name"]]
-                    fns = self._fns.get(p["name"])
-                    if isinstance(fns, dict):
-                        p["fns"] = fns
-                    else:
-                        p.pop("fns", None)
-        return _json.dumps(shape)
 
     # -- running --------------------------------------------------------------
 
@@ -559,7 +484,7 @@ class Runner:
         if resumed is not None:
             # The phase parked for a `RetryLater`: this is its next attempt, once due.
             attempt = resumed[0] + 1
-            if not self._retry_wait(resumed[1]):
+            if not self.stop.sleep(resumed[1]):
                 assert self.stop.why is not None
                 raise Interrupted(f"{self.stop.why} in phase {p.name}, before its attempt {attempt}")
         while True:
@@ -603,29 +528,12 @@ class Runner:
                 log.warning("run %s: phase %s attempt %d failed: %s", self.run_id, p.name, attempt, exc)
             except BaseException as exc:  # noqa: BLE001 - SystemExit, CancelledError: recorded, never retried
                 return self._fail(p.name, exc)
-            if not self._retry_wait(p.retry.delay(attempt) if wait is None else wait):
+            if not self.stop.sleep(p.retry.delay(attempt) if wait is None else wait):
                 assert self.stop.why is not None
                 raise Interrupted(f"{self.stop.why} in phase {p.name}, before its attempt {attempt + 1}")
             self.steps.load()
             self.effects.load()
             attempt += 1
-
-    def _retry_wait(self, seconds: float) -> bool:
-        """A phase's wait before its retry, cut short by a stop request.
-
-        Returns:
-            False when a stop was requested (before the wait or during it).
-        """
-        if self.stop is None:
-            retry.wait(seconds)
-            return True
-        end = time.monotonic() + seconds
-        while self.stop.why is None:
-            left = end - time.monotonic()
-            if left <= 0:
-                return True
-            retry.wait(min(left, 0.05))  # polled: a signal handler cannot safely set an Event
-        return False
 
     def _call_phase(self, p: Phase, ctx: PhaseContext | AsyncPhaseContext, missing: set[str]) -> Any:
         """Call the phase function: a sync one here, an async one in its loop (asyncdriver.py)."""
@@ -706,7 +614,7 @@ class Runner:
         base: RunChange = {
             "env_json": _json.dumps(self.env_rows),
             "notes_json": _json.dumps(self.notes + [a.note() for a in self.attempts]),
-            "shape_json": self._shape_text(),
+            "shape_json": self.recorded.shape_text(),
         }
         return self.ending.record(status, values, base, stopped=stopped, retry_pending=self.parking.retry_pending)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 log = logging.getLogger("phasegate.run")
@@ -75,6 +76,23 @@ class StopRequest:
                 hook()
             except Exception as exc:  # noqa: BLE001 - a loop already closed: the step check still stops the run
                 log.debug("stop hook failed: %s", exc)
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait `seconds` (a phase's wait before its retry), cut short by a stop request.
+
+        Args:
+            seconds: How long to wait.
+
+        Returns:
+            False when a stop was requested (before the wait or during it).
+        """
+        end = time.monotonic() + seconds
+        while self.why is None:
+            left = end - time.monotonic()
+            if left <= 0:
+                return True
+            time.sleep(min(left, 0.05))  # polled: a signal handler cannot safely set an Event
+        return False
 
     def on_request(self, hook: Callable[[], None]) -> Callable[[], None]:
         """Call `hook` when a stop is requested (at once if it already was).

@@ -27,6 +27,9 @@ its key is left without a head seal, which is damage (decisions are refused)
 until the policy is recorded anew with the key.
 Version 8 adds the messages table (`phasegate send`, `ctx.recv`): nothing
 to fill, nothing was ever sent to a run of an older store.
+It also adds the runs' code versions (`code_json`, run/codeversion.py):
+nothing to fill (a run started before it shows no code version until its
+next attempt records one; its `started` is then that attempt's).
 """
 
 from __future__ import annotations

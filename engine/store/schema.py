@@ -99,6 +99,10 @@ runs = Table(
     # Version 6 (observe/tracing.py): the OpenTelemetry trace id of the run's
     # latest traced attempt, for `status --json` and the console's detail.
     Column("trace_id", String),
+    # Version 8 (run/codeversion.py): the code version the run started under
+    # and each of its latest attempts', so status, the console and alerts
+    # say which code a run waited under and which code resumed it.
+    Column("code_json", Text),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
 
@@ -386,6 +390,7 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_runs", "waiting_json"): (6, "TEXT"),
     ("phasegate_runs", "held_json"): (6, "TEXT"),
     ("phasegate_runs", "trace_id"): (6, "TEXT"),
+    ("phasegate_runs", "code_json"): (8, "TEXT"),
 }
 
 #: Indexes added to existing tables, by the version that added them.

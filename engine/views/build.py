@@ -18,6 +18,7 @@ from ..run.lease import HolderState, holder_name, holder_state
 from ..shapes import BlockedReason, EffectRow, EnvCheck, IntegrityReason, ReconcileAnswer, RunError
 from ..states import PhaseState, RunStatus
 from ..timefmt import iso
+from .codeview import code_view
 from .liveness import Liveness
 from .models import RESULT_SHOWN, DecisionView, EffectView, LeaseView, OutputView, PhaseView, RunView
 from .questions import questions_of
@@ -200,6 +201,7 @@ def build(
         attention=attention,
         epoch=int(run.epoch),
         trace_id=_trace_part(getattr(run, "trace_id", None)),
+        code=code_view(getattr(run, "code_json", None)),
         pending_decisions=tuple(d for d in decs if d.state == "pending"),
         degraded=status is RunStatus.COMPLETED and any(p.state is PhaseState.DEGRADED for p in phases),
         runbooks=tuple(

@@ -19,6 +19,7 @@ from ..safetext import safe
 from ..shapes import BlockedReason, EnvCheck, IntegrityReason, ReconcileAnswer, RunError
 from ..states import ActionName, EffectState, PhaseState, RunStatus
 from ..timefmt import iso
+from .codeview import CodeView
 from .liveness import Liveness
 from .messages import MessageView
 from .status import EXPIRED, NEEDS_ATTENTION, PROPOSED, effective_status, status_text
@@ -555,6 +556,9 @@ class RunView:
 
     trace_id: str | None = None
     """The OpenTelemetry trace id of its latest traced attempt (32 hex digits), or None."""
+    code: CodeView | None = None
+    """The code version it started under and its latest attempt's (schema
+    version 8; None for a run started before)."""
 
     @property
     def asking(self) -> QuestionView | None:
@@ -618,6 +622,11 @@ class RunView:
             del d["degraded"]
         if self.trace_id is None:
             del d["trace_id"]  # added after 0.2: only for a run that was traced
+        # Added with issue 41: only for a run whose attempts recorded their code.
+        if self.code is None:
+            del d["code"]
+        else:
+            d["code"] = self.code.to_json()
         d["claim"] = self.claim.to_json() if self.claim is not None else None
         if self.claims:
             d["claims"] = [c.to_json() for c in self.claims]

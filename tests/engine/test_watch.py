@@ -156,7 +156,9 @@ def test_webhook_once_per_stop_across_restarts_and_downtime(h: Harness, hook: Ho
         "cause",
         "runbook",
         "console",
+        "code",
     }
+    assert set(ev["code"]) == {"started", "current", "moved"} and ev["code"]["moved"] is False
     assert ev["status"] == "blocked" and ev["kinds"] == ["env_mismatch"] and ev["workflow"] == "test-billing"
     assert ev["frontier"] == {"phase": "report", "index": 3, "of": 4}
     assert ev["runbook"] == "https://wiki.example/tax" and ev["cause"] is None

@@ -61,6 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="spawn `python -m phasegate` for every run and resume (slower, as a deploy runs it)",
     )
+    p.add_argument(
+        "--redeploys",
+        type=float,
+        default=0.0,
+        help="the share of resumes a code change precedes (a comment in a random phase, a new code version; default 0)",
+    )
     p.add_argument("--items", type=int, default=4, help="items per tortured run (more items, more kills per run)")
     p.add_argument("--dir", default=None, help="work folder (default: a new temporary one, removed when all is well)")
     args = p.parse_args(argv)
@@ -79,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             items=args.items,
             run_seed=args.run_seed,
             pauses=args.pauses,
+            redeploy_share=args.redeploys,
             log=lambda s: print(s, flush=True),
         )
         kills = sum(r.kills for r in reps)

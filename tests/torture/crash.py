@@ -2,7 +2,15 @@
 at random instants and at kill points, freeze them (SIGSTOP at a pause point,
 then SIGCONT) with a short lease while an operator acts or does not, resume
 each time, answer in-doubt effects the way an operator would, and check what
-must hold afterwards."""
+must hold afterwards.
+
+With `redeploy_share`, the workflow runs from a copy of its file that is
+redeployed between attempts (issue 41): a comment lands in a phase chosen at
+random, under a new `PHASEGATE_CODE_VERSION`. An open phase replays its
+saved steps into the new code (replay.py); a done phase's drift is approved
+as an operator who shipped it would. Every invariant still holds: no effect
+repeated, the outputs an uninterrupted run's, and each attempt's code version
+recorded."""
 
 from __future__ import annotations
 
@@ -53,6 +61,10 @@ class RunReport:
     pauses: Counter[str] = field(default_factory=Counter)
     """Pauses that landed, by what the operator did while the holder was frozen."""
     attempts: int = 0
+    redeploys: int = 0
+    """Code changes landed between two of its attempts."""
+    versions: int = 0
+    """The distinct code versions its attempts recorded (`status --json`'s `code`)."""
     decisions: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     history: list[str] = field(default_factory=list)
@@ -75,6 +87,7 @@ class Torture:
         mode: str = "fork",
         point_share: float = 0.3,
         pause_share: float = 0.0,
+        redeploy_share: float = 0.0,
         log: Any = print,
     ) -> None:
         self.dir = workdir
@@ -86,6 +99,16 @@ class Torture:
         self.point_share = point_share
         self.pause_share = pause_share
         """Of the attempts that would be killed, the share frozen instead."""
+        self.redeploy_share = redeploy_share
+        """Of the attempts after a run's first, the share that a redeploy precedes."""
+        self.target = TARGET
+        self.deploys = 0
+        if redeploy_share:
+            deployed = self.dir / "deployed"
+            deployed.mkdir(exist_ok=True)
+            self.file = deployed / "torture.py"
+            shutil.copyfile(WORKFLOWS / "torture.py", self.file)
+            self.target = f"{self.file}:wf"
         self.log = log
         self.mod = _wfmod()
         self.corrections: dict[str, list[tuple[str, str]]] = {}
@@ -120,7 +143,7 @@ class Torture:
         rid = "reference"
         t0 = time.monotonic()
         r = proc.run(
-            ["run", TARGET, "--run-id", rid, "--input", json.dumps(self.inputs(rid)), "--db", str(self.db)],
+            ["run", self.target, "--run-id", rid, "--input", json.dumps(self.inputs(rid)), "--db", str(self.db)],
             mode=self.mode,
         )
         took = time.monotonic() - t0
@@ -135,7 +158,16 @@ class Torture:
         rep = RunReport(run_id, seed)
         trace = self.dir / f"{run_id}.trace"
         env = {"PHASEGATE_TEST_TRACE": str(trace)}
-        first = ["run", TARGET, "--run-id", run_id, "--input", json.dumps(self.inputs(run_id)), "--db", str(self.db)]
+        first = [
+            "run",
+            self.target,
+            "--run-id",
+            run_id,
+            "--input",
+            json.dumps(self.inputs(run_id)),
+            "--db",
+            str(self.db),
+        ]
         resume = ["resume", run_id, "--db", str(self.db)]
         points = self.mod.kill_points(self.items)
         reported: list[tuple[frozenset[str], int]] = []  # (phases status said were done, trace length after)
@@ -144,6 +176,9 @@ class Torture:
         while rep.attempts < limit:
             rep.attempts += 1
             args = resume if started else first
+            if self.redeploy_share and started and rng.random() < self.redeploy_share:
+                env["PHASEGATE_CODE_VERSION"] = self._redeploy(rng)
+                rep.redeploys += 1
             want_pause = sum(rep.pauses.values()) < pauses and (rep.kills >= kills or rng.random() < self.pause_share)
             if want_pause:
                 paused = self._paused(args, run_id, rng, rep, env)
@@ -197,7 +232,7 @@ class Torture:
                     reported.clear()
                     continue
                 break
-            if res.rc == 3 and self._answer(run_id, rep):
+            if res.rc == 3 and (self._approve_code(run_id, rep) or self._answer(run_id, rep)):
                 continue
             rep.violations.append(f"attempt {rep.attempts}: exit {res.rc}: {res.stdout.strip()} {res.stderr.strip()}")
             break
@@ -205,6 +240,39 @@ class Torture:
             rep.violations.append(f"no completion after {limit} attempts")
         self._check(run_id, trace, reported, rep)
         return rep
+
+    def _redeploy(self, rng: random.Random) -> str:
+        """A deploy lands: a comment in one phase, chosen at random, of the
+        workflow's file. Each deploy makes the file longer, so no bytecode
+        cached for an earlier one (keyed by mtime and size) is ever taken for it.
+
+        Returns:
+            The deploy's `PHASEGATE_CODE_VERSION`.
+        """
+        self.deploys += 1
+        phase = rng.choice([p.name for p in self.mod.wf.phases])
+        mark = f'    trace("start:{phase}")\n'
+        text = self.file.read_text()
+        self.file.write_text(text.replace(mark, mark + f"    # deploy {self.deploys}: {'-' * self.deploys}\n", 1))
+        return f"deploy-{self.deploys}"
+
+    def _approve_code(self, run_id: str, rep: RunReport) -> bool:
+        """Approve a deploy's drift of done phases, as the operator who
+        shipped it would. False when the run is blocked for anything else."""
+        blocked = self.status(run_id)["blocked"]
+        drifts = [b for b in blocked if b["kind"] == "env_mismatch"]
+        if not drifts or len(drifts) != len(blocked):
+            return False
+        changes = [c for b in drifts for c in b.get("changes", [])]
+        if not changes or not all(str(c.get("probe", "")).startswith("code:") for c in changes):
+            return False
+        args = ["decide", run_id, "approve", "--reason", "deployed: a comment", "--operator", "torture"]
+        r = self.cli(*args, "--db", str(self.db))
+        if r.rc != 0:
+            rep.violations.append(f"decide approve exited {r.rc}: {r.stderr.strip()}")
+            return False
+        rep.decisions["approve_code"] += 1
+        return True
 
     def _history(self, rep: RunReport, args: list[str], how: str, res: proc.Result, run_id: str) -> None:
         charged = Counter(r["key"].rsplit(":", 1)[-1] for r in self.mod.read_lines(self.inputs(run_id)["ledger"]))
@@ -404,6 +472,11 @@ class Torture:
             if again:
                 v.append(f"phases reported done were started again: {again} (done: {sorted(done)})")
                 break
+        code = st.get("code")
+        if code is None:
+            v.append("no code version recorded")
+        else:
+            rep.versions = len({a["digest"] for a in code["attempts"]} | {code["started"]["digest"]})
         r = self.cli("verify", "--db", str(self.db))
         if r.rc != 0:
             v.append(f"verify exited {r.rc}: {r.stdout.strip()[-500:]}")
@@ -442,10 +515,14 @@ def torture(
     run_seed: int | None = None,
     pauses: int = 0,
     pauses_per_run: int = 3,
+    redeploy_share: float = 0.0,
 ) -> list[RunReport]:
     """Torture runs until `kills` kills and `pauses` pauses have landed.
-    Prints each run's seed."""
-    t = Torture(workdir, items=items, mode=mode, log=log, pause_share=0.35 if pauses else 0.0)
+    Prints each run's seed. With `redeploy_share`, that share of the attempts
+    after a run's first is preceded by a code change (see the module)."""
+    t = Torture(
+        workdir, items=items, mode=mode, log=log, pause_share=0.35 if pauses else 0.0, redeploy_share=redeploy_share
+    )
     log(f"torture: seed {seed}, {kills} kills, {pauses} pauses, mode {mode}, reference run {t.duration * 1000:.0f} ms")
     reports: list[RunReport] = []
     total = 0
@@ -464,6 +541,7 @@ def torture(
             f"  {mark} run {rep.run_id} run-seed {rs}: {rep.kills} kills ({rep.point_kills} at kill points), "
             f"{sum(rep.pauses.values())} pauses {dict(rep.pauses) or ''}, "
             f"{rep.attempts} attempts, decisions {dict(rep.decisions) or '-'}"
+            + (f", {rep.redeploys} redeploys, {rep.versions} code versions" if redeploy_share else "")
         )
         for line in rep.violations:
             log(f"       {line}")

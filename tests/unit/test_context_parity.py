@@ -5,6 +5,7 @@ runner's own hooks are not part of either."""
 from __future__ import annotations
 
 import inspect
+import typing
 from typing import Any
 
 from phasegate import AsyncPhaseContext, PhaseContext
@@ -47,3 +48,12 @@ def test_what_waits_is_awaited_in_the_async_context_and_nothing_else() -> None:
 def test_the_runners_hooks_are_not_public() -> None:
     for cls in (PhaseContext, AsyncPhaseContext):
         assert not {"adopt", "settle", "close"} & set(_public(cls)), cls
+
+
+def test_ask_is_typed_to_return_the_schemas_type_in_both() -> None:
+    """`ctx.ask(..., bool)` is a bool to a type checker, awaited or not: the
+    overloads say so, the same in both contexts (no schema, or a type form
+    that is no class, is any JSON value: `Any`)."""
+    for cls in (PhaseContext, AsyncPhaseContext):
+        said = [(o.__annotations__["schema"], o.__annotations__["return"]) for o in typing.get_overloads(cls.ask)]
+        assert said == [("None", "Any"), ("type[T]", "T"), ("object", "Any")], cls
