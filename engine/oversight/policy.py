@@ -140,7 +140,8 @@ def damage(store: Store, conn: Any) -> list[trail.Damage]:
     if "phasegate_policy" not in store.tables:
         return []
     head, count, seal = store.policy.head(conn)
-    return trail.check_policy(store.policy.changes(conn, limit=None), head, count, seal, store.seal_key)
+    named = store.decisions.policies_named(conn)
+    return trail.check_policy(store.policy.changes(conn, limit=None), head, count, seal, store.seal_key, named)
 
 
 def check_whole(store: Store, conn: Any) -> None:
