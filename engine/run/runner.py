@@ -34,7 +34,7 @@ from ..authoring import retry, sources
 from ..authoring.retry import Attempt
 from ..authoring.workflow import Phase, Workflow
 from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
-from ..history import chain, trail
+from ..history import chain, trail, witness
 from ..ids import validate_run_id
 from ..observe import hooks, logs
 from ..outcome import BlockReason, Outcome
@@ -416,7 +416,9 @@ class Runner:
                 # be whole too, and still hold every change this run's
                 # decisions were fitted under (an older head restored, or the
                 # whole policy deleted, leaves one named and gone).
-                trail_damage += trail.check_policy(policies, *policy_head, self.store.seal_key, named)
+                trail_damage += witness.policy_damage(
+                    policies, *policy_head, self.store.seal_key, named, self.store.where
+                )
         # A "second" is no decision to carry out: one pending is damage (trail.py), never applied.
         # An answer is read by its question (parking.py), and a hold is the
         # start's own (`_acquire`): neither is the planner's to apply or void.

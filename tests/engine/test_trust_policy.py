@@ -146,3 +146,33 @@ def test_an_older_head_restored_or_the_policy_deleted_is_found(h: Harness, keyed
     assert r.returncode == 3 and "integrity" in r.stdout, r
     assert h.charges() == []
     assert {h.status(r)["status"] for r in ("r1", "r2")} <= {"interrupted", "blocked"}
+
+
+@pytest.mark.parametrize("forgery", [_older_head_restored, _policy_deleted], ids=["older-head", "deleted"])
+def test_a_tail_no_decision_names_yet_is_anchored_by_the_key_holders_witness(h: Harness, forgery) -> None:
+    """The change a forger takes back before anyone decided under it: no
+    decision names it, and an older head seals true. The key's holder kept
+    the head it wrote beside its key (history/witness.py): `verify`, `decide`
+    and the start sequence find the store's head older than that; recording
+    the policy anew is the operator's word for it again."""
+    env = _keyed(h)
+    assert h.run("r1", kill="start:charge", env=env).killed
+    assert h.cli("policy", "--require-second", "reset", "--reason", "one", env=env).returncode == 0
+    head = _head(h)
+    p = h.cli("policy", "--require-second", "rewind,cancel,pause", "--reason", "two", env=env)
+    assert p.returncode == 0, p
+    forgery(h, head)
+    v = h.cli("verify", "--json", env=env)
+    assert v.returncode == 3, v
+    (pol,) = [r for r in json.loads(v.stdout) if r.get("policy")]
+    assert any("this key's holder saw 2" in d["detail"] for d in pol["policy"]), pol
+    before = h.dump()
+    c = h.cli("cancel", "r1", "--reason", "alone", env=env)
+    assert c.returncode != 0 and "policy's history is damaged" in c.stderr, c
+    assert h.dump() == before and h.status("r1")["status"] != "cancelled"
+    # The operator records the policy anew: the head as it stands is vouched for again.
+    p = h.cli("policy", "--require-second", "rewind,cancel,pause", "--reason", "restored", env=env)
+    assert p.returncode == 0, p
+    assert h.cli("verify", env=env).returncode == 0
+    c = h.cli("cancel", "r1", "--reason", "alone", env=env)
+    assert c.returncode == 0 and "proposed" in c.stdout, c
