@@ -8,7 +8,16 @@ them turned off (`trail.run_row` answering nothing, the key mark not read),
 alternated in one process, on a tmpfs where there is one (as figure 3b: with
 fsync out of the way the checks' CPU share is at its largest); the ratio is
 the median of the pairs'. The
-checkpoint path is not touched by them (its seal was already the store's)."""
+checkpoint path is not touched by them (its seal was already the store's).
+
+Round 4 of #38 adds, timed alone on a keyed store: the policy's head against
+the changes decisions name (`Decisions.policies_named`, one DISTINCT over
+the decisions, on verify and decide; a resume looks only at its own rows)
+and against the head the key's holder kept beside its key
+(`witness.policy_damage`: a small file read under a lock), and at decide
+time the answer checked by the question's own type (`answertype.check_typed`:
+the workflow's file executed afresh, the asking phase's source parsed, the
+type evaluated and described)."""
 
 from __future__ import annotations
 
@@ -18,8 +27,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from phasegate import Engine, PhaseContext, Workflow
-from phasegate.history import trail
+from phasegate.decide import answertype
+from phasegate.history import trail, witness
 from phasegate.store import _seals
+from phasegate.views.models import QuestionView
 
 from ._util import Figure, at_most, median
 from .seals import _place
@@ -139,6 +150,7 @@ def run(quick: bool, rounds: int) -> list[Figure]:
                 samples=ratios,
             )
         )
+        figures += _round4(d, runs)
         own = _own_cost(db)
         figures.append(
             Figure(
@@ -170,3 +182,111 @@ def _own_cost(db: Path) -> float:
                 store.policy.head(conn)
                 trail.run_row(row, rows)
             return (time.perf_counter() - t0) / n
+
+
+_TYPED = """
+from typing import Annotated
+from pydantic import AfterValidator
+from phasegate import PhaseContext, Workflow
+
+
+def at_most_1000(v: int) -> int:
+    if v > 1000:
+        raise ValueError("at most 1000")
+    return v
+
+
+wf = Workflow("typed-bench")
+
+
+@wf.phase()
+def amount(ctx: PhaseContext) -> int:
+    return int(ctx.ask("amount", "How much?", Annotated[int, AfterValidator(at_most_1000)]))
+"""
+
+
+def _round4(d: Path, runs: int) -> list[Figure]:
+    """Round 4's checks, each timed alone (per call, the median of rounds of 200)."""
+    import os
+
+    from phasegate.run.parking import json_schema
+
+    key = d / "round4.key"
+    key.write_bytes(os.urandom(32).hex().encode())
+    key.chmod(0o600)
+    was = os.environ.get("PHASEGATE_SEAL_KEY_FILE")
+    os.environ["PHASEGATE_SEAL_KEY_FILE"] = str(key)
+    wf = _workflow()
+    db = d / "keyed.db"
+    try:
+        with Engine(db) as eng:
+            eng.oversight.set_policy(reason="bench", require_second="rewind")
+            for i in range(runs):
+                eng.run(wf, f"r{i:04d}", {})
+                eng.decide(f"r{i:04d}", "pause", reason="look")
+            store = eng.store
+
+            def named() -> None:
+                with store.read() as conn:
+                    store.decisions.policies_named(conn)
+
+            def head() -> None:
+                with store.read() as conn:
+                    last, count, seal = store.policy.head(conn)
+                    rows = store.policy.changes(conn, limit=None)
+                    witness.policy_damage(rows, last, count, seal, store.seal_key, {1}, store.where)
+
+            named_s = _per_call(named)
+            head_s = _per_call(head)
+    finally:
+        if was is None:
+            os.environ.pop("PHASEGATE_SEAL_KEY_FILE", None)
+        else:
+            os.environ["PHASEGATE_SEAL_KEY_FILE"] = was
+    file = d / "typed_bench.py"
+    file.write_text(_TYPED)
+    from typing import Annotated
+
+    from pydantic import AfterValidator
+
+    schema = json_schema("bench", Annotated[int, AfterValidator(lambda v: v)])
+    q = QuestionView("amount", "amount", "How much?", schema, None, 0.0, None, "open")
+    typed_s = _per_call(lambda: answertype.check_typed(f"{file}:wf", q, 700), n=20)
+    return [
+        Figure(
+            "trust round 4: the policy anchored by the decisions (verify, decide), per call",
+            named_s * 1e3,
+            "ms",
+            group="3d trust checks",
+            baseline=f"{runs} runs with a decision each, keyed SQLite",
+            detail="one SELECT DISTINCT policy_id over the decisions; a resume uses its own rows' ids (no read)",
+        ),
+        Figure(
+            "trust round 4: the policy's head against the key holder's witness, per check",
+            head_s * 1e3,
+            "ms",
+            group="3d trust checks",
+            baseline="the head's three meta rows, every change, and KEY.seen read under a shared lock",
+            detail="on verify, on decide, and on a resume with a pending decision",
+        ),
+        Figure(
+            "trust round 4: decide answer checked by the question's own type, per answer",
+            typed_s * 1e3,
+            "ms",
+            group="3d trust checks",
+            baseline="only an answer to a question with a schema pays it",
+            detail="the workflow file executed afresh (isolated), the phase's source parsed, the type evaluated,"
+            " its JSON Schema compared to the stored one, pydantic's strict check",
+        ),
+    ]
+
+
+def _per_call(fn: Callable[[], object], n: int = 200) -> float:
+    """Seconds a call, the median of five rounds of `n`."""
+    out = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        out.append((time.perf_counter() - t0) / n)
+    return median(out)

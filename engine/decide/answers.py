@@ -16,6 +16,7 @@ from ..safetext import safe
 from ..states import RunStatus
 from ..timefmt import iso
 from ..views.models import QuestionView, RunView
+from .answertype import check_typed
 
 #: A value given for an answer, told apart from JSON `null` (which is a value).
 NO_VALUE: Any = object()
@@ -118,7 +119,7 @@ def fit_answer(view: RunView, question: str | None, value: Any, now: float) -> t
 
     Raises:
         UsageError: no question or value (its `options` say which), no such open question, or a
-            value its schema refuses.
+            value its schema or its own type (validators included, `answertype.check_typed`) refuses.
         DecisionError: the run cannot be answered now (it is over), or the question timed out.
     """
     if not question:
@@ -137,6 +138,9 @@ def fit_answer(view: RunView, question: str | None, value: Any, now: float) -> t
             f"question {q.name!r} of run {view.run_id!r} timed out at {iso(q.deadline)}; the run goes on without it"
         )
     plain = check_value(q, value)
+    # The question's own type, validators included, where the workflow's code
+    # can be imported: what the resume would refuse is refused here, unrecorded.
+    check_typed(view.target, q, plain)
     # A pending answer shows the question answered (`find` refuses a second);
     # a proposed one is the gate's: one proposal of an action at a time.
     return q, {"question": q.name, "phase": q.phase, "asked_at": q.asked_at, "value": plain}

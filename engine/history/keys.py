@@ -19,7 +19,7 @@ import hmac
 import math
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError
@@ -43,6 +43,9 @@ class SealKey:
     """The key's bytes (never shown, never stored)."""
     key_id: str = ""
     """A public name of the key: 16 hex digits of a hash over it."""
+    source: str = field(default="", compare=False)
+    """The file it was read from ("" when none): its holder's own place,
+    where what it saw of a store's policy is kept (history/witness.py)."""
 
     def mac(self, data: bytes) -> str:
         """The keyed seal of `data`.
@@ -153,7 +156,7 @@ def load(path: str | os.PathLike[str], name: str = KEY_FILE_ENV) -> SealKey:
         raise UsageError(f"{where} holds {len(secret)} bytes; a key needs at least {_MIN_BYTES}")
     if len(secret) > _MAX_BYTES:
         raise UsageError(f"{where} is larger than {_MAX_BYTES} bytes: not a key file")
-    return SealKey(secret, key_id(secret))
+    return SealKey(secret, key_id(secret), str(p))
 
 
 _SQLITE_HEADER = b"SQLite format 3\x00"

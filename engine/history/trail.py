@@ -218,11 +218,23 @@ def check_messages(rows: Iterable[Any], key: keys.SealKey | None) -> list[Damage
 
 
 def check_policy(
-    rows: Iterable[Any], head: int | None, count: int | None, head_seal: str | None, key: keys.SealKey | None
+    rows: Iterable[Any],
+    head: int | None,
+    count: int | None,
+    head_seal: str | None,
+    key: keys.SealKey | None,
+    named: Iterable[int] = (),
 ) -> list[Damage]:
     """Every way the policy's changes differ from their seals, links and
     count, and the head (newest change and count) from its own seal: a
     deleted or re-ordered tail, with the meta's head moved back, is found.
+
+    The head's seal vouches for a head phasegate wrote, not for the newest
+    one: a copy of an earlier head, restored with the changes after it
+    deleted (or the whole policy deleted, head and all), seals true. So the
+    decisions anchor it: each names, under its own seal, the change it was
+    fitted under, and a change a decision names must still be in the
+    history the head reaches.
 
     Args:
         rows: Every policy row.
@@ -230,12 +242,26 @@ def check_policy(
         count: How many changes the meta counts (None: not counted).
         head_seal: The head's seal, as the meta keeps it.
         key: The store's seal key (`Store.seal_key`).
+        named: The changes decisions name (`Decisions.policies_named`, or a
+            run's own rows' `policy_id`).
 
     Returns:
         The damage found; empty when the log is whole.
     """
     by_id = {int(r.id): r for r in rows}
     damage = _links("policy", by_id, head, count, POLICY_SEALED, key)
+    gone = sorted({int(i) for i in named} - set(by_id))
+    if gone:
+        said = ", ".join(str(i) for i in gone[:5]) + (" ..." if len(gone) > 5 else "")
+        damage.append(
+            Damage(
+                "policy",
+                gone[-1],
+                "missing",
+                f"policy change(s) {said} named by sealed decisions are not in the policy's history"
+                f" (its head names {head if head is not None else 'none'}): deleted, or an older head restored",
+            )
+        )
     if not by_id and not head and not count and not head_seal:
         return damage  # no policy was ever recorded
     newest = by_id.get(head) if head is not None else None

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import _json, bounds
 from ..errors import DecisionError, UsageError
-from ..history import trail
+from ..history import trail, witness
 from ..states import Action, ActionName
 from ..store.store import NewPolicy, Store
 from ..timefmt import iso
@@ -140,7 +140,9 @@ def damage(store: Store, conn: Any) -> list[trail.Damage]:
     if "phasegate_policy" not in store.tables:
         return []
     head, count, seal = store.policy.head(conn)
-    return trail.check_policy(store.policy.changes(conn, limit=None), head, count, seal, store.seal_key)
+    named = store.decisions.policies_named(conn)
+    rows = store.policy.changes(conn, limit=None)
+    return witness.policy_damage(rows, head, count, seal, store.seal_key, named, store.where)
 
 
 def check_whole(store: Store, conn: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..history import trail
+from ..history import trail, witness
 from ..states import HOLDS, Action
 from ..store.store import Store
 from .planner import Pending
@@ -61,9 +61,13 @@ def read(store: Store, run_id: str, distinct: trail.Distinct) -> DecisionsRead:
         # The run row's status and hold, against the sealed decisions (a
         # cancelled run stays cancelled whatever its row was edited to).
         damage += trail.run_row(run, rows)
-        if any(d.state == "pending" for d in rows):
-            # What needed a second is the policy's to say: its history must be whole too.
-            damage += trail.check_policy(policies, *policy_head, store.seal_key)
+        named = {int(d.policy_id) for d in rows if d.policy_id is not None}
+        if any(d.state == "pending" for d in rows) or not named <= {int(p.id) for p in policies}:
+            # What needed a second is the policy's to say: its history must
+            # be whole too, and still hold every change this run's
+            # decisions were fitted under (an older head restored, or the
+            # whole policy deleted, leaves one named and gone).
+            damage += witness.policy_damage(policies, *policy_head, store.seal_key, named, store.where)
     # A "second" is no decision to carry out: one pending is damage (trail.py), never applied.
     # An answer is read by its question (parking.py), and a hold is the
     # start's own (`_acquire`): neither is the planner's to apply or void.

@@ -246,6 +246,13 @@ class Decisions:
         )
         return _rowcheck.check_all(decisions, conn.execute(q))
 
+    def policies_named(self, conn: Connection) -> set[int]:
+        """The policy changes the store's decisions name as the one they were
+        fitted under (each sealed in its decision): the policy's head must
+        still reach every one (history/trail.py `check_policy`)."""
+        q = select(decisions.c.policy_id).where(decisions.c.policy_id.is_not(None)).distinct()
+        return {int(pid) for (pid,) in conn.execute(q)}
+
     def count_open_proposals(self, conn: Connection, now: float) -> int:
         """How many proposals of any run still wait for a second operator at `now`."""
         q = (

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Connection, Row
 
-from ..history import trail
+from ..history import trail, witness
 from . import _rowcheck
 from ._database import Database
 from ._meta import POLICY_COUNT, POLICY_HEAD, POLICY_LAST, Meta
@@ -123,6 +123,11 @@ class PolicyChanges:
         self._meta.put(conn, POLICY_LAST, "" if last is None else str(last))
         self._meta.put(conn, POLICY_COUNT, str(count))
         self._meta.put(conn, POLICY_HEAD, trail.policy_head_seal(last, count, last_seal, self._db.seal_key))
+        # The key's holder keeps the head it wrote (history/witness.py): a
+        # copy of an older head, restored later, is then found. Kept before
+        # the commit: a change rolled back after it is reported, and a
+        # change recorded anew vouches for the head again.
+        witness.saw(self._db.seal_key, self._db.where, last, count, anew=True)
 
     def record(self, conn: Connection, change: NewPolicy) -> int:
         """A change of the policy, in force from now on, linked to the last

@@ -10,7 +10,13 @@ under a key they may also recompute every seal they touch as a plain hash,
 and insert a forged second from another identity (all a forger without the
 key can do). #38 adds the run row's edits (a cancelled run's status and hold
 put back, a paused one's) and the policy's tail deleted with the meta's head
-moved back (its head seal recomputed as a plain hash where the forger may).
+moved back (its head seal recomputed as a plain hash where the forger may),
+a copy of an earlier head restored with the changes after it deleted, the
+whole policy deleted, and a cancelled run's row given a dead worker's lease.
+The last three leave a plain store a history anyone could have written
+(nothing to recompute), so only a keyed store is held to them: there the
+decisions fitted under the lost changes, and the key holder's witness of
+the head (history/witness.py), anchor it.
 What is checked is the chain: each approval applied writes an `env` marker,
 and there may never be more markers than approvals a model of the rules says
 were legitimately made; and once a cancel is recorded, no checkpoint is ever
@@ -76,6 +82,10 @@ edit = st.tuples(
             "policy-off",
             "policy-tail",
             "uncancel",
+            "snapshot-head",
+            "policy-replay",
+            "policy-delete",
+            "lease",
         ]
     ),  # fmt: skip
     st.integers(0, 8),
@@ -131,10 +141,43 @@ def _checkpoints(db: Path) -> int:
         return int(con.execute("SELECT count(*) FROM phasegate_checkpoints").fetchone()[0])
 
 
-def _edit(db: Path, what: str, pick: int, reseal: bool) -> None:
+#: Edits that leave a plain store a whole history (nothing sealed to
+#: recompute): a forger's, held to a keyed store only.
+WHOLE_ON_PLAIN = frozenset({"policy-replay", "policy-delete"})
+HEAD_KEYS = ("policy_last", "policy_count", "policy_head")
+
+
+def _edit(db: Path, what: str, pick: int, reseal: bool, saved: dict[str, str]) -> None:
     with closing(sqlite3.connect(db)) as con:
         con.row_factory = sqlite3.Row
         rows = [dict(r) for r in con.execute("SELECT * FROM phasegate_decisions ORDER BY id")]
+        if what == "snapshot-head":
+            # The forger's copy of the head as it is now, to put back later.
+            saved.clear()
+            saved.update({str(k): str(v) for k, v in con.execute("SELECT key, value FROM phasegate_meta")
+                          if k in HEAD_KEYS})  # fmt: skip
+            return
+        if what == "policy-replay":
+            if not saved.get("policy_last"):
+                return
+            con.execute("DELETE FROM phasegate_policy WHERE id > ?", (int(saved["policy_last"]),))
+            for k, v in saved.items():
+                con.execute("UPDATE phasegate_meta SET value = ? WHERE key = ?", (v, k))
+            con.commit()
+            return
+        if what == "policy-delete":
+            con.execute("DELETE FROM phasegate_policy")
+            con.execute(f"DELETE FROM phasegate_meta WHERE key IN {HEAD_KEYS!r}")
+            con.commit()
+            return
+        if what == "lease":
+            # A cancelled run's row made a dead worker's: the next start is a takeover.
+            con.execute(
+                "UPDATE phasegate_runs SET status = 'running', held_json = NULL, lease_owner = 'w-gone',"
+                " lease_expires_at = 1.0 WHERE status = 'cancelled'"
+            )
+            con.commit()
+            return
         if what == "uncancel":
             # The run row put back to a stopped run with no hold: one UPDATE (finding 3).
             con.execute("UPDATE phasegate_runs SET status = 'blocked', held_json = NULL WHERE status = 'cancelled'")
@@ -214,6 +257,7 @@ def _check(tmp: Path, script: list[tuple[Any, ...]], *, keyed: bool) -> None:
     os.environ["PHASEGATE_SEAL_KEY_FILE"] = str(key) if keyed else ""
     RATE["value"], FAIL["on"] = "v1", True
     m = Model()
+    saved: dict[str, str] = {}
     try:
         with Engine(db) as eng:
             eng.run(wf, "r", {})
@@ -245,8 +289,9 @@ def _check(tmp: Path, script: list[tuple[Any, ...]], *, keyed: bool) -> None:
                         m.listed = step[1]
                         _set_policy(eng, step[1], web_account=os_account())
                     elif kind == "edit":
-                        if keyed or not step[3]:  # a plain store is held to raw edits only
-                            _edit(db, step[1], step[2], step[3])
+                        # A plain store is held to raw edits only.
+                        if keyed or not (step[3] or step[1] in WHOLE_ON_PLAIN):
+                            _edit(db, step[1], step[2], step[3], saved)
                     elif kind == "cancel":
                         _as(step[1])
                         eng.decide("r", "cancel", reason="stop it")
@@ -300,6 +345,19 @@ def _check(tmp: Path, script: list[tuple[Any, ...]], *, keyed: bool) -> None:
     script=[("policy", False), ("policy", True), ("edit", "policy-tail", 0, True), ("propose", "ann"), ("apply", True)],
     keyed=True,
 )
+# The holes of round 3: an older head restored before anyone decided under
+# the newer change, the whole policy deleted, a cancelled run's lease.
+@example(
+    script=[("policy", False), ("edit", "snapshot-head", 0, False), ("policy", True),
+            ("edit", "policy-replay", 0, False), ("propose", "ann"), ("apply", False)],
+    keyed=True,
+)  # fmt: skip
+@example(script=[("edit", "policy-delete", 0, False), ("propose", "ann"), ("apply", False)], keyed=True)
+@example(
+    script=[("propose", "bob"), ("edit", "policy-delete", 0, False), ("propose", "ann"), ("apply", False)],
+    keyed=True,
+)
+@example(script=[("cancel", "ann"), ("edit", "lease", 0, False), ("apply", False)], keyed=False)
 def test_no_listed_action_is_applied_without_a_second_from_another_identity(
     tmp_path: Path, script: list[tuple[Any, ...]], keyed: bool
 ) -> None:

@@ -1,6 +1,7 @@
 """Trust round 3 (#38), finding 1 / What to build 1: an answer keeps its
 question's type. `decide answer` refuses what the stored schema refuses, an
-integer strictly (1e308 is no int); at resume, an answer the question's own
+integer strictly (1e308 is no int), and what the question's own pydantic type
+refuses where the workflow's code can be imported (decide/answertype.py); at resume, an answer the question's own
 pydantic type refuses (a validator the stored schema lost) never reaches the
 phase: the run waits on the question again with the refusal as its reason,
 and the next answer is taken. `ctx.ask` returns an instance of its type, in
@@ -21,12 +22,35 @@ def _answer(h: Harness, question: str, value: str, env: dict[str, str] | None = 
     return h.decide("r1", "answer", "--question", question, "--value", value, env=env)
 
 
-def test_a_type_refused_answer_never_reaches_the_phase(h: Harness) -> None:
+def test_decide_refuses_what_the_questions_own_type_refuses(h: Harness) -> None:
+    """The validator the stored schema lost is the question's type's: `decide`
+    finds the type in the workflow's code and refuses, exit 2, nothing recorded."""
     p = h.cli("run", f"{WF}:wf", "--run-id", "r1", env=PARK)
     assert p.returncode == 5, p
-    # The stored schema cannot see the validator: the decision is recorded...
+    before = h.dump()
+    refused = _answer(h, "amount", "5000")
+    assert refused.returncode == 2, refused
+    line = one_line_error(refused)
+    assert "amount" in line and "at most 1000" in line, line
+    assert h.dump() == before
+    assert _answer(h, "amount", "700").returncode == 0
+    assert h.resume("r1", env=PARK).returncode == 5  # now waiting on `count`
+    assert h.trace() == ["amount int 700"]
+
+
+def test_a_type_refused_answer_never_reaches_the_phase(h: Harness) -> None:
+    """Where decide cannot see the type (the code does not load there), the
+    resume still refuses: back to waiting on the question, saying why."""
+    copy = h.tmp / "typed_answers.py"
+    copy.write_text(WF.read_text())
+    p = h.cli("run", f"{copy}:wf", "--run-id", "r1", env=PARK)
+    assert p.returncode == 5, p
+    # The code is away while the answer is given: decide checks the stored
+    # schema only (which the validator is not in), and records it...
+    copy.rename(h.tmp / "away")
     assert _answer(h, "amount", "5000").returncode == 0
-    # ...and the resume refuses it: back to waiting on the same question, saying why.
+    (h.tmp / "away").rename(copy)
+    # ...and the resume refuses it.
     r = h.resume("r1", env=PARK)
     assert r.returncode == 5, r
     assert h.trace() == []

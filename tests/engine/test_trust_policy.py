@@ -90,3 +90,89 @@ def test_a_keyed_store_upgraded_without_its_key_is_left_unsealed_and_says_so(h: 
     # Recording the policy anew, with the key, seals the head again.
     assert h.cli("policy", "--require-second", "rewind,cancel,pause", "--reason", "anew", env=env).returncode == 0
     assert h.cli("verify", env=env).returncode == 0
+
+
+def _head(h: Harness) -> list[tuple[str, str]]:
+    rows = h.sql(
+        "SELECT key, value FROM phasegate_meta WHERE key IN ('policy_last', 'policy_count', 'policy_head') ORDER BY key"
+    )
+    return [(str(k), str(v)) for k, v in rows]
+
+
+def _older_head_restored(h: Harness, head: list[tuple[str, str]]) -> None:
+    """A forger's replay: every change after the copied head deleted, and the
+    copy (a head phasegate itself sealed, earlier) put back."""
+    last = int(dict(head)["policy_last"])
+    h.sql("DELETE FROM phasegate_policy WHERE id > ?", (last,))
+    for k, v in head:
+        h.sql("UPDATE phasegate_meta SET value = ? WHERE key = ?", (v, k))
+
+
+def _policy_deleted(h: Harness, head: list[tuple[str, str]]) -> None:
+    """The whole policy gone: every change and the head, as if none was ever recorded."""
+    h.sql("DELETE FROM phasegate_policy")
+    h.sql("DELETE FROM phasegate_meta WHERE key IN ('policy_last', 'policy_count', 'policy_head')")
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+@pytest.mark.parametrize("forgery", [_older_head_restored, _policy_deleted], ids=["older-head", "deleted"])
+def test_an_older_head_restored_or_the_policy_deleted_is_found(h: Harness, keyed: bool, forgery) -> None:
+    """Both seal true (an older head is one phasegate sealed; no policy at all
+    is a store that never had one): the decisions fitted under the newer
+    changes anchor the head, by their own seals, for `verify`, for `decide`
+    and for the start sequence."""
+    env = _keyed(h) if keyed else {}
+    assert h.run("r1", kill="start:charge", env=env).killed
+    assert h.run("r2", kill="start:charge", env=env).killed
+    assert h.cli("policy", "--require-second", "reset", "--reason", "one", env=env).returncode == 0
+    head = _head(h)
+    p = h.cli("policy", "--require-second", "rewind,cancel,pause", "--reason", "two", env=env)
+    assert p.returncode == 0, p
+    p = h.cli("cancel", "r2", "--reason", "duplicate order", env=env)
+    assert p.returncode == 0 and "proposed" in p.stdout, p
+    assert h.cli("verify", env=env).returncode == 0
+    forgery(h, head)
+    v = h.cli("verify", "--json", env=env)
+    assert v.returncode == 3, v
+    (pol,) = [r for r in json.loads(v.stdout) if r.get("policy")]
+    assert any("named by sealed decisions" in d["detail"] for d in pol["policy"]), pol
+    # One person's cancel of the other run is not applied under the older rule (or none).
+    before = h.dump()
+    c = h.cli("cancel", "r1", "--reason", "alone", env=env)
+    assert c.returncode != 0 and "policy's history is damaged" in c.stderr, c
+    assert h.dump() == before
+    # The run whose proposal names the deleted change stops at its start.
+    r = h.resume("r2", env=env)
+    assert r.returncode == 3 and "integrity" in r.stdout, r
+    assert h.charges() == []
+    assert {h.status(r)["status"] for r in ("r1", "r2")} <= {"interrupted", "blocked"}
+
+
+@pytest.mark.parametrize("forgery", [_older_head_restored, _policy_deleted], ids=["older-head", "deleted"])
+def test_a_tail_no_decision_names_yet_is_anchored_by_the_key_holders_witness(h: Harness, forgery) -> None:
+    """The change a forger takes back before anyone decided under it: no
+    decision names it, and an older head seals true. The key's holder kept
+    the head it wrote beside its key (history/witness.py): `verify`, `decide`
+    and the start sequence find the store's head older than that; recording
+    the policy anew is the operator's word for it again."""
+    env = _keyed(h)
+    assert h.run("r1", kill="start:charge", env=env).killed
+    assert h.cli("policy", "--require-second", "reset", "--reason", "one", env=env).returncode == 0
+    head = _head(h)
+    p = h.cli("policy", "--require-second", "rewind,cancel,pause", "--reason", "two", env=env)
+    assert p.returncode == 0, p
+    forgery(h, head)
+    v = h.cli("verify", "--json", env=env)
+    assert v.returncode == 3, v
+    (pol,) = [r for r in json.loads(v.stdout) if r.get("policy")]
+    assert any("this key's holder saw 2" in d["detail"] for d in pol["policy"]), pol
+    before = h.dump()
+    c = h.cli("cancel", "r1", "--reason", "alone", env=env)
+    assert c.returncode != 0 and "policy's history is damaged" in c.stderr, c
+    assert h.dump() == before and h.status("r1")["status"] != "cancelled"
+    # The operator records the policy anew: the head as it stands is vouched for again.
+    p = h.cli("policy", "--require-second", "rewind,cancel,pause", "--reason", "restored", env=env)
+    assert p.returncode == 0, p
+    assert h.cli("verify", env=env).returncode == 0
+    c = h.cli("cancel", "r1", "--reason", "alone", env=env)
+    assert c.returncode == 0 and "proposed" in c.stdout, c

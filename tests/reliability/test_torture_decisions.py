@@ -1,6 +1,8 @@
-"""Decision and policy damage at CI size (#29): every kind of damage raw,
-with and without a seal key, and forged with recomputed plain seals under a
-key: each detected by `verify`, none applied by the worker."""
+"""Decision and policy damage at CI size (#29, #38): every kind of damage
+raw, with and without a seal key, and forged with recomputed plain seals
+under a key, on SQLite and on PostgreSQL: each detected by `verify`, none
+applied by the worker. `PHASEGATE_TEST_SOAK=1` runs every kind three times
+over in each mode."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.seeds import replay_hint
+from tests.support.soak import size
 from tests.torture import decisions
 
 pytestmark = [
@@ -22,13 +25,16 @@ pytestmark = [
 ]
 
 
-def test_decision_and_policy_damage_is_detected_and_never_applied(seed: int) -> None:
-    n = len(decisions.KINDS) * 3
+@pytest.mark.parametrize("backend", decisions.BACKENDS)
+def test_decision_and_policy_damage_is_detected_and_never_applied(seed: int, backend: str) -> None:
+    if backend == "postgres":
+        pytest.importorskip("psycopg", reason="pip install '.[postgres]' for the PostgreSQL soak")
+    n = len(decisions.KINDS) * 3 * size(1, 3)
     # pytest's own folders are private to root; the second operator (nobody) must reach the store.
     work = Path(tempfile.mkdtemp(prefix="phasegate-decisions-"))
     os.chmod(work, 0o777)
     try:
-        cases = decisions.soak(n, seed, work / "soak", log=lambda s: None)
+        cases = decisions.soak(n, seed, work / "soak", backend=backend, log=lambda s: None)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     bad = [f"{c.kind} keyed={c.keyed} forged={c.forged}: {'; '.join(c.notes)}" for c in cases if not c.ok]

@@ -54,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="cases of decision and policy damage, with and without a seal key (default 0; needs root and setpriv)",
     )
+    p.add_argument(
+        "--decision-backend",
+        choices=("sqlite", "postgres", "both"),
+        default="sqlite",
+        help="where the decision damage lands: a SQLite file, a PostgreSQL schema ($PHASEGATE_TEST_PG), or both",
+    )
     p.add_argument("--run-seed", type=int, default=None, help="replay one tortured run by its printed run-seed")
     p.add_argument("--only", default=None, help="one corruption kind, e.g. delete-effect")
     p.add_argument(
@@ -124,7 +130,14 @@ def main(argv: list[str] | None = None) -> int:
         failed += sum(1 for r in creps if r.violations)
     if args.decision_damage > 0 and args.run_seed is None:
         os.chmod(work, 0o777)  # the second operator (nobody) reaches the store through it
-        dreps = decisions.soak(args.decision_damage, seed, work / "decisions", log=lambda s: print(s, flush=True))
+        backends = decisions.BACKENDS if args.decision_backend == "both" else (args.decision_backend,)
+        dreps = [
+            c
+            for b in backends
+            for c in decisions.soak(
+                args.decision_damage, seed, work / f"decisions-{b}", backend=b, log=lambda s: print(s, flush=True)
+            )
+        ]
         print(decisions.summary(dreps), flush=True)
         failed += sum(1 for r in dreps if not r.ok)
     print(
