@@ -1,109 +1,95 @@
-"""Group 14, agent frameworks (#37): a pydantic-ai agent on phasegate
-(`PhasegateDurability`) against the same agent as plain pydantic-ai, both on
-pydantic-ai's scripted `FunctionModel` (no network: what is measured is what
-phasegate adds, not a model's latency).
+"""Group 14, agent frameworks (#37): an agent on phasegate against the same
+agent run plainly, for each framework an adapter exists for (pydantic-ai's
+`PhasegateDurability`, the OpenAI Agents SDK's `PhasegateRunner`), each on
+its framework's own scripted model (bench/scripted_agents.py), measured the
+same way:
 
 - a durable model request against a plain one: an agent of one model
   request, run `n` times inside one phase (each request one durable step,
   committed) and `n` times outside any phase;
 - a 20-turn agent (19 tool calls, one a turn, then its answer: 20 model
-  requests and 19 tool steps), one run of a workflow against one plain
-  `agent.run`.
+  requests and 19 tool steps), one run of a workflow against one plain run.
 
-Skipped with the reason when the pydantic-ai extra is not installed.
+A framework not installed is skipped with the reason.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from phasegate import AsyncPhaseContext, Engine, Workflow
 
+from . import scripted_agents
 from ._util import Figure, median, scratch
+from .scripted_agents import TURNS, Framework
 
 GROUP = "14 agent frameworks"
-TURNS = 20
+FRAMEWORKS = {"pydantic-ai": scripted_agents.pydantic_ai, "openai-agents": scripted_agents.openai_agents}
+"""Each framework's name and how its agents are made (or why they cannot be)."""
 
 
 def run(quick: bool, rounds: int) -> list[Figure]:
-    try:
-        import pydantic_ai  # noqa: F401
-    except ImportError:
-        return skipped("pydantic-ai is not installed (pip install '.[pydantic-ai]')")
-    return [_request(20 if quick else 100, rounds), _twenty_turns(rounds)]
+    out: list[Figure] = []
+    for name, make in FRAMEWORKS.items():
+        fw = make()
+        if isinstance(fw, str):
+            out += _skipped(name, fw)
+        else:
+            out += [_request(fw, 20 if quick else 100, rounds), _twenty_turns(fw, rounds)]
+    return out
 
 
 def skipped(why: str) -> list[Figure]:
+    return [f for name in FRAMEWORKS for f in _skipped(name, why)]
+
+
+def _skipped(name: str, why: str) -> list[Figure]:
     return [
-        Figure(_REQUEST, None, "x", None, None, group=GROUP, skipped=why),
-        Figure(_TWENTY, None, "x", None, None, group=GROUP, skipped=why),
+        Figure(_request_name(name, "?"), None, "x", None, None, group=GROUP, skipped=why),
+        Figure(_turns_name(name, "?"), None, "x", None, None, group=GROUP, skipped=why),
     ]
 
 
-_REQUEST = "pydantic-ai durable model request / plain (FunctionModel)"
-_TWENTY = f"pydantic-ai {TURNS}-turn agent, phasegate / plain (FunctionModel)"
+def _request_name(name: str, model: str) -> str:
+    return f"{name} durable model request / plain ({model})"
 
 
-def _agents() -> tuple[Any, Any]:
-    from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
-
-    from phasegate.integrations.pydantic_ai import PhasegateDurability
-
-    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        return ModelResponse(parts=[TextPart("ok")])
-
-    def turns(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        turn = sum(isinstance(m, ModelResponse) for m in messages)
-        if turn < TURNS - 1:
-            return ModelResponse(parts=[ToolCallPart("note", {"i": turn}, tool_call_id=f"c{turn}")])
-        return ModelResponse(parts=[TextPart("done")])
-
-    one = Agent(FunctionModel(answer), name="bench-one", capabilities=[PhasegateDurability()])
-    many = Agent(FunctionModel(turns), name="bench-turns", capabilities=[PhasegateDurability()])
-
-    @many.tool_plain
-    async def note(i: int) -> int:
-        return i
-
-    return one, many
+def _turns_name(name: str, model: str) -> str:
+    return f"{name} {TURNS}-turn agent, phasegate / plain ({model})"
 
 
-def _request(n: int, rounds: int) -> Figure:
-    one, _ = _agents()
+def _request(fw: Framework, n: int, rounds: int) -> Figure:
     durable: list[float] = []
     plain: list[float] = []
-    wf = Workflow("bench-pai-requests")
+    wf = Workflow(f"bench-{fw.name}-requests")
 
     @wf.phase()
     async def loop(ctx: AsyncPhaseContext) -> None:
         t0 = time.perf_counter()
         for _ in range(n):
-            await one.run("go")
+            await fw.durable_one()
         durable.append((time.perf_counter() - t0) / n)
 
     async def outside() -> None:
         t0 = time.perf_counter()
         for _ in range(n):
-            await one.run("go")
+            await fw.plain_one()
         plain.append((time.perf_counter() - t0) / n)
 
-    with scratch() as d, Engine(d / "pai.db") as eng:
+    with scratch() as d, Engine(d / "requests.db") as eng:
         for r in range(rounds):
             eng.run(wf, f"requests-{r}")
             asyncio.run(outside())
     ratios = [a / b for a, b in zip(durable, plain, strict=True)]
     return Figure(
-        _REQUEST,
+        _request_name(fw.name, fw.model),
         median(ratios),
         "x",
         None,
         None,
         group=GROUP,
-        baseline=f"a plain agent.run of one scripted request: {median(plain) * 1e3:.2f} ms",
+        baseline=f"a plain agent run of one scripted request: {median(plain) * 1e3:.2f} ms",
         detail=(
             f"durable: {median(durable) * 1e3:.2f} ms a request (one committed step each), "
             f"+{(median(durable) - median(plain)) * 1e3:.2f} ms; {n} agent runs of one request, per round"
@@ -112,34 +98,34 @@ def _request(n: int, rounds: int) -> Figure:
     )
 
 
-def _twenty_turns(rounds: int) -> Figure:
-    _, many = _agents()
+def _twenty_turns(fw: Framework, rounds: int) -> Figure:
     durable: list[float] = []
     plain: list[float] = []
-    wf = Workflow("bench-pai-turns")
+    wf = Workflow(f"bench-{fw.name}-turns")
 
     @wf.phase()
     async def loop(ctx: AsyncPhaseContext) -> str:
-        return str((await many.run("go")).output)
+        return await fw.durable_turns()
 
     with scratch() as d, Engine(d / "turns.db") as eng:
         for r in range(rounds):
             t0 = time.perf_counter()
             out = eng.run(wf, f"turns-{r}")
             durable.append(time.perf_counter() - t0)
-            assert str(out.status) == "completed", out
+            assert str(out.status) == "completed" and out.result == "done", out
             t0 = time.perf_counter()
-            asyncio.run(many.run("go"))
+            said = asyncio.run(fw.plain_turns())
             plain.append(time.perf_counter() - t0)
+            assert said == "done", said
     ratios = [a / b for a, b in zip(durable, plain, strict=True)]
     return Figure(
-        _TWENTY,
+        _turns_name(fw.name, fw.model),
         median(ratios),
         "x",
         None,
         None,
         group=GROUP,
-        baseline=f"plain pydantic-ai: {median(plain) * 1e3:.1f} ms a run",
+        baseline=f"plain {fw.name}: {median(plain) * 1e3:.1f} ms a run",
         detail=(
             f"phasegate: {median(durable) * 1e3:.1f} ms a run (the run's start and end included; "
             f"{TURNS} model requests and {TURNS - 1} tool calls, each a committed step)"

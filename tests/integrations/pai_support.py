@@ -44,22 +44,24 @@ class AgentRun:
     def ledger(self) -> Path:
         return self.folder / "refunds.jsonl"
 
+    @property
+    def workflow_target(self) -> str:
+        return f"{WORKFLOWS}:{self.workflow}"
+
     def inputs(self, kill: int | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"log": str(self.log), "ledger": str(self.ledger), "task": self.task}
         if kill is not None:
             out["kill"] = kill
         return out
 
-    def cli(self, *args: str) -> Result:
-        return cli.run([*args, "--db", str(self.db)], mode="fork")
+    def cli(self, *args: str, env: dict[str, str] | None = None) -> Result:
+        return cli.run([*args, "--db", str(self.db)], mode="fork", env=env)
 
     def start(self, kill: int | None = None) -> Result:
-        return self.cli(
-            "run", f"{WORKFLOWS}:{self.workflow}", "--run-id", self.run_id, "--input", json.dumps(self.inputs(kill))
-        )
+        return self.cli("run", self.workflow_target, "--run-id", self.run_id, "--input", json.dumps(self.inputs(kill)))
 
-    def resume(self) -> Result:
-        return self.cli("resume", self.run_id)
+    def resume(self, env: dict[str, str] | None = None) -> Result:
+        return self.cli("resume", self.run_id, env=env)
 
     def status(self) -> Any:
         res = self.cli("status", self.run_id, "--json")
@@ -90,6 +92,27 @@ class AgentRun:
         finally:
             con.close()
         return {key: json.loads(text) for key, text in rows}
+
+    def output(self) -> Any:
+        """What the run's last phase returned, as its checkpoint holds it (read-only)."""
+        con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        try:
+            (text,) = con.execute(
+                "SELECT output_json FROM phasegate_checkpoints WHERE run_id = ? ORDER BY epoch DESC, seq DESC LIMIT 1",
+                (self.run_id,),
+            ).fetchone()
+        finally:
+            con.close()
+        return json.loads(text)
+
+    def sql(self, query: str, args: tuple[Any, ...] = ()) -> None:
+        """One write to the store, as the engine would make it (a test that moves a timer's wake time)."""
+        con = sqlite3.connect(self.db)
+        try:
+            with con:
+                con.execute(query, args)
+        finally:
+            con.close()
 
     def verify_clean(self) -> None:
         res = self.cli("verify")

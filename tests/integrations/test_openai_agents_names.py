@@ -18,8 +18,7 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message, function
 
 from phasegate import AsyncPhaseContext, Engine, Workflow
 from phasegate.errors import UsageError
-from phasegate.integrations import openai_agents
-from phasegate.integrations.openai_agents import PhasegateRunner, effect_key
+from phasegate.integrations.openai_agents import PhasegateRunner, _names, effect_key
 from tests.support.cli import ROOT, child_env
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
@@ -115,11 +114,11 @@ def test_step_effect_and_question_names_are_pinned(tmp_path: Path) -> None:
 
 
 def test_a_question_is_named_by_the_call_id() -> None:
-    assert openai_agents._part("call_c") == "call_c"
+    assert _names._part("call_c") == "call_c"
     # A call id that is no fine name (a newline, too long) is named by its digest.
-    odd = openai_agents._part("call\nforged line")
+    odd = _names._part("call\nforged line")
     assert odd.startswith("sha256-") and len(odd) == len("sha256-") + 24
-    assert openai_agents._part("x" * 300).startswith("sha256-")
+    assert _names._part("x" * 300).startswith("sha256-")
 
 
 wf_replay = Workflow("test-openai-replay")

@@ -17,6 +17,9 @@ writes the call log's Nth line, counted over every process of the run).
   limited    model: a 429 with Retry-After
   streamer   `run_stream`: a streamed tool call, then a streamed answer
   handed     the author's HandleDeferredToolCalls hands a resume token on (a token wait)
+  deferred   a tool raises CallDeferred: the run waits for its result
+  sleeper    the model's job is a background one: the wait between polls is a durable sleep
+  mcp        the tools are an MCP server's (the mcp package's MCPServer, in this process)
 """
 
 from __future__ import annotations
@@ -238,3 +241,133 @@ async def hand_over(ctx: AsyncPhaseContext) -> dict[str, Any]:
     _INPUTS.clear()
     _INPUTS.update(ctx.inputs)
     return {"output": (await handed_agent.run(ctx.inputs["task"])).output}
+
+
+# -- deferred: a tool hands its call to someone outside the agent (CallDeferred) -------------
+
+
+def deferred_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    turn = sum(1 for m in messages if isinstance(m, ModelResponse)) + 1
+    log(f"model deferred {turn}")
+    if turn == 1:
+        return ModelResponse(parts=[ToolCallPart("ship", {"order": "A-17"}, tool_call_id="call-ship")])
+    return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in returns_of(messages)))])
+
+
+deferred_agent = Agent(FunctionModel(deferred_model), name="deferred", capabilities=[PhasegateDurability()])
+
+
+@deferred_agent.tool_plain
+def ship(order: str) -> str:
+    from pydantic_ai.exceptions import CallDeferred
+
+    log(f"tool ship {order}")
+    raise CallDeferred(metadata={"warehouse": "north"})
+
+
+deferred = Workflow("pai-deferred")
+
+
+@deferred.phase()
+async def hand_off(ctx: AsyncPhaseContext) -> dict[str, Any]:
+    _INPUTS.clear()
+    _INPUTS.update(ctx.inputs)
+    return {"output": (await deferred_agent.run(ctx.inputs["task"])).output}
+
+
+# -- sleeper: a background model job, polled after a durable sleep ----------------------------
+
+
+class BackgroundModel(FunctionModel):
+    """A model whose first answer is a job still running on the provider's side
+    (`state="suspended"`), polled after `seconds` (the run's `poll` input)."""
+
+    def continuation_delay(self, response: ModelResponse) -> float | None:
+        return float(_INPUTS.get("poll", 3600)) if response.state == "suspended" else None
+
+    async def cancel_suspended_response(self, response: ModelResponse) -> None:
+        log(f"cancel {response.provider_response_id}")
+
+
+def sleeper_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    last = messages[-1]
+    if isinstance(last, ModelResponse) and last.state == "suspended":
+        log(f"model sleeper poll {last.provider_response_id}")
+        return ModelResponse(parts=[TextPart("the job is done")])
+    log("model sleeper start")
+    return ModelResponse(parts=[], state="suspended", provider_response_id="job-1")
+
+
+sleeper_agent = Agent(BackgroundModel(sleeper_model), name="sleeper", capabilities=[PhasegateDurability()])
+sleeper = Workflow("pai-sleeper")
+
+
+@sleeper.phase()
+async def wait_for_job(ctx: AsyncPhaseContext) -> dict[str, Any]:
+    _INPUTS.clear()
+    _INPUTS.update(ctx.inputs)
+    return {"output": (await sleeper_agent.run(ctx.inputs["task"])).output}
+
+
+# -- mcp: the agent's tools are an MCP server's (the mcp package's, in this process) -------------
+
+
+def mcp_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    turn = sum(1 for m in messages if isinstance(m, ModelResponse)) + 1
+    log(f"model mcp {turn} tools={','.join(sorted(t.name for t in info.function_tools))}")
+    if turn == 1:
+        return ModelResponse(
+            parts=[
+                ToolCallPart("price", {"item": "slow"}, tool_call_id="call-a"),
+                ToolCallPart("price", {"item": "fast"}, tool_call_id="call-b"),
+            ]
+        )
+    got = sorted(f"{p.tool_call_id}={p.content}" for p in returns_of(messages))
+    return ModelResponse(parts=[TextPart(", ".join(got))])
+
+
+def _mcp_server() -> Any:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("prices")
+
+    @server.tool()
+    async def price(item: str) -> str:
+        """The price of an item."""
+        import asyncio
+
+        log(f"tool price {item}")
+        if item == "slow":
+            await asyncio.sleep(0.05)  # sleep: the call started first finishes last
+        return f"{item}:{len(item)}"
+
+    return server
+
+
+def _mcp_agent() -> Agent[None, str] | None:
+    try:
+        from pydantic_ai.mcp import MCPToolset
+    except ImportError:  # pydantic-ai's mcp extra (fastmcp's client) is not installed
+        return None
+    return Agent(
+        FunctionModel(mcp_model),
+        name="mcp",
+        toolsets=[MCPToolset(mcp_server, id="prices")],
+        capabilities=[PhasegateDurability()],
+    )
+
+
+mcp_server = _mcp_server()
+mcp_agent = _mcp_agent()
+mcp = Workflow("pai-mcp")
+
+
+@mcp.phase()
+async def use_mcp(ctx: AsyncPhaseContext) -> dict[str, Any]:
+    _INPUTS.clear()
+    _INPUTS.update(ctx.inputs)
+    assert mcp_agent is not None, "pydantic-ai's mcp extra (fastmcp's client) is not installed"
+    if os.environ.get("PAI_MCP_MORE") and "discount" not in {t.name for t in await mcp_server.list_tools()}:
+        # The server has changed since the run began: a tool more (its list on a replay is the journaled one).
+        mcp_server.add_tool(lambda item: f"{item}: -10%", name="discount", description="A discount.")
+    return {"output": (await mcp_agent.run(ctx.inputs["task"])).output}

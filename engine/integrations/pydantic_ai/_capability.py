@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, JsonValue
+from pydantic_ai import Agent
 from pydantic_ai.durable_exec import (
     JSON_CODEC,
     BaseDurabilityCapability,
@@ -28,6 +31,8 @@ from pydantic_ai.tools import (
 
 from ...errors import UsageError
 from ...run.asynccontext import AsyncPhaseContext, running_phase
+from ...run.parking import Park
+from ...run.stopping import Interrupted
 from ...waits import NoAnswer
 from ._backend import _Backend
 from ._names import _names_of
@@ -62,6 +67,31 @@ class _Waiter(ExternalEventWaiter):
         except NoAnswer as exc:
             raise ExternalEventError(f"no answer to {question} within {timeout}") from exc
         return value
+
+
+_SUSPENDING: tuple[type[BaseException], ...] = (Park, Interrupted)
+"""What phasegate raises through the agent to stop its process for a while (a parked wait, a stop):
+not the agent's failure, and a model's background job it was waiting on is left running for the resume."""
+
+_KNOWS_SUSPENDING = "control_flow_error_types" in {f.name for f in dataclasses.fields(DurabilityEngineSpec)}
+"""Whether this pydantic-ai lets an engine's own control-flow errors through (the floor does not)."""
+
+_SPEC_LATER: dict[str, Any] = {"control_flow_error_types": _SUSPENDING} if _KNOWS_SUSPENDING else {}
+"""The engine spec's fields that releases after the floor have."""
+
+
+_BASE_SLEEPS = hasattr(BaseDurabilityCapability, "durable_sleep")
+"""Whether the base routes the agent graph's waits to `durable_sleep` (the floor does not: this adapter does)."""
+
+
+def _leave_the_job_running(error: BaseException) -> None:
+    """On a release without `control_flow_error_types` (the floor), keep a suspending `error` from
+    cancelling the background job the agent waits on: its one marker that leaves a job alone."""
+    try:
+        from pydantic_ai.models._continuation import mark_suspended_job_cancelled
+    except ImportError:  # pragma: no cover - a release with neither
+        return
+    mark_suspended_job_cancelled(error)
 
 
 def _question_name(name: str) -> str:
@@ -108,6 +138,8 @@ class PhasegateDurability(BaseDurabilityCapability[AgentDepsT]):
         # Parallel tool calls are named by their call ids, not by the order they start.
         sequential_tools_in_durable_context=False,
         tool_config_key="phasegate",
+        # A long durable sleep parks the run (and a stop interrupts it) by raising through the agent graph.
+        **_SPEC_LATER,
     )
 
     def __init__(self, *, name: str | None = None) -> None:
@@ -157,10 +189,16 @@ class PhasegateDurability(BaseDurabilityCapability[AgentDepsT]):
         if ctx is None:
             await super().durable_sleep(seconds)
             return
-        await ctx.sleep(_names_of(ctx).ordinal(f"{self.name}:sleep"), max(seconds, 0.0))
+        try:
+            await ctx.sleep(_names_of(ctx).ordinal(f"{self.name}:sleep"), max(seconds, 0.0))
+        except _SUSPENDING as exc:
+            if not _KNOWS_SUSPENDING:
+                _leave_the_job_running(exc)
+            raise
 
     async def wrap_run(self, ctx: RunContext[AgentDepsT], *, handler: Any) -> Any:
-        """Install the question-backed waiter for pydantic-ai's token waits, inside a phase.
+        """Install the question-backed waiter for pydantic-ai's token waits, inside a phase (and the durable sleep,
+        on a release whose base does not).
 
         Args:
             ctx: The agent run's context.
@@ -172,7 +210,8 @@ class PhasegateDurability(BaseDurabilityCapability[AgentDepsT]):
         phase = running_phase()
         if phase is None:
             return await handler()
-        with external_event_scope(_Waiter(phase, self.name)):
+        sleeps: AbstractContextManager[None] = nullcontext() if _BASE_SLEEPS else Agent.using_sleep(self.durable_sleep)
+        with external_event_scope(_Waiter(phase, self.name)), sleeps:
             return await super().wrap_run(ctx, handler=handler)
 
     async def handle_deferred_tool_calls(
