@@ -48,6 +48,7 @@ from .stopping import Interrupted, StopRequest
 if TYPE_CHECKING:
     from ..authoring.reconcile import Reconciled
     from .ledger import EffectLedger
+    from .progress import Progress
     from .steplog import StepLog
 
 #: Where plain functions of async steps run. Wide: they are mostly waiting on
@@ -135,6 +136,7 @@ class AsyncPhaseContext(PhaseContextBase):
         attempts: list[Attempt] | None = None,
         stop: StopRequest | None = None,
         parking: Parking | None = None,
+        progress: Progress | None = None,
     ) -> None:
         """Made by the runner for each execution of a phase; a phase only uses it.
 
@@ -148,6 +150,7 @@ class AsyncPhaseContext(PhaseContextBase):
             attempts: Where failed attempts of retried steps are recorded.
             stop: The request that stops the run at its next step.
             parking: What the run knows of its waits (answers, a retry it parked for).
+            progress: Where the run's progress reports go (None: kept nowhere).
         """
         super().__init__(
             run_id,
@@ -160,6 +163,7 @@ class AsyncPhaseContext(PhaseContextBase):
             stop=stop,
             parking=parking,
             here=_here,
+            progress=progress,
         )
         self._inflight: set[asyncio.Task[Any]] = set()
         """Effect calls under way: the phase does not end before they are recorded."""

@@ -35,6 +35,7 @@ from .stopping import StopRequest
 if TYPE_CHECKING:
     from ..authoring.reconcile import Reconciled
     from .ledger import EffectLedger
+    from .progress import Progress
     from .steplog import StepLog
 
 T = TypeVar("T")
@@ -66,6 +67,7 @@ class PhaseContext(PhaseContextBase):
         attempts: list[Attempt] | None = None,
         stop: StopRequest | None = None,
         parking: Parking | None = None,
+        progress: Progress | None = None,
     ) -> None:
         """Made by the runner for each execution of a phase; a phase only uses it.
 
@@ -79,6 +81,7 @@ class PhaseContext(PhaseContextBase):
             attempts: Where failed attempts of retried steps are recorded.
             stop: The request that stops the run at its next step.
             parking: What the run knows of its waits (answers, a retry it parked for).
+            progress: Where the run's progress reports go (None: kept nowhere).
         """
         super().__init__(
             run_id,
@@ -91,6 +94,7 @@ class PhaseContext(PhaseContextBase):
             stop=stop,
             parking=parking,
             here=threading.get_ident,
+            progress=progress,
         )
 
     def step(

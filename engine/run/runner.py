@@ -54,6 +54,7 @@ from .ledger import EffectLedger
 from .outputs import PhaseOutputs
 from .parking import Park, Parking
 from .phasecontext import PhaseContext
+from .progress import Progress
 from .planner import AcceptReplay, Pending, Rewind, StartFacts, StartPlan, plan_start
 from .replay import Recoded
 from .stepcalls import refuse_coroutine
@@ -124,6 +125,9 @@ class Runner:
         self.fence = Fence(store, self.run_id, new_owner(), clock)
         # Effect completions not yet committed: every write of the run carries them.
         self.completions = Completions(store, self.fence, effect_flush)
+        self.progress = Progress(store, self.fence, clock)
+        """The phases' progress reports (progress.py): they ride with the run's hot transactions."""
+        self.completions.progress = self.progress
         self.steps = StepLog(store, self.fence, clock, self.completions)
         self.effects = EffectLedger(store, self.fence, clock, self.completions)
         self.ending = RunEnd(store, wf, self.fence, self.completions, clock)
@@ -191,6 +195,7 @@ class Runner:
             if self._watch is not None:
                 self._watch.stop()
             self.completions.close()
+            self.progress.close()
             beat.stop()
             self._loops.close()
 
@@ -529,6 +534,9 @@ class Runner:
                 # Asked once a run per fingerprint: the store's answer does not change.
                 sources.remember(self.store, self.wf.phases, self.clock, needed=p)
                 self._sources_known.add(p.code_hash)
+            # The checkpoint clears the stored progress; a report not yet
+            # written must not land after it (progress.py).
+            self.progress.end_phase(p.name)
             journal.checkpoint(
                 p,
                 text,
@@ -574,6 +582,7 @@ class Runner:
                 attempts=self.attempts,
                 stop=self.stop,
                 parking=self.parking,
+                progress=self.progress,
             )
             wait: float | None = None
             try:

@@ -54,6 +54,7 @@ class RunChange(TypedDict, total=False):
     waiting_json: str | None
     held_json: str | None
     trace_id: str | None
+    progress_json: str | None
 
 
 class NewRun(RunChange):

@@ -25,6 +25,8 @@ The upgrade vouches for the head as it stands, under the store's key where
 the upgrading process holds it; a keyed store upgraded by a process without
 its key is left without a head seal, which is damage (decisions are refused)
 until the policy is recorded anew with the key.
+Version 8 adds the running phase's last-known progress (`progress_json`,
+run/progress.py): nothing to fill, a run reports it as it goes.
 """
 
 from __future__ import annotations

@@ -99,6 +99,11 @@ runs = Table(
     # Version 6 (observe/tracing.py): the OpenTelemetry trace id of the run's
     # latest traced attempt, for `status --json` and the console's detail.
     Column("trace_id", String),
+    # Version 8 (run/progress.py): the running phase's last-known progress
+    # (`ctx.progress`), coalesced to a write every half second at most and
+    # cleared by the phase's checkpoint. Kept across a kill: the last thing
+    # an operator knew of a phase that stopped midway.
+    Column("progress_json", Text),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
 
@@ -358,6 +363,7 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_runs", "waiting_json"): (6, "TEXT"),
     ("phasegate_runs", "held_json"): (6, "TEXT"),
     ("phasegate_runs", "trace_id"): (6, "TEXT"),
+    ("phasegate_runs", "progress_json"): (8, "TEXT"),
 }
 
 #: Indexes added to existing tables, by the version that added them.

@@ -3,4 +3,4 @@
 
 #: The schema version this code writes. A store with a higher one was written
 #: by a newer phasegate and is not trusted.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8

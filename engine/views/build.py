@@ -19,6 +19,7 @@ from ..shapes import BlockedReason, EffectRow, EnvCheck, IntegrityReason, Reconc
 from ..states import PhaseState, RunStatus
 from ..timefmt import iso
 from .liveness import Liveness
+from .progress import ProgressView
 from .models import RESULT_SHOWN, DecisionView, EffectView, LeaseView, OutputView, PhaseView, RunView
 from .questions import questions_of
 from .status import effect_state, effective_status, shown_state, status_text
@@ -200,6 +201,7 @@ def build(
         attention=attention,
         epoch=int(run.epoch),
         trace_id=_trace_part(getattr(run, "trace_id", None)),
+        progress=ProgressView.from_row(run),
         pending_decisions=tuple(d for d in decs if d.state == "pending"),
         degraded=status is RunStatus.COMPLETED and any(p.state is PhaseState.DEGRADED for p in phases),
         runbooks=tuple(

@@ -20,6 +20,7 @@ from ..shapes import BlockedReason, EnvCheck, IntegrityReason, ReconcileAnswer, 
 from ..states import ActionName, EffectState, PhaseState, RunStatus
 from ..timefmt import iso
 from .liveness import Liveness
+from .progress import ProgressView
 from .status import EXPIRED, NEEDS_ATTENTION, PROPOSED, effective_status, status_text
 
 
@@ -59,6 +60,8 @@ class RunSummary:
     """For a waiting run, what it waits for (`WaitKind`: answer, timer, retry_later); else None."""
     prompt: str | None = None
     """For a run waiting for an answer, its question's prompt (as stored); else None."""
+    progress: ProgressView | None = None
+    """Its running phase's last-known progress (`ctx.progress`), or None."""
 
     @property
     def needs_attention(self) -> bool:
@@ -164,6 +167,7 @@ class RunSummary:
             liveness=Liveness.from_row(row),
             waiting_for=waiting_for,
             prompt=prompt,
+            progress=ProgressView.from_row(row),
         )
 
 
@@ -549,6 +553,9 @@ class RunView:
 
     trace_id: str | None = None
     """The OpenTelemetry trace id of its latest traced attempt (32 hex digits), or None."""
+    progress: ProgressView | None = None
+    """Its running phase's last-known progress (`ctx.progress`), or None:
+    kept through a kill, cleared when the phase checkpoints."""
 
     @property
     def asking(self) -> QuestionView | None:
@@ -612,6 +619,8 @@ class RunView:
             del d["degraded"]
         if self.trace_id is None:
             del d["trace_id"]  # added after 0.2: only for a run that was traced
+        # Added with issue 42, always present (null: nothing reported, or the phase ended).
+        d["progress"] = self.progress.to_json() if self.progress is not None else None
         d["claim"] = self.claim.to_json() if self.claim is not None else None
         if self.claims:
             d["claims"] = [c.to_json() for c in self.claims]
