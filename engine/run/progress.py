@@ -125,9 +125,7 @@ class Progress:
     execution reports to it. `Completions.hot_tx` asks it (`ride`) for a due
     value in each of the run's hot transactions."""
 
-    def __init__(
-        self, store: Store, fence: Fence, clock: Callable[[], float], interval: float = INTERVAL
-    ) -> None:
+    def __init__(self, store: Store, fence: Fence, clock: Callable[[], float], interval: float = INTERVAL) -> None:
         self._store = store
         self._fence = fence
         self._clock = clock

@@ -134,7 +134,13 @@ class ProgressView:
         Returns:
             `phase`, `done`, `total`, `message` (as stored) and `at` (ISO 8601).
         """
-        return {"phase": self.phase, "done": self.done, "total": self.total, "message": self.message, "at": iso(self.at)}
+        return {
+            "phase": self.phase,
+            "done": self.done,
+            "total": self.total,
+            "message": self.message,
+            "at": iso(self.at),
+        }
 
 
 def duration(seconds: float) -> str:
