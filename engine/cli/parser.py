@@ -12,8 +12,8 @@ from typing import Any, NoReturn
 from .. import bounds
 from ..errors import ExitCode, UsageError
 from .commands_background import cmd_watch, cmd_worker, cmd_workers
-from .commands_follow import cmd_follow
 from .commands_decide import cmd_claim, cmd_decide, cmd_hold, cmd_policy
+from .commands_follow import cmd_follow
 from .commands_runs import cmd_resume, cmd_run, cmd_status
 from .commands_upkeep import cmd_prune, cmd_reseal, cmd_verify
 from .observing import add_log_format, add_metrics_flags, cmd_metrics

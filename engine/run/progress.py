@@ -264,26 +264,26 @@ def read(text: object) -> StoredProgress | None:
         return None
     if not isinstance(got, dict):
         return None
-    phase, done, total, message, at = (got.get(k) for k in ("phase", "done", "total", "message", "at"))
-    if not isinstance(phase, str) or not _number(done) or not _number(at):
+    phase, message = got.get("phase"), got.get("message")
+    done, total, at = _number(got.get("done")), _number(got.get("total")), _number(got.get("at"))
+    if not isinstance(phase, str) or done is None or at is None:
         return None
-    if total is not None and not _number(total):
-        total = None
-    if message is not None and not isinstance(message, str):
-        message = None
-    began_at, began_done = got.get("began_at"), got.get("began_done")
-    if not _number(began_at) or not _number(began_done):
+    began_at, began_done = _number(got.get("began_at")), _number(got.get("began_done"))
+    if began_at is None or began_done is None:
         began_at, began_done = at, done
     return {
         "phase": phase,
         "done": done,
         "total": total,
-        "message": message,
-        "at": float(at),
-        "began_at": float(began_at),
+        "message": message if isinstance(message, str) else None,
+        "at": at,
+        "began_at": began_at,
         "began_done": began_done,
     }
 
 
-def _number(v: object) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+def _number(v: object) -> float | None:
+    """A stored finite number as it is (an int stays one, for the JSON), else None."""
+    if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+        return v
+    return None

@@ -54,8 +54,8 @@ from .ledger import EffectLedger
 from .outputs import PhaseOutputs
 from .parking import Park, Parking
 from .phasecontext import PhaseContext
-from .progress import Progress
 from .planner import AcceptReplay, Pending, Rewind, StartFacts, StartPlan, plan_start
+from .progress import Progress
 from .replay import Recoded
 from .stepcalls import refuse_coroutine
 from .steplog import StepLog

@@ -19,8 +19,8 @@ from ..shapes import BlockedReason, EffectRow, EnvCheck, IntegrityReason, Reconc
 from ..states import PhaseState, RunStatus
 from ..timefmt import iso
 from .liveness import Liveness
-from .progress import ProgressView
 from .models import RESULT_SHOWN, DecisionView, EffectView, LeaseView, OutputView, PhaseView, RunView
+from .progress import ProgressView
 from .questions import questions_of
 from .status import effect_state, effective_status, shown_state, status_text
 
