@@ -112,8 +112,9 @@ class PhaseContextBase:
                 or `message` not a string.
         """
         done, total, message = checked(done, total, message)
-        if self._progress is not None:
-            self._progress.report(self.phase, done, total, message)
+        progress = self._progress
+        if progress is not None:
+            progress.report(self.phase, done, total, message)
 
     def patched(self, patch_id: str) -> bool:
         """Whether this run takes the new path of a code change (run/patches.py).

@@ -107,6 +107,15 @@ def checked(done: object, total: object, message: object) -> tuple[float, float 
     Raises:
         UsageError: a value out of those bounds (a bool is not a number here).
     """
+    # The common call first, in a few exact type tests (a loop makes it
+    # 10,000 times): an int count, an int total or none, a short text or none.
+    if (
+        type(done) is int
+        and done >= 0
+        and (total is None or (type(total) is int and total > 0))
+        and (message is None or (type(message) is str and len(message) <= MESSAGE_MAX))
+    ):
+        return done, total, message
     if isinstance(done, bool) or not isinstance(done, int | float) or not math.isfinite(done) or done < 0:
         raise UsageError(f"ctx.progress: done must be a finite number >= 0, not {done!r}")
     if total is not None and (
@@ -133,8 +142,9 @@ class Progress:
         """The least time between two writes of the run's progress (seconds)."""
         self._began: tuple[str, float, float] = ("", 0.0, 0.0)
         """(phase, when, done) of the current phase's first report."""
-        self._pending: Report | None = None
-        """The latest report not yet written (replaced by each report: no lock, one store)."""
+        self._pending: tuple[str, float, float | None, str | None, float, float, float] | None = None
+        """The latest report not yet written, as `Report`'s fields (replaced
+        by each report: no lock, one store of a tuple, no object built)."""
         self._written_at = float("-inf")
         """When progress was last written (monotonic)."""
         self._armed = False
@@ -152,7 +162,7 @@ class Progress:
         began = self._began
         if began[0] != phase:
             began = self._began = (phase, now, done)
-        self._pending = Report(phase, done, total, message, now, began[1], began[2])
+        self._pending = (phase, done, total, message, now, began[1], began[2])
         if not self._armed:
             self._arm()
 
@@ -161,7 +171,7 @@ class Progress:
         a report of it not yet written is dropped, never written after."""
         with self._cond:
             pending = self._pending
-            if pending is not None and pending.phase == phase:
+            if pending is not None and pending[0] == phase:
                 self._pending = None
             if self._began[0] == phase:
                 self._began = ("", 0.0, 0.0)
@@ -177,9 +187,9 @@ class Progress:
             return
         self._write(tx, pending)
 
-    def _write(self, tx: HotTx, pending: Report) -> None:
+    def _write(self, tx: HotTx, pending: tuple[str, float, float | None, str | None, float, float, float]) -> None:
         params: dict[str, Any] = {
-            "progress_json": _json.dumps(pending.stored()),
+            "progress_json": _json.dumps(Report(*pending).stored()),
             "run_id": self._fence.run_id,
             "owner": self._fence.owner,
             "now": self._clock(),
