@@ -1,0 +1,115 @@
+"""`ctx.progress` (#42) through the command line, on SQLite and PostgreSQL:
+a run that reports at every item of a loop, read by `status --json` while
+it runs, killed with SIGKILL (the last-known progress stays), resumed (its
+checkpoint clears it); and `phasegate follow` reading a run that moves, is
+killed and resumes: every durable step once, in order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_harness import Harness, spawn
+
+from phasegate import Engine, PhaseContext, Workflow
+from tests.support.cli import ROOT
+from tests.support.waiting import until
+
+FLOW = f"{ROOT / 'tests' / 'workflows' / 'progressing.py'}:wf"
+
+
+def _start(h: Harness, run_id: str, **inputs: Any) -> Any:
+    args = ["run", FLOW, "--run-id", run_id, "--input", json.dumps(inputs), "--db", h.target]
+    return spawn(args, env=h.env)
+
+
+def _progress(h: Harness, run_id: str) -> dict[str, Any] | None:
+    """The run's `status --json` progress; None too while the run's store or row is not made yet."""
+    p = h.cli("status", run_id, "--json")
+    if p.returncode != 0:
+        return None
+    got: dict[str, Any] | None = json.loads(p.stdout)["progress"]
+    return got
+
+
+def test_status_json_progress_survives_a_sigkill_and_the_phase_checkpoint_clears_it(h: Harness) -> None:
+    gate = h.tmp / "gate"
+    child = _start(h, "p1", items=200, pace=0.002, gate=str(gate))
+    # The loop holds before its last item until the gate exists: 199 of 200 reported.
+    seen = until(lambda: (p := _progress(h, "p1")) is not None and p["done"] == 199 and p, "199 of 200 reported")
+    assert seen["phase"] == "load" and seen["total"] == 200 and seen["message"] == "item 198"
+    text = h.cli("status", "p1")
+    assert "progress  load 199/200 (99%) - item 198" in text.stdout, text.stdout
+    assert child.kill().killed
+    after = h.status("p1")
+    assert after["status"] == "interrupted"
+    assert after["progress"] == seen  # the last-known progress, as it was written before the kill
+    gate.touch()
+    done = h.resume("p1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    final = h.status("p1")
+    assert final["status"] == "completed" and final["progress"] is None
+
+
+def test_follow_reads_a_run_that_moves_is_killed_and_resumes_every_step_once_in_order(h: Harness) -> None:
+    gate = h.tmp / "gate"
+    n = 40
+    run = _start(h, "f1", items=n, pace=0.01, steps=True, gate=str(gate))
+    until(lambda: _progress(h, "f1") is not None, "the run's first report")
+    follow = spawn(["follow", "f1", "--json", "--db", h.target], env=h.env)
+    until(lambda: follow.output_so_far().count('"kind": "step"') >= 10, "follow to print ten steps")
+    until(lambda: (p := _progress(h, "f1")) is not None and p["done"] == n - 1, "the run to reach its gate")
+    assert run.kill().killed
+    until(lambda: '"status": "interrupted"' in follow.output_so_far(), "follow to see the run interrupted")
+    gate.touch()
+    done = h.resume("f1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    ended = follow.wait(60)
+    assert ended.returncode == 0, ended.stderr
+    events = [json.loads(line) for line in ended.stdout.splitlines()]
+    keys = [e["key"] for e in events if e["kind"] == "step"]
+    assert keys == [f"item-{i}" for i in range(n)]  # every step once, in the order saved
+    statuses = [e["status"] for e in events if e["kind"] == "status"]
+    assert statuses[0] == "running" and "interrupted" in statuses and statuses[-1] == "completed"
+    assert statuses[statuses.index("interrupted") + 1] == "running"
+    phases = [e["phase"] for e in events if e["kind"] == "phase"]
+    assert phases == ["load", "report"]
+    assert any(e["kind"] == "progress" and e["total"] == n for e in events)
+    assert events[-1]["kind"] == "status" and events[-1]["status"] == "completed"
+
+
+def test_follow_of_an_unknown_run_is_one_line_and_exit_2(h: Harness) -> None:
+    h.cli("status")  # the store exists
+    p = h.cli("follow", "nope")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "no run 'nope'" in p.stderr
+
+
+def test_follow_since_leaves_out_what_came_before(h: Harness) -> None:
+    assert h.cli("run", FLOW, "--run-id", "s1", "--input", json.dumps({"items": 5, "steps": True})).returncode == 0
+    every = h.cli("follow", "s1", "--json")
+    assert every.returncode == 0 and every.stdout.count('"kind": "step"') == 5
+    later = h.cli("follow", "s1", "--json", "--since", "2999-01-01T00:00:00Z")
+    # Only the run's status as it is now: nothing recorded since then.
+    assert [json.loads(x)["kind"] for x in later.stdout.splitlines()] == ["status"]
+    bad = h.cli("follow", "s1", "--since", "yesterday")
+    assert bad.returncode == 2 and "--since 'yesterday'" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(-1,), (float("nan"),), (True,), (1, 0), (1, "ten"), (1, 10, 5)],
+)
+def test_a_bad_progress_report_fails_the_phase_in_one_line(tmp_path: Path, args: tuple[Any, ...]) -> None:
+    wf = Workflow("bad-progress")
+
+    @wf.phase()
+    def only(ctx: PhaseContext) -> None:
+        ctx.progress(*args)
+
+    with Engine(tmp_path / "s.db") as eng:
+        out = eng.run(wf, "b1", {})
+        assert out.status.value == "failed"
+        assert out.error is not None and "ctx.progress" in str(out.error.get("message"))
