@@ -182,9 +182,9 @@ class RunsTable(DataTable[Text]):
             # The phase's bar in place of its frontier, and its pace before
             # the reason: what a running run's row has to say.
             cells["frontier"] = bar(r.progress, r.status, now, self.widths.get("frontier", 14))
-            said = pace(r.progress, r.status, now)
-            if said:
-                reason = Text(f"{said}; " if r.reason else said, style="bold")
+            paced = pace(r.progress, r.status, now)
+            if paced:
+                reason = Text(f"{paced}; " if r.reason else paced, style="bold")
                 cells["reason"] = reason + plain(summary_reason(r, now) or "")
         said = [waiting] if waiting else []
         if claim is not None:

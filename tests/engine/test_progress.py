@@ -81,7 +81,7 @@ def test_follow_reads_a_run_that_moves_is_killed_and_resumes_every_step_once_in_
 
 
 def test_follow_of_an_unknown_run_is_one_line_and_exit_2(h: Harness) -> None:
-    h.cli("status")  # the store exists
+    assert h.cli("run", FLOW, "--run-id", "r0", "--input", json.dumps({"items": 1})).returncode == 0
     p = h.cli("follow", "nope")
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip().splitlines() == [p.stderr.strip()] and "no run 'nope'" in p.stderr
