@@ -47,6 +47,7 @@ class StatusEvent:
     """The run's status changed (a wait, a stop, a start, its end)."""
 
     kind: ClassVar[FollowKind] = "status"
+    """What the event is about: `status`."""
     at: float
     """When it was seen to change (the row's `updated_at`, or the clock's when
     only liveness changed: a dead process writes nothing)."""
@@ -58,7 +59,11 @@ class StatusEvent:
     """For a waiting run, what it waits for (answer, timer, retry_later, ...)."""
 
     def to_json(self) -> dict[str, Any]:
-        """The event as a `follow --json` line holds it."""
+        """The event as a `follow --json` line holds it.
+
+        Returns:
+            `kind`, `at` (ISO 8601) and the event's fields, stored text as stored.
+        """
         return {
             "kind": self.kind,
             "at": iso(self.at),
@@ -68,7 +73,11 @@ class StatusEvent:
         }
 
     def said(self) -> str:
-        """The event's words (escaped)."""
+        """The event's words, as `phasegate follow` prints them.
+
+        Returns:
+            One line, stored text escaped.
+        """
         wait = f" for {safe(self.waiting)}" if self.waiting else ""
         return f"{self.status.value}{wait}" + (f" - {safe(self.attention)}" if self.attention else "")
 
@@ -78,6 +87,7 @@ class StepEvent:
     """A durable step's result was saved."""
 
     kind: ClassVar[FollowKind] = "step"
+    """What the event is about: `step`."""
     at: float
     """When it was saved."""
     phase: str
@@ -88,11 +98,19 @@ class StepEvent:
     """Its row's id: the order steps were saved in."""
 
     def to_json(self) -> dict[str, Any]:
-        """The event as a `follow --json` line holds it."""
+        """The event as a `follow --json` line holds it.
+
+        Returns:
+            `kind`, `at` (ISO 8601) and the event's fields, stored text as stored.
+        """
         return {"kind": self.kind, "at": iso(self.at), "phase": self.phase, "key": self.key, "id": self.id}
 
     def said(self) -> str:
-        """The event's words (escaped)."""
+        """The event's words, as `phasegate follow` prints them.
+
+        Returns:
+            One line, stored text escaped.
+        """
         return f"{safe(self.phase)} {safe(self.key)}"
 
 
@@ -101,6 +119,7 @@ class EffectEvent:
     """An effect's intent was recorded, or its completion."""
 
     kind: ClassVar[FollowKind] = "effect"
+    """What the event is about: `effect`."""
     at: float
     """When (the intent's time, or the completion's)."""
     phase: str
@@ -115,7 +134,11 @@ class EffectEvent:
     """Which attempt (a retried intent counts up)."""
 
     def to_json(self) -> dict[str, Any]:
-        """The event as a `follow --json` line holds it."""
+        """The event as a `follow --json` line holds it.
+
+        Returns:
+            `kind`, `at` (ISO 8601) and the event's fields, stored text as stored.
+        """
         return {
             "kind": self.kind,
             "at": iso(self.at),
@@ -127,7 +150,11 @@ class EffectEvent:
         }
 
     def said(self) -> str:
-        """The event's words (escaped)."""
+        """The event's words, as `phasegate follow` prints them.
+
+        Returns:
+            One line, stored text escaped.
+        """
         return f"{safe(self.phase)} {safe(self.name)} {safe(self.state)} ({safe(self.key)})"
 
 
@@ -136,6 +163,7 @@ class PhaseEvent:
     """An entry of the run's chain: a phase checkpointed (kind `phase`), or a rewind, env or degrade entry."""
 
     kind: ClassVar[FollowKind] = "phase"
+    """What the event is about: `phase`."""
     at: float
     """When it was written."""
     phase: str | None
@@ -148,7 +176,11 @@ class PhaseEvent:
     """Its place in the chain."""
 
     def to_json(self) -> dict[str, Any]:
-        """The event as a `follow --json` line holds it."""
+        """The event as a `follow --json` line holds it.
+
+        Returns:
+            `kind`, `at` (ISO 8601) and the event's fields, stored text as stored.
+        """
         return {
             "kind": self.kind,
             "at": iso(self.at),
@@ -159,7 +191,11 @@ class PhaseEvent:
         }
 
     def said(self) -> str:
-        """The event's words (escaped)."""
+        """The event's words, as `phasegate follow` prints them.
+
+        Returns:
+            One line, stored text escaped.
+        """
         what = "done" if self.entry == "phase" else safe(self.entry)
         return f"{safe(self.phase)} {what} (checkpoint {self.epoch}.{self.seq})"
 
@@ -169,17 +205,26 @@ class ProgressEvent:
     """The running phase's progress as last written (`ctx.progress`)."""
 
     kind: ClassVar[FollowKind] = "progress"
+    """What the event is about: `progress`."""
     at: float
     """When it was reported."""
     progress: ProgressView
     """The report."""
 
     def to_json(self) -> dict[str, Any]:
-        """The event as a `follow --json` line holds it."""
+        """The event as a `follow --json` line holds it.
+
+        Returns:
+            `kind`, `at` (ISO 8601) and the event's fields, stored text as stored.
+        """
         return {"kind": self.kind, **self.progress.to_json()}
 
     def said(self) -> str:
-        """The event's words (escaped)."""
+        """The event's words, as `phasegate follow` prints them.
+
+        Returns:
+            One line, stored text escaped.
+        """
         pace = self.progress.pace()
         return self.progress.said() + (f"  ({pace})" if pace else "")
 
@@ -189,6 +234,7 @@ class DecisionEvent:
     """An operator's decision was recorded, or applied, voided or expired."""
 
     kind: ClassVar[FollowKind] = "decision"
+    """What the event is about: `decision`."""
     at: float
     """When it was recorded, or applied."""
     id: int
@@ -205,7 +251,11 @@ class DecisionEvent:
     """pending, applied, void, ..."""
 
     def to_json(self) -> dict[str, Any]:
-        """The event as a `follow --json` line holds it."""
+        """The event as a `follow --json` line holds it.
+
+        Returns:
+            `kind`, `at` (ISO 8601) and the event's fields, stored text as stored.
+        """
         return {
             "kind": self.kind,
             "at": iso(self.at),
@@ -218,7 +268,11 @@ class DecisionEvent:
         }
 
     def said(self) -> str:
-        """The event's words (escaped)."""
+        """The event's words, as `phasegate follow` prints them.
+
+        Returns:
+            One line, stored text escaped.
+        """
         on = f" {safe(self.phase)}" if self.phase else ""
         return f"#{self.id} {safe(self.action)}{on} {safe(self.state)} by {safe(self.operator)}: {safe(self.reason)}"
 

@@ -107,7 +107,11 @@ class ProgressView:
         return status is RunStatus.RUNNING and now - self.at > STALL_SECONDS
 
     def said(self) -> str:
-        """One line of plain, escaped text: `load 5000/10000 (50%) - 5000 rows`."""
+        """The report in words, for a terminal.
+
+        Returns:
+            One line of escaped text: `load 5000/10000 (50%) - 5000 rows`.
+        """
         count = _num(self.done) if self.total is None else f"{_num(self.done)}/{_num(self.total)}"
         frac = self.fraction
         line = f"{safe(self.phase)} {count}"
@@ -118,7 +122,11 @@ class ProgressView:
         return line
 
     def pace(self) -> str:
-        """The rate and the time left in words: `120/s, 42s left`; empty when unknown."""
+        """The rate and the time left in words.
+
+        Returns:
+            `120/s, 42s left`; empty when neither is known.
+        """
         parts = []
         rate = self.rate
         if rate is not None:
