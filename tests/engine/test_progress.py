@@ -98,6 +98,27 @@ def test_follow_since_leaves_out_what_came_before(h: Harness) -> None:
     assert bad.returncode == 2 and "--since 'yesterday'" in bad.stderr
 
 
+def test_a_hostile_message_is_escaped_in_status_and_follow(h: Harness) -> None:
+    gate = h.tmp / "gate"
+    hostile = "\x1b]52;c;cHduZWQ=\x07\u202egnp.exe "
+    child = _start(h, "x1", items=3, gate=str(gate), say=hostile)
+    try:
+        until(lambda: (p := _progress(h, "x1")) is not None and p["done"] == 2, "the run at its gate")
+        text = h.cli("status", "x1").stdout
+        assert "\\x1b]52;c;cHduZWQ=\\x07<U+202E>gnp.exe item 1" in text and "\x1b" not in text, text
+        assert h.status("x1")["progress"]["message"] == hostile + "item 1"  # the JSON holds it as stored
+        said = spawn(["follow", "x1", "--db", h.target], env=h.env)
+        as_json = spawn(["follow", "x1", "--json", "--db", h.target], env=h.env)
+        until(lambda: "item 1" in said.output_so_far() and "item 1" in as_json.output_so_far(), "both follows")
+    finally:
+        gate.touch()
+        child.wait(60)
+    text = said.wait(60).stdout
+    assert "<U+202E>gnp.exe item 1" in text and "\x1b" not in text and "\u202e" not in text, text
+    lines = as_json.wait(60).stdout
+    assert "\x1b" not in lines and "\u202e" not in lines, lines
+
+
 @pytest.mark.parametrize(
     "args",
     [(-1,), (float("nan"),), (True,), (1, 0), (1, "ten"), (1, 10, 5)],
