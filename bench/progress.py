@@ -45,7 +45,9 @@ def _workflow(report: bool) -> Workflow:
 def wal_commits(db: Path) -> int:
     """Transactions in an SQLite store's WAL (read while the store is open:
     closing it checkpoints and removes the file). A commit frame's header
-    holds the database size after the commit; other frames hold 0."""
+    holds the database size after the commit; other frames hold 0. Only the
+    WAL's current generation is counted: keep a count under SQLite's
+    automatic checkpoint (1,000 pages) or it starts over."""
     wal = Path(str(db) + "-wal")
     if not wal.exists():
         return 0

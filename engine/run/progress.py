@@ -148,6 +148,8 @@ class Progress:
         self._written_at = float("-inf")
         """When progress was last written (monotonic)."""
         self._armed = False
+        self._armed_at = 0.0
+        """When the timer was armed (monotonic): the first report not yet written waits from then."""
         self._closed = False
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -215,6 +217,7 @@ class Progress:
             if self._closed:
                 return
             self._armed = True
+            self._armed_at = time.monotonic()
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name=f"phasegate-progress-{self._fence.run_id}", daemon=True
@@ -235,8 +238,12 @@ class Progress:
                     # `_armed` without the lock) would otherwise wait forever.
                     if self._pending is not None:
                         self._armed = True
+                        self._armed_at = time.monotonic()
                     continue
-                left = self._written_at + self.interval + GRACE - time.monotonic()
+                # Due `interval` after the last write, and never before a
+                # report has waited `GRACE` for a transaction to ride with.
+                due = max(self._written_at + self.interval, self._armed_at) + GRACE
+                left = due - time.monotonic()
                 if left > 0:
                     self._cond.wait(left)
                     continue

@@ -119,6 +119,22 @@ def test_a_hostile_message_is_escaped_in_status_and_follow(h: Harness) -> None:
     assert "\x1b" not in lines and "\u202e" not in lines, lines
 
 
+def test_reports_ride_with_the_steps_and_add_no_commit_per_call(tmp_path: Path) -> None:
+    from bench.progress import wal_commits  # commits counted in the WAL's commit frames, not by our code
+    from phasegate.authoring.loader import load
+
+    wf = load(FLOW)
+    got = {}
+    for report in (False, True):
+        db = tmp_path / f"{report}.db"
+        with Engine(db) as eng:
+            before = wal_commits(db)
+            assert eng.run(wf, "c1", {"items": 100, "steps": True, "report": report}).status.value == "completed"
+            got[report] = wal_commits(db) - before
+    # 100 reports; each rides with a step's commit (a loaded machine may let the timer write one or two alone).
+    assert got[False] >= 100 and got[True] - got[False] <= 2, got
+
+
 @pytest.mark.parametrize(
     "args",
     [(-1,), (float("nan"),), (True,), (1, 0), (1, "ten"), (1, 10, 5)],
