@@ -708,6 +708,12 @@ class Runner:
 
     def _finish(self, status: RunStatus, values: RunChange, *, stopped: bool = False) -> RunStatus:
         """Record the run's end (ending.py); the status recorded, or paused or cancelled by a hold."""
+        try:
+            # A phase that stops midway (fails, blocks, parks, is stopped) keeps
+            # its latest report as the run's last-known progress (progress.py).
+            self.progress.flush()
+        except Exception as exc:  # noqa: BLE001 - progress is advisory: the end is recorded without it
+            log.warning("run %s: progress not recorded: %s", self.run_id, exc)
         base: RunChange = {
             "env_json": _json.dumps(self.env_rows),
             "notes_json": _json.dumps(self.notes + [a.note() for a in self.attempts]),

@@ -135,6 +135,21 @@ def test_reports_ride_with_the_steps_and_add_no_commit_per_call(tmp_path: Path) 
     assert got[False] >= 100 and got[True] - got[False] <= 2, got
 
 
+def test_a_phase_that_fails_midway_keeps_its_last_report(tmp_path: Path) -> None:
+    wf = Workflow("fails-midway")
+
+    @wf.phase()
+    def only(ctx: PhaseContext) -> None:
+        for i in range(50):
+            ctx.progress(i + 1, 100, f"row {i}")
+        raise RuntimeError("row 50 is bad")
+
+    with Engine(tmp_path / "f.db") as eng:
+        assert eng.run(wf, "m1", {}).status.value == "failed"
+        got = eng.status("m1").progress
+        assert got is not None and (got.done, got.total, got.message) == (50, 100, "row 49")
+
+
 @pytest.mark.parametrize(
     "args",
     [(-1,), (float("nan"),), (True,), (1, 0), (1, "ten"), (1, 10, 5)],
