@@ -18,6 +18,7 @@ from . import (
     frameworks,
     observing,
     postgres,
+    progress,
     resume,
     seals,
     trust,
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     group("trust", lambda: trust.run(a.quick, 1 if a.smoke else rounds))
     group("observing", lambda: observing.run(a.quick, rounds))
     group("waits", lambda: waits.run(a.quick, rounds))
+    group("progress", lambda: progress.run(a.quick, rounds))
     group("postgres", lambda: postgres.run(a.quick, rounds))
     with scratch("pgbench-stores-") as d:
         if a.smoke:

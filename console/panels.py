@@ -20,6 +20,7 @@ from phasegate import RunStatus, RunView
 from phasegate.ops import printable, safe, safe_json
 
 from ._format import EFFECT_MARKS, hashes, marked, middle, plain, short, size, tone
+from .progressbar import line as progress_line
 from .requesting import proposal_line
 from .waits import clock_time, wait_line
 
@@ -61,6 +62,10 @@ def summary(v: RunView, now: float, exact: float | None = None) -> Text:
     if live is not None and live.status == RunStatus.RUNNING.value:
         line.append("\n" if line else "")
         line.append(safe(live.said(now if exact is None else exact)), style="bold")
+    if v.progress is not None:
+        # The phase's bar, counts, pace and message (escaped), stalled in words.
+        line.append("\n" if line else "")
+        line.append_text(progress_line(v.progress, v.status, now if exact is None else exact))
     if v.claim is not None:
         line.append("\n" if line else "")
         line.append(v.claim.said(now), style="bold")

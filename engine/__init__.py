@@ -97,6 +97,15 @@ if TYPE_CHECKING:
         WaitKindName,
     )
     from .upkeep.reports import LostOutput, UnknownSchema, VerifyReport
+    from .views.follow import (
+        DecisionEvent,
+        EffectEvent,
+        FollowEvent,
+        PhaseEvent,
+        ProgressEvent,
+        StatusEvent,
+        StepEvent,
+    )
     from .views.models import (
         ClaimEvent,
         ClaimView,
@@ -110,6 +119,7 @@ if TYPE_CHECKING:
         RunView,
     )
     from .views.patches import PatchReport
+    from .views.progress import ProgressView
     from .views.runspage import RunsPage
     from .views.workers import WorkerView
     from .waits import NoAnswer, RetryLater
@@ -191,6 +201,19 @@ _WHERE: dict[str, str] = {
     "CodeDiff": ".authoring.sources",
     "RunView": ".views.models",
     "PatchReport": ".views.patches",
+    "ProgressView": ".views.progress",
+    **dict.fromkeys(
+        (
+            "FollowEvent",
+            "StatusEvent",
+            "StepEvent",
+            "EffectEvent",
+            "PhaseEvent",
+            "ProgressEvent",
+            "DecisionEvent",
+        ),
+        ".views.follow",
+    ),
     "RunsPage": ".views.runspage",
     "Frontier": ".run.frontier",
     "WorkerView": ".views.workers",
@@ -202,6 +225,14 @@ _WHERE: dict[str, str] = {
 
 __all__ = [
     "Action",
+    "DecisionEvent",
+    "EffectEvent",
+    "FollowEvent",
+    "PhaseEvent",
+    "ProgressEvent",
+    "ProgressView",
+    "StatusEvent",
+    "StepEvent",
     "ActionName",
     "AlreadyDecided",
     "BlockKind",

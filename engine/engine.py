@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from .upkeep.reports import PolicyReport, UnknownSchema, UnmarkedStore, VerifyRe
 from .upkeep.resealing import Resealed, reseal
 from .upkeep.verify import Verifier
 from .viewing import Viewer
+from .views import follow as _follow
 from .views import listing, patches, runspage
 from .views.models import RunSummary, RunView
 from .views.patches import PatchReport
@@ -677,6 +678,34 @@ class Engine:
                 return
             yield from page
             after = page[-1]
+
+    def follow(
+        self, run_id: str, *, since: float | None = None, poll: float = 1.0
+    ) -> AsyncIterator[_follow.FollowEvent]:
+        """A run's steps, effects, checkpoints, progress, status changes and
+        decisions as they commit (`phasegate follow RUN`), until it ends.
+
+        An async iterator: `async for event in engine.follow(run_id)`. It reads
+        the run's own rows only, each once, in a worker thread, at each change
+        the store's feed notices (file events on SQLite, LISTEN/NOTIFY on
+        PostgreSQL) and every `poll` seconds anyway (views/follow.py).
+
+        Args:
+            run_id: The run.
+            since: Only events at or after this time (UNIX seconds); None: from the run's start.
+            poll: Seconds between reads when no change is noticed.
+
+        Returns:
+            The events (`FollowEvent`: frozen dataclasses with `to_json` and `said`),
+            oldest first; it stops after the run completes, fails or is cancelled.
+
+        Raises:
+            RunNotFound: No run `run_id` (raised here, before any iteration).
+        """
+        with self.store.read() as conn:
+            if self.store.runs.get(conn, run_id) is None:
+                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+        return _follow.follow(self.store, run_id, self.clock, self.data_version, since=since, poll=poll)
 
     def data_version(self) -> ChangeProbe:
         """A probe whose `changed()` says whether another connection committed

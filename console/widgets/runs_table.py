@@ -13,10 +13,11 @@ from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import DataTable
 
-from phasegate import ClaimView, RunSummary
+from phasegate import ClaimView, RunStatus, RunSummary
 from phasegate.ops import safe
 
 from .._format import age, age_now, apart, plain, run_status, shared_ends
+from ..progressbar import bar, pace
 from ..waits import summary_reason, waits_for_answer
 
 #: (key, label, width or None for "what is left", store order when sorted by it)
@@ -177,6 +178,14 @@ class RunsTable(DataTable[Text]):
             "age": Text(age(None if r.last_checkpoint_at is None else now - r.last_checkpoint_at)),
             "reason": plain(summary_reason(r, now) or "-"),
         }
+        if r.progress is not None and r.status in (RunStatus.RUNNING, RunStatus.STALLED, RunStatus.INTERRUPTED):
+            # The phase's bar in place of its frontier, and its pace before
+            # the reason: what a running run's row has to say.
+            cells["frontier"] = bar(r.progress, r.status, now, self.widths.get("frontier", 14))
+            paced = pace(r.progress, r.status, now)
+            if paced:
+                reason = Text(f"{paced}; " if r.reason else paced, style="bold")
+                cells["reason"] = reason + plain(summary_reason(r, now) or "")
         said = [waiting] if waiting else []
         if claim is not None:
             said.append(claim.said(now))

@@ -13,6 +13,7 @@ from .. import bounds
 from ..errors import ExitCode, UsageError
 from .commands_background import cmd_watch, cmd_worker, cmd_workers
 from .commands_decide import cmd_claim, cmd_decide, cmd_hold, cmd_policy, cmd_send
+from .commands_follow import cmd_follow
 from .commands_runs import cmd_resume, cmd_run, cmd_status
 from .commands_upkeep import cmd_prune, cmd_reseal, cmd_verify
 from .observing import add_log_format, add_metrics_flags, cmd_metrics
@@ -130,6 +131,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(s)
     s.set_defaults(fn=cmd_status)
+
+    s = sub.add_parser("follow", help="print a run's steps, effects, progress, waits and decisions as they commit")
+    s.add_argument("run_id")
+    s.add_argument("--json", action="store_true", help="one JSON object a line")
+    s.add_argument(
+        "--since",
+        default=None,
+        metavar="WHEN",
+        help="only what happened since a time (2026-12-07T15:00:00Z) or that long ago (30s, 5m, 2h, 1d)",
+    )
+    _db_arg(s)
+    s.set_defaults(fn=cmd_follow)
 
     s = sub.add_parser("decide", help="record an operator's decision on a stopped run, or on every run of a cause")
     # Both optional to argparse: with --cause the one positional is the action (`_decide_args`).

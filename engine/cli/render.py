@@ -179,6 +179,12 @@ def print_view(v: RunView, now: float | None = None) -> None:
         print(f"holder    {safe(live.said(time.time() if now is None else now))}")
     fr = v.frontier
     print(f"frontier  {fr.index}/{fr.of} {safe(fr.phase)} ({fr.steps_done} steps done)")
+    if v.progress is not None:
+        # `said` escapes the stored phase name and message (views/progress.py).
+        at = time.time() if now is None else now
+        pace = v.progress.pace()
+        mark = "  [stalled]" if v.progress.stalled(v.status, at) else ""
+        print(f"progress  {v.progress.said()}" + (f"  ({pace})" if pace else "") + mark)
     print("phases    " + "  ".join(f"{safe(p.name)}:{p.state}" for p in v.phases))
     if v.code is not None:
         # Which code started the run and which code its latest attempt ran (escaped by `said`).

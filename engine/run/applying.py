@@ -154,6 +154,8 @@ def apply_reset(store: Store, conn: Any, run: Any, *, pending: Sequence[int], wh
             "held_json": None,
             "waiting_json": None,
             "wake_at": None,
+            # The epoch it reported progress in is over (run/progress.py).
+            "progress_json": None,
             # Its saved steps are gone: no older code's records to check a replay against.
             "shape_json": _json.dumps(_without_codes(_shape(run), None)),
             "updated_at": now,

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from ..authoring.reconcile import Reconciled
     from .ledger import EffectLedger
     from .mailbox import Mailbox
+    from .progress import Progress
     from .steplog import StepLog
 
 #: Where plain functions of async steps run. Wide: they are mostly waiting on
@@ -141,6 +142,7 @@ class AsyncPhaseContext(PhaseContextBase):
         stop: StopRequest | None = None,
         parking: Parking | None = None,
         mailbox: Mailbox | None = None,
+        progress: Progress | None = None,
     ) -> None:
         """Made by the runner for each execution of a phase; a phase only uses it.
 
@@ -155,6 +157,7 @@ class AsyncPhaseContext(PhaseContextBase):
             stop: The request that stops the run at its next step.
             parking: What the run knows of its waits (answers, a retry it parked for).
             mailbox: The run's messages, as `recv` receives them.
+            progress: Where the run's progress reports go (None: kept nowhere).
         """
         super().__init__(
             run_id,
@@ -168,6 +171,7 @@ class AsyncPhaseContext(PhaseContextBase):
             parking=parking,
             mailbox=mailbox,
             here=_here,
+            progress=progress,
         )
         self._inflight: set[asyncio.Task[Any]] = set()
         """Effect calls under way: the phase does not end before they are recorded."""

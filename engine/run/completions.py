@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:  # annotations only: the store's module loads SQLAlchemy
     from ..store.store import HotTx, Store
     from .lease import Fence
+    from .progress import Progress
 
 log = logging.getLogger("phasegate.effects")
 
@@ -71,6 +72,8 @@ class Completions:
         self._armed = False
         self._closed = False
         self._thread: threading.Thread | None = None
+        self.progress: Progress | None = None
+        """The run's progress reports (progress.py): a due one rides with every hot transaction."""
 
     def __bool__(self) -> bool:
         return bool(self._waiting)
@@ -166,8 +169,15 @@ class Carried:
         owner = self._owner
         with owner._cond:
             self._batch = list(owner._waiting.values())
-        self._scope = owner._store.hot_tx([("effect_done", values) for values, _ in self._batch])
-        return self._scope.__enter__()
+        self._scope = scope = owner._store.hot_tx([("effect_done", values) for values, _ in self._batch])
+        tx = scope.__enter__()
+        if owner.progress is not None:
+            try:
+                owner.progress.ride(tx)
+            except BaseException as exc:
+                scope.__exit__(type(exc), exc, exc.__traceback__)
+                raise
+        return tx
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> Literal[False]:
         self._scope.__exit__(kind, exc, tb)

@@ -3,8 +3,8 @@
 called in one and awaited in the other.
 
 The base holds what a phase reads (`run_id`, `phase`, `inputs`, `missing`,
-`degraded`, `steps_done`, `last_step`), the decisions that are never awaited
-(`patched`, `deprecated_patch`: run/patches.py), and the hook the runner
+`degraded`, `steps_done`, `last_step`), the calls that are never awaited
+(`patched`, `deprecated_patch`: run/patches.py; `progress`: run/progress.py), and the hook the runner
 ends an execution with. tests/unit/test_context_parity.py holds the two
 classes to the same public methods and parameters.
 """
@@ -18,6 +18,7 @@ from ..authoring.retry import Attempt
 from ..errors import UsageError
 from . import patches
 from .parking import Parking, made_by_a_run
+from .progress import Progress, checked
 from .stepcalls import StepCalls
 from .stopping import StopRequest
 
@@ -44,6 +45,7 @@ class PhaseContextBase:
         parking: Parking | None,
         here: Callable[[], object],
         mailbox: Mailbox | None = None,
+        progress: Progress | None = None,
     ) -> None:
         """Made by the runner for each execution of a phase; a phase only uses it.
 
@@ -59,7 +61,9 @@ class PhaseContextBase:
             parking: What the run knows of its waits (answers, a retry it parked for).
             here: Who is calling now (the thread, or the asyncio task).
             mailbox: The run's messages, as `recv` receives them.
+            progress: Where the run's progress reports go (None: kept nowhere).
         """
+        self._progress = progress
         self._steps = steps
         self._effects = effects
         self._parking = parking
@@ -91,6 +95,31 @@ class PhaseContextBase:
     def last_step(self) -> str | None:
         """The step or effect that finished last in this execution of the phase."""
         return self._calls.last
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        """Say how far the phase has got, for an operator (`status`, the console, `follow`).
+
+        Cheap and not a checkpoint: the latest report is kept in memory and
+        written at most about twice a second, with the run's next step where
+        there is one (run/progress.py). The store keeps the last one written as
+        the run's last-known progress, through a kill; the phase's checkpoint
+        clears it. Never awaited, in an async phase too. A resumed phase starts
+        over, so it reports from where it really is, not from the stored value.
+
+        Args:
+            done: How much is done: a count of items, or any unit `total` is in.
+            total: How much there is in all, or None when not known (no bar, no estimate).
+            message: A short line about where it is (cut to 200 characters;
+                shown escaped, never as markup).
+
+        Raises:
+            UsageError: `done` negative or not a finite number, `total` not above 0,
+                or `message` not a string.
+        """
+        done, total, message = checked(done, total, message)
+        progress = self._progress
+        if progress is not None:
+            progress.report(self.phase, done, total, message)
 
     def patched(self, patch_id: str) -> bool:
         """Whether this run takes the new path of a code change (run/patches.py).

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..authoring.reconcile import Reconciled
     from .ledger import EffectLedger
     from .mailbox import Mailbox
+    from .progress import Progress
     from .steplog import StepLog
 
 T = TypeVar("T")
@@ -70,6 +71,7 @@ class PhaseContext(PhaseContextBase):
         stop: StopRequest | None = None,
         parking: Parking | None = None,
         mailbox: Mailbox | None = None,
+        progress: Progress | None = None,
     ) -> None:
         """Made by the runner for each execution of a phase; a phase only uses it.
 
@@ -84,6 +86,7 @@ class PhaseContext(PhaseContextBase):
             stop: The request that stops the run at its next step.
             parking: What the run knows of its waits (answers, a retry it parked for).
             mailbox: The run's messages, as `recv` receives them.
+            progress: Where the run's progress reports go (None: kept nowhere).
         """
         super().__init__(
             run_id,
@@ -97,6 +100,7 @@ class PhaseContext(PhaseContextBase):
             parking=parking,
             mailbox=mailbox,
             here=threading.get_ident,
+            progress=progress,
         )
 
     def step(

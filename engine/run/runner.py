@@ -57,6 +57,7 @@ from .outputs import PhaseOutputs
 from .parking import Park, Parking
 from .phasecontext import PhaseContext
 from .planner import StartFacts, StartPlan, plan_start
+from .progress import Progress
 from .recoding import RecordedCode, effects_since
 from .stepcalls import refuse_coroutine
 from .steplog import StepLog
@@ -128,6 +129,9 @@ class Runner:
         self.fence = Fence(store, self.run_id, new_owner(), clock)
         # Effect completions not yet committed: every write of the run carries them.
         self.completions = Completions(store, self.fence, effect_flush)
+        self.progress = Progress(store, self.fence, clock)
+        """The phases' progress reports (progress.py): they ride with the run's hot transactions."""
+        self.completions.progress = self.progress
         self.steps = StepLog(store, self.fence, clock, self.completions)
         self.effects = EffectLedger(store, self.fence, clock, self.completions)
         self.ending = RunEnd(store, wf, self.fence, self.completions, clock)
@@ -192,6 +196,7 @@ class Runner:
             if self._watch is not None:
                 self._watch.stop()
             self.completions.close()
+            self.progress.close()
             beat.stop()
             self._loops.close()
 
@@ -457,6 +462,9 @@ class Runner:
                 # Asked once a run per fingerprint: the store's answer does not change.
                 sources.remember(self.store, self.wf.phases, self.clock, needed=p)
                 self._sources_known.add(p.code_hash)
+            # The checkpoint clears the stored progress; a report not yet
+            # written must not land after it (progress.py).
+            self.progress.end_phase(p.name)
             journal.checkpoint(
                 p,
                 text,
@@ -503,6 +511,7 @@ class Runner:
                 stop=self.stop,
                 parking=self.parking,
                 mailbox=self.mailbox,
+                progress=self.progress,
             )
             wait: float | None = None
             try:
@@ -611,6 +620,12 @@ class Runner:
 
     def _finish(self, status: RunStatus, values: RunChange, *, stopped: bool = False) -> RunStatus:
         """Record the run's end (ending.py); the status recorded, or paused or cancelled by a hold."""
+        try:
+            # A phase that stops midway (fails, blocks, parks, is stopped) keeps
+            # its latest report as the run's last-known progress (progress.py).
+            self.progress.flush()
+        except Exception as exc:  # noqa: BLE001 - progress is advisory: the end is recorded without it
+            log.warning("run %s: progress not recorded: %s", self.run_id, exc)
         base: RunChange = {
             "env_json": _json.dumps(self.env_rows),
             "notes_json": _json.dumps(self.notes + [a.note() for a in self.attempts]),

@@ -4,8 +4,8 @@ and compiling a Core statement per write costs more CPU than the write.
 
 It owns no table of its own: its statements write `phasegate_checkpoints`,
 `phasegate_effects`, `phasegate_steps`, the delivery columns of
-`phasegate_messages` and the head, frontier and effect history columns of
-`phasegate_runs`, as those tables' repositories describe
+`phasegate_messages` and the head, frontier, progress and effect history
+columns of `phasegate_runs`, as those tables' repositories describe
 them, and read the lease columns to fence each write.
 """
 
@@ -28,8 +28,14 @@ _HOT_SQL: dict[str, str] = {
     "advance": (
         "UPDATE phasegate_runs SET head_seq = :head_seq, head_hash = :head_hash,"
         " frontier_phase = :frontier_phase, frontier_index = :frontier_index, steps_done = :steps_done,"
-        " last_checkpoint_at = :now WHERE run_id = :run_id AND lease_owner = :owner"
+        " last_checkpoint_at = :now, progress_json = NULL WHERE run_id = :run_id AND lease_owner = :owner"
         " AND lease_expires_at > :lease_now"
+    ),
+    # A phase's latest progress (run/progress.py), fenced by the lease and the
+    # status: a value written late never lands on a run that stopped.
+    "progress": (
+        "UPDATE phasegate_runs SET progress_json = :progress_json WHERE run_id = :run_id"
+        " AND lease_owner = :owner AND lease_expires_at > :lease_now AND status = 'running'"
     ),
     # Reads, not writes: a write to the run row would dirty its pages and
     # indexes in every effect and step commit. The dialect makes the read
@@ -86,7 +92,7 @@ _HOT_SQL: dict[str, str] = {
 _CHECKPOINT_ADVANCE = (
     "WITH moved AS (UPDATE phasegate_runs SET head_seq = :head_seq, head_hash = :head_hash,"
     " frontier_phase = :frontier_phase, frontier_index = :frontier_index, steps_done = :steps_done,"
-    " last_checkpoint_at = :now WHERE run_id = :run_id AND lease_owner = :owner"
+    " last_checkpoint_at = :now, progress_json = NULL WHERE run_id = :run_id AND lease_owner = :owner"
     " AND lease_expires_at > :lease_now RETURNING run_id)"
     " INSERT INTO phasegate_checkpoints (run_id, epoch, seq, kind, phase, envelope, payload_hash,"
     " prev_hash, output_json, output_state, output_bytes, archive_path, created_at, status, seal)"

@@ -55,6 +55,7 @@ class RunChange(TypedDict, total=False):
     held_json: str | None
     trace_id: str | None
     code_json: str | None
+    progress_json: str | None
 
 
 class NewRun(RunChange):

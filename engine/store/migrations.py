@@ -30,6 +30,8 @@ to fill, nothing was ever sent to a run of an older store.
 It also adds the runs' code versions (`code_json`, run/codeversion.py):
 nothing to fill (a run started before it shows no code version until its
 next attempt records one; its `started` is then that attempt's).
+It also adds the running phase's last-known progress (`progress_json`,
+run/progress.py): nothing to fill, a run reports it as it goes.
 """
 
 from __future__ import annotations

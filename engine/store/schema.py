@@ -103,6 +103,11 @@ runs = Table(
     # and each of its latest attempts', so status, the console and alerts
     # say which code a run waited under and which code resumed it.
     Column("code_json", Text),
+    # Version 8 (run/progress.py): the running phase's last-known progress
+    # (`ctx.progress`), coalesced to a write every half second at most and
+    # cleared by the phase's checkpoint. Kept across a kill: the last thing
+    # an operator knew of a phase that stopped midway.
+    Column("progress_json", Text),
     Index("ix_runs_status_updated", "status", "updated_at"),
 )
 
@@ -391,6 +396,7 @@ ADDED_COLUMNS: dict[tuple[str, str], tuple[int, str]] = {
     ("phasegate_runs", "held_json"): (6, "TEXT"),
     ("phasegate_runs", "trace_id"): (6, "TEXT"),
     ("phasegate_runs", "code_json"): (8, "TEXT"),
+    ("phasegate_runs", "progress_json"): (8, "TEXT"),
 }
 
 #: Indexes added to existing tables, by the version that added them.

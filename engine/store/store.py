@@ -32,6 +32,7 @@ from ._messages import Messages, NewMessage
 from ._meta import SEAL_KEY, Meta
 from ._oversight import Claims, NewPolicy, PolicyChanges
 from ._ownrows import OwnRows, OwnRowsReader
+from ._runfeed import RunFeed
 from ._runs import NewRun, RunChange, Runs
 from ._seals import Seals
 from ._sources import Sources
@@ -111,6 +112,8 @@ class Store:
         """The alerts table."""
         self.workers = Workers(db)
         """The workers table."""
+        self.feed = RunFeed()
+        """One run's rows written since a place (`follow`)."""
         self.own_rows = OwnRowsReader(db)
         """Many runs' own rows at once, across their tables."""
         self.changes = Changes(db)

@@ -21,6 +21,7 @@ from ..timefmt import iso
 from .codeview import code_view
 from .liveness import Liveness
 from .models import RESULT_SHOWN, DecisionView, EffectView, LeaseView, OutputView, PhaseView, RunView
+from .progress import ProgressView
 from .questions import questions_of
 from .status import effect_state, effective_status, shown_state, status_text
 
@@ -202,6 +203,7 @@ def build(
         epoch=int(run.epoch),
         trace_id=_trace_part(getattr(run, "trace_id", None)),
         code=code_view(getattr(run, "code_json", None)),
+        progress=ProgressView.from_row(run),
         pending_decisions=tuple(d for d in decs if d.state == "pending"),
         degraded=status is RunStatus.COMPLETED and any(p.state is PhaseState.DEGRADED for p in phases),
         runbooks=tuple(

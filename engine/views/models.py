@@ -22,6 +22,7 @@ from ..timefmt import iso
 from .codeview import CodeView
 from .liveness import Liveness
 from .messages import MessageView
+from .progress import ProgressView
 from .status import EXPIRED, NEEDS_ATTENTION, PROPOSED, effective_status, status_text
 
 
@@ -61,6 +62,8 @@ class RunSummary:
     """For a waiting run, what it waits for (`WaitKind`: answer, timer, retry_later, message); else None."""
     prompt: str | None = None
     """For a run waiting for an answer, its question's prompt (as stored); else None."""
+    progress: ProgressView | None = None
+    """Its running phase's last-known progress (`ctx.progress`), or None."""
 
     @property
     def needs_attention(self) -> bool:
@@ -166,6 +169,7 @@ class RunSummary:
             liveness=Liveness.from_row(row),
             waiting_for=waiting_for,
             prompt=prompt,
+            progress=ProgressView.from_row(row),
         )
 
 
@@ -559,6 +563,9 @@ class RunView:
     code: CodeView | None = None
     """The code version it started under and its latest attempt's (schema
     version 8; None for a run started before)."""
+    progress: ProgressView | None = None
+    """Its running phase's last-known progress (`ctx.progress`), or None:
+    kept through a kill, cleared when the phase checkpoints."""
 
     @property
     def asking(self) -> QuestionView | None:
@@ -627,6 +634,8 @@ class RunView:
             del d["code"]
         else:
             d["code"] = self.code.to_json()
+        # Added with issue 42, always present (null: nothing reported, or the phase ended).
+        d["progress"] = self.progress.to_json() if self.progress is not None else None
         d["claim"] = self.claim.to_json() if self.claim is not None else None
         if self.claims:
             d["claims"] = [c.to_json() for c in self.claims]

@@ -66,6 +66,8 @@ def test_quick_run_writes_json_rows(tmp_path: Path) -> None:
         "trust checks",
         "1 KB checkpoint, metrics on",
         "1 KB checkpoint, traced",
+        "10,000-call ctx.progress loop",
+        "commits a 10,000-call ctx.progress run adds",
     ):
         assert any(n.startswith(prefix) for n in names), prefix
     # --quick runs no peers; they are reported as skipped, never faked.

@@ -92,6 +92,12 @@ class Child:
         self.rc = os.waitstatus_to_exitcode(status)
         return self.rc
 
+    def output_so_far(self) -> str:
+        """What it has printed to stdout until now (it may still be running)."""
+        if self.result is not None:
+            return self.result.stdout
+        return self._out.read_text(errors="replace")
+
     def alive(self) -> bool:
         """Still running; reaps (and records `result`) once it is not."""
         if self.poll() is None:

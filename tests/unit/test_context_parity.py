@@ -11,7 +11,7 @@ from typing import Any
 from phasegate import AsyncPhaseContext, PhaseContext
 
 #: Decided without a wait: plain calls in both contexts.
-NEVER_AWAITED = {"patched", "deprecated_patch"}
+NEVER_AWAITED = {"patched", "deprecated_patch", "progress"}
 
 
 def _public(cls: type) -> dict[str, Any]:
