@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support import cli as support
-from tests.support import markers, parallel, seeds
+from tests.support import cpu, markers, parallel, seeds
 
 ROOT = support.ROOT
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
@@ -24,11 +24,18 @@ def cli(
     env: dict[str, str] | None = None,
     timeout: float = 120,
     cwd: Path | None = None,
-    mode: support.Mode = "exec",
+    mode: support.Mode | None = None,
 ) -> support.Result:
-    """Run `python -m phasegate ARGS` (or, with `mode="fork"`, the same
-    command line in a forked warm child) and return how it ended."""
-    return support.run(args, env=env, timeout=timeout, cwd=cwd, mode=mode)
+    """Run the `phasegate ARGS` command line in a child and return how it ended.
+
+    By default (`mode=None`) the child is a forked warm one (the same argv,
+    parser, store and exit code, without half a second of interpreter start
+    and imports), or an exec'd `python -m phasegate` where the test gives a
+    `cwd`, holds the child's SQLite database open itself (a Pilot test's
+    console), or `PHASEGATE_TEST_CLI_MODE=exec` asks for every child exec'd,
+    the way an operator's shell starts it (tests/README.md, "Children"). A
+    test about the command's own start passes `mode="exec"`."""
+    return support.run(args, env=env, timeout=timeout, cwd=cwd, mode=mode or support.default_mode(args, cwd=cwd))
 
 
 def status_json(db: Path, run_id: str | None = None) -> Any:
@@ -115,3 +122,14 @@ def db(tmp_path: Path) -> Path:
 @pytest.fixture
 def run_cli() -> Callable[..., support.Result]:
     return cli
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """With PHASEGATE_TEST_CPU_LOG set, each test's CPU (its own and its
+    children's) goes to that file (tests/support/cpu.py)."""
+    path = os.environ.get(cpu.ENV)
+    meter = cpu.Meter(path) if path else None
+    yield
+    if meter is not None:
+        meter.record(item.nodeid)

@@ -34,6 +34,24 @@ from typing import Literal
 ROOT = Path(__file__).resolve().parents[2]
 KILLED = -signal.SIGKILL
 Mode = Literal["exec", "fork"]
+MODE_ENV = "PHASEGATE_TEST_CLI_MODE"
+"""`exec` makes every child the tests start by default an exec'd one."""
+
+
+def default_mode(args: Sequence[str] = (), *, cwd: Path | None = None) -> Mode:
+    """The mode of a child whose test did not ask for one: forked and warm,
+    unless it needs its own working directory (only an exec'd child has
+    one), this process has the child's SQLite database open (a Pilot test's
+    console: SQLite must not cross a fork, see `_no_open_databases`), or
+    `PHASEGATE_TEST_CLI_MODE=exec` is set (a run of the suite with every
+    child started the way an operator's shell starts it)."""
+    if cwd is not None or os.environ.get(MODE_ENV, "").strip() == "exec":
+        return "exec"
+    try:
+        _no_open_databases(_db_of(args))
+    except RuntimeError:
+        return "exec"
+    return "fork"
 
 
 def child_env(extra: Mapping[str, str] | None = None, *, drop: Iterable[str] = ()) -> dict[str, str]:
