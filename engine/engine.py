@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._dbpath import default_db
 from .authoring.workflow import Workflow
@@ -42,6 +42,9 @@ from .views.models import RunSummary, RunView
 from .views.patches import PatchReport
 from .views.runspage import RunsPage
 from .views.workers import WorkerView, list_workers
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Row
 
 
 class Engine:
@@ -340,9 +343,7 @@ class Engine:
         who = whoami(operator)
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.runs.get(conn, run_id, lock=True)
-            if run is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            run = self._row(conn, run_id, lock=True)
             view = self._view(conn, run, now, with_candidates=False)
             opts = Options(phase, effect, result, force, expect_env, question, value, now)
             chosen = opts.fit(view, act)
@@ -407,9 +408,7 @@ class Engine:
         who = assistant_who(assistant)
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.runs.get(conn, run_id, lock=True)
-            if run is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            run = self._row(conn, run_id, lock=True)
             view = self._view(conn, run, now, with_candidates=False)
             chosen = Options(phase, effect, result, False, None, question, value, now).fit(view, act)
             return _proposing.propose(
@@ -453,10 +452,20 @@ class Engine:
         who = whoami(operator)
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.runs.get(conn, run_id, lock=True)
-            if run is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            run = self._row(conn, run_id, lock=True)
             return _sending.send(self.store, conn, run, topic, value, reason=str(reason), who=who, now=now)
+
+    def _row(self, conn: Connection, run_id: str, *, lock: bool = False) -> Row[Any]:
+        """The run's row (locked for the transaction with `lock`); the one
+        place "no such run" is said.
+
+        Raises:
+            RunNotFound: No run `run_id`.
+        """
+        run = self.store.runs.get(conn, run_id, lock=lock)
+        if run is None:
+            raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+        return run
 
     # -- reading --------------------------------------------------------------
 
@@ -473,9 +482,7 @@ class Engine:
             RunNotFound: No run `run_id`.
         """
         with self.store.read() as conn:
-            run = self.store.runs.get(conn, run_id)
-            if run is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            run = self._row(conn, run_id)
             return self._view(conn, run, self.clock())
 
     def runs(
@@ -703,8 +710,7 @@ class Engine:
             RunNotFound: No run `run_id` (raised here, before any iteration).
         """
         with self.store.read() as conn:
-            if self.store.runs.get(conn, run_id) is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            self._row(conn, run_id)
         return _follow.follow(self.store, run_id, self.clock, self.data_version, since=since, poll=poll)
 
     def data_version(self) -> ChangeProbe:
