@@ -166,7 +166,7 @@ class Worker:
         if row.status == RunStatus.RESET.value:
             return "reset: starting over from its original inputs"
         if row.status == RunStatus.WAITING.value and row.wake_at is not None and row.wake_at <= eng.clock():
-            return f"due: it was {row.attention}" if row.attention else "due"
+            return f"due: {row.attention}" if row.attention else "due"
         with eng.store.read() as conn:
             pending = [d for d in eng.store.decisions.of_run(conn, row.run_id) if d.state == "pending"]
         if pending:
