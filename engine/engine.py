@@ -44,7 +44,7 @@ from .views.runspage import RunsPage
 from .views.workers import WorkerView, list_workers
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection, Row
+    from .store.store import Connection
 
 
 class Engine:
@@ -455,7 +455,7 @@ class Engine:
             run = self._row(conn, run_id, lock=True)
             return _sending.send(self.store, conn, run, topic, value, reason=str(reason), who=who, now=now)
 
-    def _row(self, conn: Connection, run_id: str, *, lock: bool = False) -> Row[Any]:
+    def _row(self, conn: Connection, run_id: str, *, lock: bool = False) -> Any:
         """The run's row (locked for the transaction with `lock`); the one
         place "no such run" is said.
 

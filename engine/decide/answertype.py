@@ -6,7 +6,8 @@ rules. So `decide RUN answer` also checks the value with the type `ctx.ask`
 was given, validators included, where the workflow's code can be imported:
 the run's target is loaded (as a resume loads it), the asking phase's
 `ctx.ask("NAME", PROMPT, TYPE)` call is found in its source, and TYPE is
-evaluated in the phase's module. The check is `parking.typed_answer`, the
+read node by node in the phase's module (`_look_up`: names, subscripts,
+calls, constants; never `eval`). The check is `parking.typed_answer`, the
 same function the resume applies, so what decide takes a resume takes too.
 
 The code is only believed when the type found describes itself exactly as
@@ -14,13 +15,14 @@ the stored schema does: code changed since the run asked (or a call this
 reading gets wrong) falls back to the stored schema alone, and the resume's
 own check still stands between any answer and the phase.
 
-The expression evaluated is the author's own source, from the file the run
+The expression read is the author's own source, from the file the run
 resumes with, never stored data.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import logging
 import textwrap
@@ -65,7 +67,7 @@ def question_type(target: str | None, q: QuestionView) -> Any:
         return UNKNOWN
     try:
         # The author's own expression, in the phase's own module: what `ctx.ask` was given.
-        found = eval(compile(ast.Expression(expr), "<ask schema>", "eval"), dict(fn.__globals__))  # noqa: S307
+        found = _look_up(expr, fn.__globals__)
         same = json_schema(f"ask {q.name!r}", found) == q.schema
     except Exception as exc:  # noqa: BLE001 - a local name, a changed module: the stored schema checks it
         log.debug("answer to %s: its type is not found again (%s: %s)", q.name, type(exc).__name__, exc)
@@ -110,3 +112,36 @@ def _schema_expression(fn: Any, name: str) -> ast.expr | None:
             found.append(typ)
     # Two calls asking the same name (one per branch) may give two types: neither is believed.
     return found[0] if len(found) == 1 else None
+
+
+def _look_up(expr: ast.expr, names: dict[str, Any]) -> Any:
+    """What a type expression of the author's source means among `names` (a
+    module's globals, then the builtins), read node by node: names, dotted
+    names, constants, subscripts (`Annotated[int, ...]`, `Literal["a"]`),
+    tuples and lists, and calls of what those mean (`AfterValidator(f)`,
+    `Field(gt=0)`). Never `eval`: anything else is refused.
+
+    Raises:
+        LookupError: `expr` holds a node of another kind (the stored schema checks it).
+        Exception: what a name's lookup or a call raises.
+    """
+    if isinstance(expr, ast.Name):
+        return names[expr.id] if expr.id in names else getattr(builtins, expr.id)
+    if isinstance(expr, ast.Attribute):
+        return getattr(_look_up(expr.value, names), expr.attr)
+    if isinstance(expr, ast.Constant):
+        return expr.value
+    if isinstance(expr, ast.Tuple):
+        return tuple(_look_up(e, names) for e in expr.elts)
+    if isinstance(expr, ast.List):
+        return [_look_up(e, names) for e in expr.elts]
+    if isinstance(expr, ast.Subscript):
+        return _look_up(expr.value, names)[_look_up(expr.slice, names)]
+    if isinstance(expr, ast.Call):
+        if any(k.arg is None for k in expr.keywords) or any(isinstance(a, ast.Starred) for a in expr.args):
+            raise LookupError("a call with * or ** arguments: the stored schema checks it")
+        fn = _look_up(expr.func, names)
+        return fn(
+            *(_look_up(a, names) for a in expr.args), **{str(k.arg): _look_up(k.value, names) for k in expr.keywords}
+        )
+    raise LookupError(f"{type(expr).__name__} in a type: the stored schema checks it")

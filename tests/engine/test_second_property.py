@@ -257,7 +257,7 @@ def _check(tmp: Path, script: list[tuple[Any, ...]], *, keyed: bool) -> None:
     os.environ["PHASEGATE_SEAL_KEY_FILE"] = str(key) if keyed else ""
     RATE["value"], FAIL["on"] = "v1", True
     m = Model()
-    saved: dict[str, str] = {}
+    head: dict[str, str] = {}  # the policy head an edit snapshots, for a later one to replay
     try:
         with Engine(db) as eng:
             eng.run(wf, "r", {})
@@ -291,7 +291,7 @@ def _check(tmp: Path, script: list[tuple[Any, ...]], *, keyed: bool) -> None:
                     elif kind == "edit":
                         # A plain store is held to raw edits only.
                         if keyed or not (step[3] or step[1] in WHOLE_ON_PLAIN):
-                            _edit(db, step[1], step[2], step[3], saved)
+                            _edit(db, step[1], step[2], step[3], head)
                     elif kind == "cancel":
                         _as(step[1])
                         eng.decide("r", "cancel", reason="stop it")

@@ -32,6 +32,8 @@ def test_status_json_of_every_demo_run_is_unchanged(tmp_path: Path) -> None:
             got = eng.status(run_id).to_json()
             # Added in format 4 (#13): who claimed the run; nobody in a 0.1 store.
             assert got.pop("claim") is None, run_id
+            # Added with #42: the running phase's last-known progress; none in a 0.1 store.
+            assert got.pop("progress") is None, run_id
             for eff in got["effects"]:
                 # Added with #28: what a done effect returned (or its hash, when large).
                 assert ("result" in eff or "result_hash" in eff) == (eff["state"] == "done"), run_id
