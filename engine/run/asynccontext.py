@@ -40,7 +40,8 @@ from ..errors import UsageError
 from ..ids import validate_name
 from ..waits import seconds_arg
 from .contextbase import PhaseContextBase
-from .ledger import Pending, Saved
+from .intentbatch import IntentBatch
+from .ledger import Intent, Pending, Saved
 from .parking import Parking, after_failure, epoch_of
 from .stepcalls import check_effect_options, is_async_callable, rehydrate, returns
 from .stopping import Interrupted, StopRequest
@@ -163,6 +164,8 @@ class AsyncPhaseContext(PhaseContextBase):
         )
         self._inflight: set[asyncio.Task[Any]] = set()
         """Effect calls under way: the phase does not end before they are recorded."""
+        self._intents = IntentBatch(effects)
+        """Intents asked for in the same round of the loop, committed together."""
 
     def _adopt(self) -> None:
         """(the driver) Make the calling task the phase's own: implicit numbering is sound in it."""
@@ -390,9 +393,13 @@ class AsyncPhaseContext(PhaseContextBase):
         )
         # A reconcile hook is a plain function that may take its whole
         # timeout: asked from a thread. Otherwise one commit, on the loop,
-        # unless another thread holds the ledger (another effect's hook, an
-        # atomic effect): the loop must not wait for it.
-        began = None if reconcile is not None else self._effects.try_begin(*begin.args, **begin.keywords)
+        # shared by every effect the phase's tasks begin in the same round
+        # of the loop (intentbatch.py), unless another thread holds the
+        # ledger (another effect's hook, an atomic effect): the loop must
+        # not wait for it.
+        began: Pending | Saved | None = None
+        if reconcile is None:
+            began = await self._intents.begin(Intent(self.phase, name, idempotent, redo_on_rewind))
         if began is None:
             began = await self._begin_in_thread(begin)
             if isinstance(began, Pending) and self._calls.closed:
