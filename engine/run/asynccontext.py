@@ -6,7 +6,8 @@ when it completes; an effect's intent is committed before its function is
 called and its completion with the run's next commit. Those commits run on
 the event loop's thread, one at a time: the loop waits for at most one
 commit (milliseconds), never for the start sequence, which runs in the
-runner's own thread (asyncdriver.py).
+runner's own thread (asyncdriver.py). The intents of effects begun in the
+same round of the loop (a gather's) share one commit (intentbatch.py).
 
 The function given to `step`, `effect` or `map` may be `async def`
 (awaited on the loop) or plain (run in a worker thread, so that concurrent
