@@ -129,9 +129,10 @@ def _fanout(quick: bool, rounds: int) -> Figure:
             commits.append(commit)
             ratios.append(one / commit)
     value = median(ratios)
-    # No target in the issue: the figure to watch is that it stays near the
-    # sequential effect's (group 3), i.e. that concurrency adds no commits.
-    tgt, met = None, None
+    # Issue 43's target: the intents the twenty tasks ask for in one round
+    # of the loop share one commit (intentbatch.py), so the fan-out costs
+    # about one fsync, not twenty.
+    tgt, met = at_most(value, 1.3)
     return Figure(
         "fan-out of 20 effects (asyncio.gather), per effect / one raw FULL commit",
         value,
@@ -140,7 +141,7 @@ def _fanout(quick: bool, rounds: int) -> Figure:
         met,
         group="12 agents",
         baseline=f"one raw FULL commit of a small row: {median(commits) * 1e6:.0f} us",
-        detail=f"per effect {median(per) * 1e6:.0f} us: intents serialised (one history), "
-        "each completion riding with the next intent",
+        detail=f"per effect {median(per) * 1e6:.0f} us: the twenty intents in one commit (one linked history), "
+        "each function called once that commit returned, the completions riding with the phase's checkpoint",
         samples=ratios,
     )

@@ -19,6 +19,7 @@ from . import (
     observing,
     postgres,
     progress,
+    regress,
     resume,
     seals,
     trust,
@@ -46,6 +47,15 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         default="",
         help="comma-separated groups: checkpoint,effects,agents,frameworks,seals,trust,observing,waits,resume,verify,console,live,cli,postgres,wire,batch",
+    )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        default=regress.BASELINE,
+        help="after a --quick run, print every ratio more than 20%% worse than this baseline (a report, never a failure)",
+    )
+    ap.add_argument(
+        "--write-baseline", type=Path, default=None, help="write this run's ratios as a baseline (bench/baseline.json)"
     )
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
@@ -148,6 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     if a.json is not None:
         write_json(a.json, figs, meta)
+    rows = [f.as_json() for f in figs]
+    if a.write_baseline is not None:
+        regress.write_baseline(a.write_baseline, rows)
+    elif meta["mode"] == "quick":
+        # The baseline holds --quick ratios: a full run's stores are other
+        # sizes, and a smoke run's figures mean nothing.
+        print("\n" + regress.report(rows, a.baseline))
     if a.markdown is not None:
         a.markdown.write_text(markdown(figs, meta))
     return 0

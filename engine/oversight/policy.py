@@ -134,14 +134,24 @@ def history(store: Store, conn: Any, limit: int | None = 20, before: int | None 
     return [Policy.from_row(r) for r in store.policy.changes(conn, limit=limit, before=before)]
 
 
-def damage(store: Store, conn: Any) -> list[trail.Damage]:
+def damage(store: Store, conn: Any, changes: list[Any] | None = None) -> list[trail.Damage]:
     """How the policy's changes differ from their seals, links and count
-    (history/trail.py): empty when its history is whole."""
+    (history/trail.py): empty when its history is whole.
+
+    Args:
+        store: The store.
+        conn: A transaction on it.
+        changes: Every policy change, as `store.policy.changes(conn, limit=None)`
+            read them in this transaction (a verify has them already); None: read here.
+
+    Returns:
+        The damage found.
+    """
     if "phasegate_policy" not in store.tables:
         return []
     head, count, seal = store.policy.head(conn)
     named = store.decisions.policies_named(conn)
-    rows = store.policy.changes(conn, limit=None)
+    rows = store.policy.changes(conn, limit=None) if changes is None else changes
     return witness.policy_damage(rows, head, count, seal, store.seal_key, named, store.where)
 
 

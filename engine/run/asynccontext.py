@@ -6,7 +6,8 @@ when it completes; an effect's intent is committed before its function is
 called and its completion with the run's next commit. Those commits run on
 the event loop's thread, one at a time: the loop waits for at most one
 commit (milliseconds), never for the start sequence, which runs in the
-runner's own thread (asyncdriver.py).
+runner's own thread (asyncdriver.py). The intents of effects begun in the
+same round of the loop (a gather's) share one commit (intentbatch.py).
 
 The function given to `step`, `effect` or `map` may be `async def`
 (awaited on the loop) or plain (run in a worker thread, so that concurrent
@@ -41,7 +42,8 @@ from ..errors import UsageError
 from ..ids import validate_name
 from ..waits import seconds_arg
 from .contextbase import PhaseContextBase
-from .ledger import Pending, Saved
+from .intentbatch import IntentBatch
+from .ledger import Intent, Pending, Saved
 from .parking import Parking, after_failure, epoch_of
 from .stepcalls import check_effect_options, is_async_callable, rehydrate, returns
 from .stopping import Interrupted, StopRequest
@@ -175,6 +177,8 @@ class AsyncPhaseContext(PhaseContextBase):
         )
         self._inflight: set[asyncio.Task[Any]] = set()
         """Effect calls under way: the phase does not end before they are recorded."""
+        self._intents = IntentBatch(effects)
+        """Intents asked for in the same round of the loop, committed together."""
 
     def _adopt(self) -> None:
         """(the driver) Make the calling task the phase's own: implicit numbering is sound in it."""
@@ -485,9 +489,13 @@ class AsyncPhaseContext(PhaseContextBase):
         )
         # A reconcile hook is a plain function that may take its whole
         # timeout: asked from a thread. Otherwise one commit, on the loop,
-        # unless another thread holds the ledger (another effect's hook, an
-        # atomic effect): the loop must not wait for it.
-        began = None if reconcile is not None else self._effects.try_begin(*begin.args, **begin.keywords)
+        # shared by every effect the phase's tasks begin in the same round
+        # of the loop (intentbatch.py), unless another thread holds the
+        # ledger (another effect's hook, an atomic effect): the loop must
+        # not wait for it.
+        began: Pending | Saved | None = None
+        if reconcile is None:
+            began = await self._intents.begin(Intent(self.phase, name, idempotent, redo_on_rewind))
         if began is None:
             began = await self._begin_in_thread(begin)
             if isinstance(began, Pending) and self._calls.closed:

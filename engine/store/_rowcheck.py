@@ -169,10 +169,40 @@ def _table_spec(table: Any, as_bytes: frozenset[str] = frozenset()) -> list[_Spe
     return spec
 
 
+_Step = tuple[int | None, str, bool, type | None, frozenset[str] | None]
+_plans: dict[tuple[str, frozenset[str], tuple[str, ...]], list[_Step]] = {}
+
+
+def _plan(table: Any, fields: tuple[str, ...], as_bytes: frozenset[str]) -> list[_Step]:
+    """`_table_spec` for rows with these fields, each column's place in the
+    row beside it (None: absent, read as empty), without the columns no
+    value can fail (empty allowed, any type, any value): worked out once per
+    row shape, so a row is checked by position, not through a dict of its
+    columns (a verify checks every checkpoint row; the dict and its lookups
+    were most of the check's cost, bench/RESULTS.md, issue 43)."""
+    key = (table.name, as_bytes, fields)
+    plan = _plans.get(key)
+    if plan is None:
+        at = {f: i for i, f in enumerate(fields)}
+        plan = [
+            (at.get(name), name, may_be_empty, want, allowed)
+            for name, may_be_empty, want, allowed in _table_spec(table, as_bytes)
+            if not (may_be_empty and want is None and allowed is None)
+        ]
+        _plans[key] = plan
+    return plan
+
+
 def _column_problem(table: Any, row: Any, as_bytes: frozenset[str] = frozenset()) -> str | None:
-    m = _plain(row)
-    for name, may_be_empty, want, allowed in _table_spec(table, as_bytes):
-        v = m.get(name)
+    fields = getattr(row, "_fields", None)
+    if fields is None:
+        m = _plain(row)
+        steps: list[_Step] = [(None, *spec) for spec in _table_spec(table, as_bytes)]
+    else:
+        m = None
+        steps = _plan(table, tuple(fields), as_bytes)
+    for at, name, may_be_empty, want, allowed in steps:
+        v = (row[at] if at is not None else None) if m is None else m.get(name)
         if v is None:
             if may_be_empty:
                 continue

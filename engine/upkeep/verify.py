@@ -75,7 +75,7 @@ class Verifier:
             conn = held.enter_context(self.store.scan())
             with self.store.read_on(conn):
                 self._policies = self.store.policy.changes(conn, limit=None)
-                harmed_policy = _policy.damage(self.store, conn)
+                harmed_policy = _policy.damage(self.store, conn, self._policies)
             if harmed_policy:
                 reports.append(PolicyReport(tuple(harmed_policy), kind))
             lane = self._lane(held, run_id)
