@@ -18,6 +18,7 @@ from typing import Any
 from engine_harness import Harness, spawn
 
 from phasegate import AsyncPhaseContext, Engine, PhaseContext, Workflow
+from phasegate.run.asynccontext import _POOL_SIZE
 from phasegate.run.stopping import StopRequest
 from tests.support import cli
 from tests.support.cli import ROOT
@@ -31,25 +32,40 @@ AGENTS = ROOT / "tests" / "workflows" / "agent_loops.py"
 queued = Workflow("test-queued-effect")
 SENT: list[str] = []
 FAIL = {"now": True}
+BUSY = {"started": 0}
+RELEASE = threading.Event()
+#: The steps' pool's threads: this many busy calls fill it.
+POOL = _POOL_SIZE
 
 
 @queued.phase()
 async def send(ctx: AsyncPhaseContext) -> str:
     def busy() -> None:
-        time.sleep(1.5)  # sleep: a slow call in a thread, while the phase's loop goes on
+        BUSY["started"] += 1
+        # Holds its thread until the sibling has failed and a moment more: the
+        # effect's call cannot get a thread first, however slow the machine.
+        RELEASE.wait(60)
 
     def notify(key: str) -> str:
         SENT.append(key)
         return "sent"
 
     async def sibling() -> None:
-        await asyncio.sleep(0.4)
-        if FAIL["now"]:
-            raise ValueError("a sibling failed")
+        while BUSY["started"] < POOL:  # every thread of the pool taken
+            await asyncio.sleep(0.01)
+        if not FAIL["now"]:
+            RELEASE.set()
+            return
+        # The group cancels the queued effect within a few turns of the loop
+        # after this raise; the busy threads are let go a second later.
+        threading.Timer(1.0, RELEASE.set).start()
+        raise ValueError("a sibling failed")
 
+    BUSY["started"] = 0
+    RELEASE.clear()
     async with asyncio.TaskGroup() as group:
         # Every thread of the steps' pool busy: the effect's call waits in its queue.
-        for i in range(80):
+        for i in range(POOL + 16):
             group.create_task(ctx.step(f"busy:{i}", busy))
         sent = group.create_task(ctx.effect("notify", notify))
         group.create_task(sibling())
