@@ -338,3 +338,35 @@ def test_an_assistants_proposal_forged_to_pending_is_never_applied(h: Harness) -
     assert [(b["decision"], b["problem"]) for b in harmed] == [(rec["id"], "unexplained")], harmed
     v = h.cli("verify", "--json")
     assert v.returncode == 3 and "an AI assistant (mcp:claude-ai) proposed it" in v.stdout
+
+
+def test_in_process_the_read_tools_agree_with_the_command_line(h: Harness) -> None:
+    # A blocked run, a waiting run and a completed one, on either backend: the same
+    # comparison the stdio test makes on the demo store, here through `mcp.Client(server)`.
+    _blocked_on_tax(h, "r1")
+    _asking(h, "r2")
+    assert h.run("r3").returncode == 0
+
+    async def work(c: Client) -> dict[str, Any]:
+        out: dict[str, Any] = {"list": ok(await c.call_tool("list_runs", {"limit": 200}))}
+        out["causes"] = ok(await c.call_tool("causes", {}))
+        out["status"] = {r["run_id"]: ok(await c.call_tool("run_status", {"run_id": r["run_id"]}))
+                         for r in out["list"]["runs"]}  # fmt: skip
+        out["preview"] = ok(await c.call_tool("preview", {"run_id": "r1", "action": "approve"}))
+        return out
+
+    got = session(h.target, work)
+    lines = h.cli("status").stdout.splitlines()
+    listed = got["list"]["runs"]
+    assert [r["run_id"] for r in listed] == [line.split()[0] for line in lines] and len(listed) == 3
+    for r, line in zip(listed, lines, strict=True):
+        assert line.rstrip().endswith(r["reason"].rstrip()), (r, line)
+    p = h.cli("status", "--by-cause", "--json")
+    assert p.returncode in (0, 3), p
+    assert got["causes"]["causes"] == json.loads(p.stdout) and got["causes"]["causes"]
+    for rid, st in got["status"].items():
+        assert st == h.status(rid), rid
+    dry = h.decide("r1", "approve", "--dry-run", reason="look").stdout
+    assert dry.splitlines()[0] == got["preview"]["summary"]
+    for part in got["preview"]["accepts"]:
+        assert part in dry
