@@ -157,7 +157,9 @@ def build(engine: Engine, *, operator: str | None = None) -> MCPServer[Any]:
         status: list[str] | None = None, text: str | None = None, limit: int = 50, after: str = ""
     ) -> dict[str, Any]:
         """A page of the runs list, needs-attention first (the console's order and reasons), with each
-        run's claim and proposals. `status`: only runs in these statuses; `text`: only runs whose id,
+        run's claim and proposals. `status`: only runs shown in these statuses (`running`, `interrupted`
+        and `stalled` are one stored status told apart by the clock, so a page may hold fewer than `limit`
+        runs while `next` goes on, and `total` counts the stored status); `text`: only runs whose id,
         workflow or reason contains it; `after`: the `next` cursor of the page before (1 to 200 runs a page)."""
         if isinstance(limit, bool) or not 1 <= limit <= shaping.PAGE_MAX:
             raise UsageError(f"limit must be 1..{shaping.PAGE_MAX}, not {limit}", options=("limit",))
@@ -170,7 +172,7 @@ def build(engine: Engine, *, operator: str | None = None) -> MCPServer[Any]:
             where="next" if anchor is not None else "first",
             anchor=anchor,
         )
-        return shaping.runs_page(page, engine.clock())
+        return shaping.runs_page(page, engine.clock(), None if not status else frozenset(status))
 
     @server.tool(annotations=READ)
     @_refusing

@@ -12,7 +12,7 @@ lines, as `status --json` gives them); a carriage return is not.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .. import _json
@@ -93,12 +93,17 @@ def proposal(d: DecisionView) -> dict[str, Any]:
     }
 
 
-def runs_page(page: RunsPage, now: float) -> dict[str, Any]:
+def runs_page(page: RunsPage, now: float, shown: Collection[str] | None = None) -> dict[str, Any]:
     """`list_runs`: a page of the runs list in the console's attention order.
 
     Args:
         page: The page (`Engine.runs_page`).
         now: When it was read, for the claims' words.
+        shown: Keep only the runs shown with one of these statuses (None:
+            all). The store keeps live, interrupted and stalled runs under
+            one status, `running`, and the clock tells them apart, so the
+            page is read by stored status and cut here; the cursor is still
+            the page's last line, so paging goes on past what was cut.
 
     Returns:
         `runs` (each: `run_id`, `workflow`, `status`, `reason`,
@@ -107,6 +112,8 @@ def runs_page(page: RunsPage, now: float) -> dict[str, Any]:
     """
     out = []
     for r in page.rows:
+        if shown is not None and r.status.value not in shown:
+            continue
         out.append(_line(r, page.claims.get(r.run_id), page.proposals.get(r.run_id, ()), now))
     cursor = cursor_of(page.last_key) if page.has_next and page.last_key is not None else None
     return clean_object({"runs": out, "total": page.total, "next": cursor})

@@ -290,6 +290,12 @@ def test_list_runs_pages_by_cursor_in_the_consoles_order(h: Harness) -> None:
         assert by_id[rid]["status"] == h.status(rid)["status"]
     only = ok(call(h.target, "list_runs", {"status": ["blocked"]}))
     assert [r["run_id"] for r in only["runs"]] == ["b1"]
+    # k1 is stored `running` with a dead holder: shown, and filtered, as interrupted.
+    interrupted = ok(call(h.target, "list_runs", {"status": ["interrupted"]}))
+    assert [r["run_id"] for r in interrupted["runs"]] == ["k1"]
+    assert ok(call(h.target, "list_runs", {"status": ["running"]}))["runs"] == []
+    both = ok(call(h.target, "list_runs", {"status": ["interrupted", "blocked"]}))
+    assert sorted(r["run_id"] for r in both["runs"]) == ["b1", "k1"]
 
 
 def test_an_assistants_proposal_is_announced_once_with_its_reason(h: Harness) -> None:
