@@ -210,3 +210,22 @@ def test_a_secret_file_others_can_read_is_refused(tmp_path: Path, receiver: Rece
     line = h.one_line_error(p)  # type: ignore[attr-defined]
     assert "--webhook-secret-file" in line and "0600" in line
     assert receiver.got == []
+
+
+def test_a_signature_header_of_several_signatures_verifies_on_any_one() -> None:
+    """Standard Webhooks lets a sender list several space-separated signatures
+    (a key being rotated): one match is enough, and a version other than `v1`
+    is never taken for one."""
+    now = time.time()
+    good = sign(SECRET, b"{}", "msg_1", now=now)
+    other = sign(b"the-old-secret-of-at-least-32-bytes!!", b"{}", "msg_1", now=now)["webhook-signature"]
+    both = {**good, "webhook-signature": f"{other} {good['webhook-signature']}"}
+    assert verify_webhook(SECRET, b"{}", both, now=now)
+    assert verify_webhook(WHSEC, b"{}", both, now=now)
+    # What svix's own verifier takes, ours takes, and the other way round.
+    svix = pytest.importorskip("svix.webhooks")
+    svix.Webhook(WHSEC).verify(b"{}", both)  # raises WebhookVerificationError when refused
+    assert not verify_webhook(SECRET, b"{}", {**good, "webhook-signature": other}, now=now)
+    v2 = good["webhook-signature"].replace("v1,", "v2,", 1)
+    assert not verify_webhook(SECRET, b"{}", {**good, "webhook-signature": v2}, now=now)
+    assert not verify_webhook(SECRET, b"{}", {**good, "webhook-signature": ""}, now=now)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_harness import Harness
+from engine_harness import HERE_WORKFLOWS, Harness
 
 from tests.support.waiting import until
 
@@ -50,6 +50,14 @@ def test_the_round_two_gauges(tmp_path: Path) -> None:
     until(lambda: h.cli("workers", "--json").stdout.count('"alive": true') == 1, "the worker's heartbeat")
     os.kill(dead.proc.pid, signal.SIGKILL)
     dead.proc.wait(timeout=30)
+    # Its last heartbeat ten minutes ago: the age must say so, not merely be a number.
+    ((dead_id,),) = h.sql("SELECT worker_id FROM phasegate_workers")
+    h.sql("UPDATE phasegate_workers SET last_seen = ? WHERE worker_id = ?", (time.time() - 600, dead_id))
+    # A worker stopped cleanly is listed by the store but is no longer a worker to watch.
+    gone = Served(["worker", "--metrics", "127.0.0.1:0", "--heartbeat", "0.2", "--poll", "30", "--db", h.target], h.env)
+    until(lambda: h.cli("workers", "--json").stdout.count('"alive": true') == 1, "the second worker's heartbeat")
+    assert gone.stop() == 0, gone.lines
+    assert len(h.sql("SELECT worker_id FROM phasegate_workers")) == 2
 
     assert h.cli("run", target, "--run-id", "t1", "--input", "{}").returncode == 5
     assert h.status("t1")["status"] == "waiting" and h.status("a1")["status"] == "waiting"
@@ -66,7 +74,8 @@ def test_the_round_two_gauges(tmp_path: Path) -> None:
     finally:
         assert gauges.stop() == 0, gauges.lines
     (age_key,) = [k for k in m if k[0] == "phasegate_worker_heartbeat_age_seconds"]
-    assert m[age_key] >= 0 and dict(age_key[1])["worker"]
+    assert dict(age_key[1]) == {"worker": dead_id}, age_key
+    assert m[age_key] >= 600
     assert value(m, "phasegate_workers_alive") == 0
     assert value(m, "phasegate_worker_busy") == 0
     assert value(m, "phasegate_build_info", version=_version()) == 1
@@ -102,3 +111,44 @@ def _version() -> str:
     from phasegate.observe.gauges import build_version
 
     return build_version()
+
+
+def test_every_labelled_counter_is_served_at_zero_from_the_start(tmp_path: Path) -> None:
+    """A worker started on a store that knows two workflows serves each
+    workflow's series of every labelled counter, and every `outcome` and
+    `answer` value, at 0 before anything happens: `increase()` sees the first event."""
+    from phasegate.observe.metrics import ANSWERS, OUTCOMES
+
+    h = Harness(tmp_path)
+    assert h.run("c0").returncode == 0
+    assert h.cli("run", f"{HERE_WORKFLOWS / 'flaky.py'}:wf", "--run-id", "f0").returncode == 1
+    worker = Served(["worker", "--metrics", "127.0.0.1:0", "--poll", "30", "--db", h.target], h.env)
+    try:
+        m = worker.scrape()
+    finally:
+        assert worker.stop() == 0, worker.lines
+    by_workflow = (
+        "phasegate_run_attempts_total",
+        "phasegate_runs_resumed_total",
+        "phasegate_effects_performed_total",
+        "phasegate_effects_in_doubt_total",
+        "phasegate_steps_saved_total",
+        "phasegate_lease_takeovers_total",
+    )
+    want = {(name, (("workflow", wf),)) for name in by_workflow for wf in ("test-billing", "flaky")}
+    want |= {
+        ("phasegate_run_attempts_ended_total", (("outcome", o), ("workflow", wf)))
+        for o in OUTCOMES
+        for wf in ("test-billing", "flaky")
+    }
+    want |= {
+        ("phasegate_effects_reconciled_total", (("answer", a), ("workflow", wf)))
+        for a in ANSWERS
+        for wf in ("test-billing", "flaky")
+    }
+    missing = want - set(m)
+    assert not missing, sorted(missing)
+    assert {k: m[k] for k in want} == dict.fromkeys(want, 0.0)
+    # Every labelled counter phasegate serves is one of those (or per phase, below).
+    labelled = {k[0] for k in m if k[0].endswith("_total") and k[0].startswith("phasegate_") and k[1]}
+    assert labelled <= {n for n, _ in want} | {"phasegate_phases_run_total", "phasegate_phases_failed_total"}, labelled

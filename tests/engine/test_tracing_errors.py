@@ -132,6 +132,45 @@ def test_a_blocked_in_doubt_run_is_an_error_of_its_kind(traced: tuple[Traced, Ha
     assert not [n for n in names if "d1" in n or "inv-" in n], names
 
 
+EDITED = """
+from phasegate import Workflow
+
+wf = Workflow("edited")
+
+
+@wf.phase()
+def load(ctx) -> int:
+    return LOADED
+
+
+@wf.phase()
+def use(ctx) -> int:
+    return ctx.inputs["n"] // 0
+"""
+
+
+def test_a_run_blocked_for_a_person_is_an_error_of_its_kind(traced: tuple[Traced, Harness]) -> None:
+    """Not only an effect in doubt: a run blocked because the code of a done
+    phase changed is an error whose type is that block's kind."""
+    t, h = traced
+    first, second = h.tmp / "edited_v1.py", h.tmp / "edited_v2.py"
+    first.write_text(EDITED.replace("LOADED", "1"))
+    second.write_text(EDITED.replace("LOADED", "2"))
+    with Engine(h.target) as eng:
+        assert eng.run(load(f"{first}:wf"), "e1", inputs={"n": 1}).status.value == "failed"
+    with Engine(h.target, create=False) as eng:
+        outcome = eng.run(load(f"{second}:wf"), "e1")
+    assert outcome.status.value == "blocked", outcome
+    assert [b.kind.value for b in outcome.blocked] == ["env_mismatch"], outcome.blocked
+    runs = t.spans("phasegate.run edited")
+    assert [r.attributes["error.type"] for r in runs] == ["ZeroDivisionError", "env_mismatch"]
+    blocked = runs[1]
+    assert blocked.status.status_code is StatusCode.ERROR
+    assert "code of done phase load changed" in (blocked.status.description or ""), blocked.status
+    ev = _exception_event(blocked)
+    assert ev["exception.type"] == "env_mismatch" and "load" in ev["exception.message"]
+
+
 HTTP_WORKFLOW = """
 import os
 import urllib.request
