@@ -13,6 +13,7 @@ from pathlib import Path
 
 from phasegate import Engine
 from phasegate.authoring.loader import load
+from phasegate.errors import LeaseLost
 from tests.conftest import BILLING, WORKFLOWS, cli
 from tests.support import cli as support
 from tests.support.waiting import until
@@ -28,7 +29,12 @@ def _start_worker(url: str, trace: Path, slow: str) -> subprocess.Popen[str]:
 
 def _interrupted_runs(url: str, ledger: Path) -> None:
     """Forty runs that started and were interrupted (as a deploy would): the
-    first phase is cut by KeyboardInterrupt, leaving each run's lease to lapse."""
+    first phase is cut by KeyboardInterrupt, leaving each run's lease to lapse.
+
+    The lease is half a second so that it lapses soon; on a starved machine a
+    pause of a third of that between two heartbeats loses it before the first
+    phase is called (`LeaseLost`, nothing recorded). That run is left just as
+    interrupted, its row written and its lease gone, so either way will do."""
     wf = load(BILLING)
     eng = Engine(url, lease_seconds=0.5)
     os.environ["PHASEGATE_TEST_KILL_AT"] = ""
@@ -42,7 +48,7 @@ def _interrupted_runs(url: str, ledger: Path) -> None:
         for i in range(N_RUNS):
             try:
                 eng.run(wf, f"run-{i:02d}", {"ledger": str(ledger), "idempotent": True, "invoices": 3}, target=BILLING)
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, LeaseLost):
                 pass
     finally:
         object.__setattr__(wf.phases[0], "fn", original)
@@ -53,6 +59,7 @@ def test_four_workers_drain_forty_runs_with_kills(pg_url: str, tmp_path: Path) -
     ledger = tmp_path / "ledger.jsonl"
     trace = tmp_path / "trace.txt"
     _interrupted_runs(pg_url, ledger)
+    assert len(json.loads(cli("status", "--json", "--db", pg_url).stdout)) == N_RUNS
     time.sleep(0.6)  # sleep: let the creators' leases lapse (the creator is still alive on this host)
 
     workers = [_start_worker(pg_url, trace, "0.25") for _ in range(N_WORKERS)]
