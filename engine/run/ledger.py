@@ -5,7 +5,9 @@ intent is committed (fsync) before its function is called, fenced by the
 run's lease, so a resume can tell done from in doubt. Its completion is
 committed after the call, with the run's next transaction or on a short timer
 (completions.py: one fsync per effect, and what that does to the in-doubt
-window). An atomic effect and its record commit in one transaction instead.
+window). An atomic effect and its record commit in one transaction instead
+(atomiceffect.py); an in-doubt effect with a reconcile hook asks the outside
+system before it asks an operator (reconciling.py).
 
 `needs_answer` is the one rule for "is this effect in doubt": the start
 sequence, `decide`, the views and the console all ask it. The record itself
@@ -23,12 +25,13 @@ from typing import TYPE_CHECKING, Any, cast
 from .. import _json
 from .._pause import pause_point
 from .._stop import Stop, damaged, read_saved
-from ..authoring.reconcile import Reconciled, ask
-from ..errors import StoreError, UsageError
+from ..authoring.reconcile import Reconciled
+from ..errors import StoreError
 from ..history import seals
 from ..observe import hooks
 from ..outcome import BlockReason
 from ..states import Action, BlockKind
+from . import atomiceffect, reconciling
 from . import effectrecord as record
 from .completions import Completions
 from .effectcall import call_effect
@@ -101,9 +104,12 @@ class EffectLedger:
     def __init__(
         self, store: Store, fence: Fence, clock: Callable[[], float], completions: Completions | None = None
     ) -> None:
-        self._store = store
-        self._fence = fence
-        self._clock = clock
+        self.store = store
+        """The store the records are written to."""
+        self.fence = fence
+        """The run's lease: every write checks it."""
+        self.clock = clock
+        """The time, in UNIX seconds."""
         self.completions = completions if completions is not None else Completions(store, fence)
         """Completions not yet committed; every hot transaction of the run carries them."""
         self.effects: dict[str, EffectRecord] = {}
@@ -121,23 +127,23 @@ class EffectLedger:
     def load(self) -> None:
         # A completion still waiting would read back as an intent: in doubt.
         self.completions.flush()
-        with self._store.read() as conn:
+        with self.store.read() as conn:
             self._read(conn)
 
     def _read(self, conn: Any) -> None:
-        self.effects = {e.key: record.record_of(e) for e in self._store.effects.of_run(conn, self._fence.run_id)}
-        run = self._store.runs.get(conn, self._fence.run_id)
+        self.effects = {e.key: record.record_of(e) for e in self.store.effects.of_run(conn, self.fence.run_id)}
+        run = self.store.runs.get(conn, self.fence.run_id)
         self.head = run.effects_last if run is not None else None
         self.count = int(run.effects_count or 0) if run is not None else 0
 
     def reload(self, key: str, conn: Any) -> None:
-        row = self._store.effects.by_key(conn, key)
+        row = self.store.effects.by_key(conn, key)
         if row is not None:
             self.effects[key] = record.record_of(row)
 
     def damage(self) -> list[seals.EffectDamage]:
         """How the run's effect records differ from their verified history."""
-        return seals.check(self.effects.values(), self.head, self.count, self._store.seal_key)
+        return seals.check(self.effects.values(), self.head, self.count, self.store.seal_key)
 
     def unanswered(self, phases: Iterable[str]) -> list[Any]:
         """Effects of these phases that need an answer before the phase may run again."""
@@ -249,7 +255,7 @@ class EffectLedger:
             # completion) must not wait for it. Only this call touches this
             # key (an effect's name is used once in a phase).
             assert row is not None and reconcile is not None
-            got = self._reconcile(row, reconcile, reconcile_timeout)
+            got = reconciling.reconcile(self, row, reconcile, reconcile_timeout)
             if got.answer == "done":
                 return Saved(_json.loads(_json.dumps(got.result)))
             if got.answer == "unknown":
@@ -264,7 +270,7 @@ class EffectLedger:
         # A process frozen since its intent committed must not call fn now:
         # its lease may have lapsed, been revoked, or been taken over (a read,
         # unless the intent's own fenced commit is that fresh: Fence.ensure).
-        self._fence.ensure()
+        self.fence.ensure()
         return Pending(key, int(rec["attempt"]), rec)
 
     def try_begin(
@@ -360,7 +366,7 @@ class EffectLedger:
                 for _, _, w, _ in todo:
                     pause_point("after-intent", w.name)
                 # As `begin`: a process frozen since the commit must not call the functions now.
-                self._fence.ensure()
+                self.fence.ensure()
             except (Exception, Stop) as exc:  # noqa: BLE001 - the commit's error is each written effect's own
                 for i, _, _, _ in todo:
                     out[i] = exc
@@ -372,7 +378,7 @@ class EffectLedger:
 
     def _key(self, phase: str, name: str, redo_on_rewind: bool) -> str:
         """The effect's key: its run, phase and name, and the phase's key epoch for `redo_on_rewind`."""
-        key = effect_key(self._fence.run_id, phase, name)
+        key = effect_key(self.fence.run_id, phase, name)
         if redo_on_rewind and self.generations.get(phase):
             key = f"{key}@{self.generations[phase]}"
         return key
@@ -408,12 +414,12 @@ class EffectLedger:
         one linked after the one before it (row, phase, name, key,
         idempotent, reconcilable, redo_on_rewind each; row None: a new
         record, else a re-intent of an allowed retry)."""
-        now = self._clock()
+        now = self.clock()
         head, recs = self.head, []
         for row, phase, name, key, idempotent, reconcilable, redo_on_rewind in wanted:
             if row is None:
                 rec = record.new_intent(
-                    self._fence.run_id,
+                    self.fence.run_id,
                     phase,
                     name,
                     key,
@@ -433,9 +439,9 @@ class EffectLedger:
                     idempotent=bool(idempotent),
                     reconcilable=reconcilable,
                 )
-            seals.sealed(rec, self._store.seal_key)
+            seals.sealed(rec, self.store.seal_key)
             recs.append(rec)
-        began = self._fence.stamp()
+        began = self.fence.stamp()
         # The intents are durable (synchronous=FULL commit) before any fn
         # runs; the completions of the effects before them, if still
         # waiting, commit with them.
@@ -448,24 +454,21 @@ class EffectLedger:
                         # Fenced: the run row's write is the lease check (no extra read).
                         n = tx.run(
                             "effects_head",
-                            {"run_id": rec.run_id, "key": rec.key, "owner": self._fence.owner, "now": self._clock()},
+                            {"run_id": rec.run_id, "key": rec.key, "owner": self.fence.owner, "now": self.clock()},
                         )
-                        self._fence.check_rows(n)
+                        self.fence.check_rows(n)
                         fenced = True
                     else:
                         tx.run("reintent", record.reintent_params(rec))
                 if not fenced:
-                    self._fence.check_hot(tx)
+                    self.fence.check_hot(tx)
         except StoreError:
             for row, _, name, key, *_ in wanted:
                 self._check_foreign(row, key, name)
             raise
-        self._fence.verified(began)
+        self.fence.verified(began)
         for (row, *_), rec in zip(wanted, recs, strict=True):
-            self.effects[rec.key] = rec
-            if row is None:
-                self.head = rec.key
-                self.count += 1
+            self.remember(rec, new=row is None)
         return recs
 
     def call(self, fn: Callable[..., Any], pending: Pending) -> Any:
@@ -479,10 +482,10 @@ class EffectLedger:
             What `fn` returned (a coroutine, for an `async def` function: the caller awaits it).
         """
         return hooks.OBSERVER.effect_call(
-            self._fence.run_id,
+            self.fence.run_id,
             pending.record.phase,
             pending.key,
-            lambda: call_effect(fn, pending.key, fence=self._fence, attempt=pending.attempt),
+            lambda: call_effect(fn, pending.key, fence=self.fence, attempt=pending.attempt),
         )
 
     def finish(self, pending: Pending, result: Any) -> Any:
@@ -503,11 +506,11 @@ class EffectLedger:
         done = EffectRecord(
             pending.record,
             state="done",
-            done_at=self._clock(),
+            done_at=self.clock(),
             result_json=encoded.text,
             result_hash=_json.sha256(encoded.data),
         )
-        seals.sealed(done, self._store.seal_key)
+        seals.sealed(done, self.store.seal_key)
         with self._lock:
             self.effects[pending.key] = done
         # Committed with the run's next transaction, or by the timer (completions.py).
@@ -527,83 +530,37 @@ class EffectLedger:
             if self.effects.get(pending.key) is not pending.record:
                 return  # a later call of the effect wrote its own intent since: not this one's to withdraw
             rec = EffectRecord(self.effects[pending.key], retry_ok=True)
-            seals.sealed(rec, self._store.seal_key)
+            seals.sealed(rec, self.store.seal_key)
             with self.completions.hot_tx() as tx:
                 tx.run("retract", {"key": pending.key, "retry_ok": True, "seal": rec.seal})
-                self._fence.check_hot(tx)
+                self.fence.check_hot(tx)
             self.effects[pending.key] = rec
 
     def _atomic(self, phase: str, name: str, fn: Callable[..., Any], *, idempotent: bool) -> Any:
         """An atomic effect and its record commit in one transaction, so it
-        can never be in doubt: no separate intent is needed."""
-        key = effect_key(self._fence.run_id, phase, name)
+        can never be in doubt: no separate intent is needed (atomiceffect.py)."""
+        key = effect_key(self.fence.run_id, phase, name)
         with self._lock:
             row = self.effects.get(key)
             if row is not None and row.state == "done":
                 return read_saved(row.result_json, row.result_hash, f"effect {name!r}")
-            return self._perform_atomic(row, phase, name, key, fn, idempotent=idempotent)
+            return atomiceffect.perform(self, row, phase, name, key, fn, idempotent=idempotent)
 
-    def _perform_atomic(
-        self, row: Any, phase: str, name: str, key: str, fn: Callable[..., Any], *, idempotent: bool
-    ) -> Any:
-        # Imported here: only an atomic effect needs the ORM, and a command
-        # line start should not pay for it.
-        from sqlmodel import Session
-
-        self.completions.flush()
-        now = self._clock()
-        with self._store.hot() as conn:
-            with Session(bind=conn) as session:
-                attempt = 1 if row is None else int(row.attempt)
-                result = hooks.OBSERVER.effect_call(
-                    self._fence.run_id,
-                    phase,
-                    key,
-                    lambda: call_effect(fn, key, session, fence=self._fence, attempt=attempt),
-                )
-                session.flush()
-            text = _json.dumps(result)
-            rec = EffectRecord(
-                row
-                if row is not None
-                else {
-                    "run_id": self._fence.run_id,
-                    "phase": phase,
-                    "name": name,
-                    "key": key,
-                    "idempotent": idempotent,
-                    "atomic": True,
-                    "attempt": 1,
-                    "retry_ok": False,
-                    "confirmed_by": None,
-                    "prev_key": self.head,
-                    "reconcilable": False,
-                    "redo_on_rewind": False,
-                    "intent_at": now,
-                }
-            )
-            rec.update(state="done", done_at=now, result_json=text, result_hash=_json.sha256(text))
-            seals.sealed(rec, self._store.seal_key)
-            if row is None:
-                self._store.effects.add(conn, record.columns(rec))
-                self._store.effects.note_last(conn, self._fence.run_id, key)
-            else:
-                self._store.effects.rewrite(conn, record.columns(rec))
-            self._fence.check(conn, now)
-        self.effects[key] = rec
-        hooks.OBSERVER.effect(rec.run_id, phase, key, "done", now)
-        if row is None:
-            self.head = key
+    def remember(self, rec: EffectRecord, *, new: bool) -> None:
+        """(under `_lock`, after its commit) A record written; a `new` one is
+        the run's last, linked after the one before."""
+        self.effects[rec.key] = rec
+        if new:
+            self.head = rec.key
             self.count += 1
-        return _json.loads(text)
 
     def _check_foreign(self, row: Any, key: str, name: str) -> None:
         """An intent that cannot be recorded because a record with its key
         exists, yet not as this run's: the store was damaged. Stop; never redo."""
         if row is not None:
             return
-        with self._store.read() as conn:
-            other = self._store.effects.by_key(conn, key)
+        with self.store.read() as conn:
+            other = self.store.effects.by_key(conn, key)
         if other is not None:
             raise Stop(
                 BlockReason(
@@ -612,49 +569,6 @@ class EffectLedger:
                     {"what": "record"},
                 )
             )
-
-    def _reconcile(self, row: EffectRecord, hook: Callable[[str], Any], timeout: float) -> Reconciled:
-        """Ask the outside system about an in-doubt effect, and write down what
-        it said: an answer that settles it is a decision by "phasegate", with
-        the hook's answer as its evidence, applied at once."""
-        self.completions.flush()
-        got = ask(hook, row.key, timeout)
-        if got.answer == "done":
-            try:
-                _json.dumps(got.result)
-            except UsageError as exc:
-                got = Reconciled.unknown(f"the reconcile hook's result cannot be stored: {exc}")
-        from ..store.store import NewDecision  # loaded already: the store is open
-
-        now = self._clock()
-        with self._store.write() as conn:
-            self._fence.check(conn, now)
-            if got.answer != "unknown":
-                action = Action.CONFIRM_EFFECT if got.answer == "done" else Action.RETRY_EFFECT
-                detail: dict[str, Any] = {"reconcile": got.as_dict()}
-                if got.answer == "done":
-                    detail["result"] = got.result
-                decision = self._store.decisions.record(
-                    conn,
-                    NewDecision(
-                        run_id=row.run_id,
-                        action=action.value,
-                        effect_key=row.key,
-                        answers=BlockKind.IN_DOUBT_EFFECT.value,
-                        reason=f"reconcile hook: {got.why}"[:500],
-                        operator=RECONCILER,
-                        at=now,
-                        state="applied",
-                        applied_at=now,
-                        detail_json=_json.dumps(detail),
-                    ),
-                )
-                self.answer(conn, row.key, action, got.result, decision, now)
-            shown = _json.dumps({**got.as_dict(), "at": now})
-            self._store.effects.set_reconcile(conn, row.key, shown)
-            self.effects[row.key]["reconcile_json"] = shown
-        hooks.OBSERVER.effect(row.run_id, row.phase, row.key, f"reconciled_{got.answer}", now)
-        return got
 
     # -- answers (called by applying.py, inside its transaction) ------------------
 
@@ -675,28 +589,28 @@ class EffectLedger:
         the run's records are linked again in the order they were written."""
         old = self.effects.get(key)
         if old is None:
-            where = seals.split_key(self._fence.run_id, key.split("@", 1)[0])
+            where = seals.split_key(self.fence.run_id, key.split("@", 1)[0])
             phase, name = where if where is not None else ("?", key)
-            rec = record.new_intent(self._fence.run_id, phase, name, key, now, self.head)
+            rec = record.new_intent(self.fence.run_id, phase, name, key, now, self.head)
         else:
             rec = EffectRecord(old)
         if action is Action.CONFIRM_EFFECT:
             record.confirm_done(rec, _json.dumps(result), decision, now)
         else:
             record.allow_retry(rec)
-        seals.sealed(rec, self._store.seal_key)
+        seals.sealed(rec, self.store.seal_key)
         if old is None:
-            self._store.effects.add(conn, record.columns(rec))
+            self.store.effects.add(conn, record.columns(rec))
             # a record written anew fills a hole the count knows of; one
             # beyond the count is a new record
             grown = len(self.effects) + 1 > self.count
             count = len(self.effects) + 1 if grown else None
-            self._store.effects.set_history_end(conn, self._fence.run_id, key, count)
+            self.store.effects.set_history_end(conn, self.fence.run_id, key, count)
             self.head = key
             if count is not None:
                 self.count = count
         else:
-            self._store.effects.rewrite(conn, record.columns(rec))
+            self.store.effects.rewrite(conn, record.columns(rec))
         if repair:
             self._relink(conn)
         else:
@@ -709,15 +623,11 @@ class EffectLedger:
         self._read(conn)
         prev: str | None = None
         for rec in sorted(self.effects.values(), key=lambda r: int(r.id)):
-            if rec.prev_key != prev and seals.vouches(rec, self._store.seal_key):
+            if rec.prev_key != prev and seals.vouches(rec, self.store.seal_key):
                 rec["prev_key"] = prev
-                seals.sealed(rec, self._store.seal_key)
-                self._store.effects.relink(conn, rec.key, prev, rec.seal)
+                seals.sealed(rec, self.store.seal_key)
+                self.store.effects.relink(conn, rec.key, prev, rec.seal)
             prev = rec.key
         if prev != self.head:
-            self._store.effects.set_history_end(conn, self._fence.run_id, prev)
+            self.store.effects.set_history_end(conn, self.fence.run_id, prev)
             self.head = prev
-
-
-#: The operator name automatic resolutions are recorded under.
-RECONCILER = "phasegate"
