@@ -13,18 +13,16 @@ from ._dbpath import default_db
 from .authoring.workflow import Workflow
 from .decide import fit as _fit
 from .decide import preview as _previews
-from .decide import proposing as _proposing
 from .decide import sending as _sending
 from .decide.batch import Options
+from .decide.desk import Desk
 from .decide.gate import Oversight
-from .decide.recording import record
 from .decide.triage import Triage
-from .errors import RunNotFound, UsageError, WorkflowError
+from .errors import UsageError
 from .history import archive, keys
 from .history import prune as _prune
-from .ids import validate_run_id
 from .outcome import Outcome
-from .oversight.identity import assistant_who, distinct, whoami
+from .oversight.identity import distinct
 from .run import callers
 from .run.runner import Runner
 from .run.stopping import StopRequest
@@ -44,7 +42,7 @@ from .views.runspage import RunsPage
 from .views.workers import WorkerView, list_workers
 
 if TYPE_CHECKING:
-    from .store.store import Connection
+    pass
 
 
 class Engine:
@@ -105,17 +103,12 @@ class Engine:
             archive_dir=archive_dir,
             park_seconds=park_seconds,
         )
+        # The settings, as the Args above describe them.
         self.park_seconds = settings.park_seconds
-        """A wait at least this long parks the run (`ctx.sleep`, `ctx.ask`, `RetryLater`)."""
         self.lease_seconds = settings.lease_seconds
-        """How long a run's lease lasts unrenewed, in seconds."""
         self.effect_flush = settings.effect_flush
-        """Seconds an effect's completion may wait to commit with the run's next
-        transaction (0: committed before `ctx.effect` returns)."""
         self.retention_days = settings.retention_days
-        """Days a completed run is kept whole before it becomes a prune candidate."""
         self.claim_seconds = settings.claim_seconds
-        """How long an operator's claim on a run lasts, in seconds."""
         self.store = Store(
             db if db is not None else default_db(), create=create, readonly=readonly, lease_seconds=self.lease_seconds
         )
@@ -134,6 +127,7 @@ class Engine:
         self._view = Viewer(self.store, self.retention_days)
         self._oversight = Oversight(self.store, clock, self._view, self.claim_seconds)
         self._triage = Triage(self.store, clock, self._view, self._oversight)
+        self._desk = Desk(self.store, clock, self._view, self._oversight)
         self._verifier = Verifier(self.store, clock)
         self._pruner = Pruner(self.store, clock, self.retention_days, self.archive_dir)
 
@@ -211,21 +205,7 @@ class Engine:
         awaiting task stops the run at its next step (as a signal would),
         after its finished work is recorded; then the cancellation goes on.
 
-        Args:
-            wf: the workflow.
-            run_id: the run's id.
-            inputs: the run's inputs (a new run); None resumes with the stored ones.
-            target: where the workflow is loaded from, stored with the run.
-            force: take the run over from a stalled holder.
-
-        Returns:
-            How this execution ended.
-
-        Raises:
-            UsageError: as `run`.
-            RunHeld: as `run`.
-            HolderStalled: as `run`.
-            StoreError: as `run`.
+        Takes, returns and raises what `run` does.
         """
 
         def make(stop: StopRequest, loop: asyncio.AbstractEventLoop) -> Runner:
@@ -244,14 +224,6 @@ class Engine:
         stop: StopRequest | None,
         loop: asyncio.AbstractEventLoop | None,
     ) -> Runner:
-        if not isinstance(wf, Workflow):
-            raise UsageError(f"{wf!r} is not a phasegate Workflow")
-        if not wf.phases:
-            # A run of nothing would complete at once and look like work done.
-            raise WorkflowError(
-                f"workflow {wf.name!r} declares no phases: declare each with @wf.phase (on the Workflow "
-                "object) before running it"
-            )
         return Runner(
             self.store,
             wf,
@@ -337,29 +309,10 @@ class Engine:
             HolderStalled: An effect decision against a stalled holder without `force`.
             ClaimedByOther: Someone else claimed the run and `override_claim` is not given.
         """
-        validate_run_id(run_id)
-        act = _fit.parse_action(action)
-        _fit.check_reason(reason)
-        who = whoami(operator)
-        now = self.clock()
-        with self.store.write() as conn:
-            run = self._row(conn, run_id, lock=True)
-            view = self._view(conn, run, now, with_candidates=False)
-            opts = Options(phase, effect, result, force, expect_env, question, value, now)
-            chosen = opts.fit(view, act)
-            state, expires = self._oversight.admit(conn, view, act, chosen, who, now, override_claim=override_claim)
-            (done,) = record(
-                self.store,
-                conn,
-                [(run, view, chosen)],
-                reason=str(reason),
-                who=who,
-                phase=phase,
-                now=now,
-                state=state,
-                expires_at=expires,
-            )
-            return done
+        opts = Options(phase, effect, result, force, expect_env, question, value)
+        return self._desk.decide(
+            run_id, action, reason=reason, operator=operator, options=opts, override_claim=override_claim
+        )
 
     def propose(
         self,
@@ -386,11 +339,8 @@ class Engine:
             action: As `decide` takes it.
             reason: Why, in the assistant's words (required, stored forever).
             assistant: The assistant's operator name ("mcp:claude-ai").
-            phase: As `decide` takes it.
-            effect: As `decide` takes it.
-            result: As `decide` takes it.
-            question: As `decide` takes it.
-            value: As `decide` takes it.
+
+        `phase`, `effect`, `result`, `question` and `value` are as `decide` takes them.
 
         Returns:
             The decision as recorded, in state "proposed".
@@ -402,27 +352,8 @@ class Engine:
                 action is proposed already.
             HolderStalled: An effect decision against a stalled holder.
         """
-        validate_run_id(run_id)
-        act = _fit.parse_action(action)
-        _fit.check_reason(reason)
-        who = assistant_who(assistant)
-        now = self.clock()
-        with self.store.write() as conn:
-            run = self._row(conn, run_id, lock=True)
-            view = self._view(conn, run, now, with_candidates=False)
-            chosen = Options(phase, effect, result, False, None, question, value, now).fit(view, act)
-            return _proposing.propose(
-                self.store,
-                conn,
-                run,
-                view,
-                chosen,
-                who=who,
-                reason=str(reason),
-                phase=phase,
-                now=now,
-                one_at_a_time=self._oversight._one_proposal,
-            )
+        opts = Options(phase, effect, result, question=question, value=value)
+        return self._desk.propose(run_id, action, reason=reason, assistant=assistant, options=opts)
 
     def send(self, run_id: str, topic: str, value: Any, *, reason: str, operator: str | None = None) -> _sending.Sent:
         """Send a message into a run: a phase's `ctx.recv(topic)` receives it
@@ -446,26 +377,7 @@ class Engine:
                 JSON or that the topic's schema refuses (nothing recorded).
             MessageRefused: The run is completed or cancelled (nothing recorded).
         """
-        validate_run_id(run_id)
-        if not isinstance(reason, str) or not reason.strip():
-            raise UsageError("a message needs a reason: it is kept with it, as a decision's is")
-        who = whoami(operator)
-        now = self.clock()
-        with self.store.write() as conn:
-            run = self._row(conn, run_id, lock=True)
-            return _sending.send(self.store, conn, run, topic, value, reason=str(reason), who=who, now=now)
-
-    def _row(self, conn: Connection, run_id: str, *, lock: bool = False) -> Any:
-        """The run's row (locked for the transaction with `lock`); the one
-        place "no such run" is said.
-
-        Raises:
-            RunNotFound: No run `run_id`.
-        """
-        run = self.store.runs.get(conn, run_id, lock=lock)
-        if run is None:
-            raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
-        return run
+        return self._desk.send(run_id, topic, value, reason=reason, operator=operator)
 
     # -- reading --------------------------------------------------------------
 
@@ -482,8 +394,7 @@ class Engine:
             RunNotFound: No run `run_id`.
         """
         with self.store.read() as conn:
-            run = self._row(conn, run_id)
-            return self._view(conn, run, self.clock())
+            return self._view(conn, self.store.runs.need(conn, run_id), self.clock())
 
     def runs(
         self,
@@ -642,14 +553,10 @@ class Engine:
         Args:
             run: The run's id, or its view already read.
             action: As `decide` takes it.
-            phase: As `decide` takes it.
-            effect: As `decide` takes it.
-            result: As `decide` takes it.
             reason: When given, checked as `decide` checks it.
-            force: As `decide` takes it.
-            expect_env: As `decide` takes it.
-            question: As `decide` takes it.
-            value: As `decide` takes it.
+
+        `phase`, `effect`, `result`, `force`, `expect_env`, `question` and
+        `value` are as `decide` takes them.
 
         Returns:
             What the decision would do: the phases that run again, the effects
@@ -662,14 +569,8 @@ class Engine:
             DecisionError: As `decide` raises it.
             HolderStalled: As `decide` raises it.
         """
-        if isinstance(run, str):
-            validate_run_id(run)
-        _fit.parse_action(action)
-        if reason is not None:
-            _fit.check_reason(reason)
-        view = run if isinstance(run, RunView) else self.status(run)
-        opts = Options(phase, effect, result, force, expect_env, question, value, self.clock())
-        return opts.preview(view, _fit.parse_action(action), require_result=False)
+        opts = Options(phase, effect, result, force, expect_env, question, value)
+        return self._desk.preview(run, action, reason=reason, options=opts)
 
     def run_ids(self) -> Iterator[str]:
         """Every run's id, in order, read a page at a time.
@@ -677,14 +578,7 @@ class Engine:
         Yields:
             Each run id.
         """
-        after = ""
-        while True:
-            with self.store.read() as conn:
-                page = self.store.runs.ids(conn, after=after)
-            if not page:
-                return
-            yield from page
-            after = page[-1]
+        return listing.ids(self.store)
 
     def follow(
         self, run_id: str, *, since: float | None = None, poll: float = 1.0
@@ -710,7 +604,7 @@ class Engine:
             RunNotFound: No run `run_id` (raised here, before any iteration).
         """
         with self.store.read() as conn:
-            self._row(conn, run_id)
+            self.store.runs.need(conn, run_id)
         return _follow.follow(self.store, run_id, self.clock, self.data_version, since=since, poll=poll)
 
     def data_version(self) -> ChangeProbe:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .. import _json
-from ..errors import AlreadyDecided, DecisionError, PhasegateError, RunNotFound, SameOperator, UsageError
+from ..errors import AlreadyDecided, DecisionError, PhasegateError, SameOperator, UsageError
 from ..history import trail
 from ..ids import validate_run_id
 from ..oversight import claims
@@ -77,11 +77,11 @@ class Oversight:
             _policy.check_whole(self.store, conn)
             rules = _policy.current(self.store, conn)
         if rules.needs_second(act):
-            self._one_proposal(conn, view, act, chosen.effect_key, now)
+            self.one_proposal(conn, view, act, chosen.effect_key, now)
             return PROPOSED, now + rules.proposal_seconds
         return ("applied" if takes_effect_now(act, view) else "pending"), None
 
-    def _one_proposal(self, conn: Any, view: RunView, act: Action, effect: str | None, now: float) -> None:
+    def one_proposal(self, conn: Any, view: RunView, act: Action, effect: str | None, now: float) -> None:
         """One proposal of an action (of an effect) at a time: a second is
         refused while the first would still fit; one the run has moved past
         (an approval of values since replaced) is voided by the new one."""
@@ -116,9 +116,7 @@ class Oversight:
         who = whoami(operator)
         now = self.clock()
         with self.store.write() as conn:
-            run = self.store.runs.get(conn, run_id, lock=True)
-            if run is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            run = self.store.runs.need(conn, run_id, lock=True)
             rows = {int(d.id): d for d in self.store.decisions.of_run(conn, run_id)}
             prop = rows.get(int(decision_id))
             if prop is None:
@@ -196,8 +194,7 @@ class Oversight:
         who = whoami(operator)
         now = self.clock()
         with self.store.write() as conn:
-            if self.store.runs.get(conn, run_id, lock=True) is None:
-                raise RunNotFound(f"no run {run_id!r} in {self.store.where}")
+            self.store.runs.need(conn, run_id, lock=True)
             return claims.claim(
                 self.store, conn, run_id, who, now, seconds=self.claim_seconds, release=release, force=force
             )

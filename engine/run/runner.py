@@ -35,7 +35,7 @@ from .._stop import Stop
 from ..authoring import retry, sources
 from ..authoring.retry import Attempt
 from ..authoring.workflow import Phase, Workflow
-from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError
+from ..errors import HolderStalled, LeaseLost, RunHeld, StoreError, UsageError, WorkflowError
 from ..history import trail
 from ..ids import validate_run_id
 from ..observe import hooks, logs
@@ -91,6 +91,14 @@ class Runner:
         distinct: trail.Distinct,
         park_seconds: float = parking.DEFAULT_PARK_SECONDS,
     ) -> None:
+        if not isinstance(wf, Workflow):
+            raise UsageError(f"{wf!r} is not a phasegate Workflow")
+        if not wf.phases:
+            # A run of nothing would complete at once and look like work done.
+            raise WorkflowError(
+                f"workflow {wf.name!r} declares no phases: declare each with @wf.phase (on the Workflow "
+                "object) before running it"
+            )
         self.store = store
         self._distinct = distinct
         """The one rule of "another operator" (oversight/identity.py), to check recorded seconds."""

@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 from sqlalchemy import and_, case, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Row
 
+from ..errors import RunNotFound
 from . import _paging, _rawread, _rowcheck, runorder
 from ._database import Database, driver
 from .schema import decisions, runs
@@ -78,6 +79,18 @@ class Runs:
         if lock and self._db.dialect.row_locks:
             q = q.with_for_update(skip_locked=skip_locked)
         return _rowcheck.check(conn.execute(q).first())
+
+    def need(self, conn: Connection, run_id: str, *, lock: bool = False) -> Row[Any]:
+        """The run's row (held with `lock`, as `get`): the one place "no
+        such run" is said.
+
+        Raises:
+            RunNotFound: No run `run_id`.
+        """
+        row = self.get(conn, run_id, lock=lock)
+        if row is None:
+            raise RunNotFound(f"no run {run_id!r} in {self._db.where}")
+        return row
 
     def first_id(self, conn: Connection) -> str | None:
         """Any one run's id (None: the store has no run)."""

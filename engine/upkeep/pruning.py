@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .. import _json
-from ..errors import PhasegateError, RunNotFound
+from ..errors import PhasegateError
 from ..history import archive
 from ..history import prune as _prune
 from ..oversight.identity import whoami
@@ -46,9 +46,7 @@ class Pruner:
         now = self.clock()
         for rid in run_ids:
             with self.store.read() as conn:
-                run = self.store.runs.get(conn, rid)
-                if run is None:
-                    raise RunNotFound(f"no run {rid!r} in {self.store.where}")
+                run = self.store.runs.need(conn, rid)
                 rows = self.store.checkpoints.of_run(conn, rid)
                 steps = self.store.steps.of_run(conn, rid)
                 sent = self.store.alerts.of_run(conn, rid)

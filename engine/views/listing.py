@@ -8,7 +8,7 @@ first look. A damaged row is a line that says so, never an error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -136,6 +136,25 @@ def page_on(
         except StoreError as exc:
             out.append(RunSummary.damaged(r, exc.message, key))
     return out
+
+
+def ids(store: Store) -> Iterator[str]:
+    """Every run's id, in order, read a page at a time (a short read transaction each).
+
+    Args:
+        store: The store.
+
+    Yields:
+        Each run id.
+    """
+    after = ""
+    while True:
+        with store.read() as conn:
+            page = store.runs.ids(conn, after=after)
+        if not page:
+            return
+        yield from page
+        after = page[-1]
 
 
 def counts(store: Store, now: float) -> dict[str, int]:
