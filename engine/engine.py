@@ -103,12 +103,17 @@ class Engine:
             archive_dir=archive_dir,
             park_seconds=park_seconds,
         )
-        # The settings, as the Args above describe them.
         self.park_seconds = settings.park_seconds
+        """A wait at least this long parks the run (`ctx.sleep`, `ctx.ask`, `RetryLater`)."""
         self.lease_seconds = settings.lease_seconds
+        """How long a run's lease lasts unrenewed, in seconds."""
         self.effect_flush = settings.effect_flush
+        """Seconds an effect's completion may wait to commit with the run's next
+        transaction (0: committed before `ctx.effect` returns)."""
         self.retention_days = settings.retention_days
+        """Days a completed run is kept whole before it becomes a prune candidate."""
         self.claim_seconds = settings.claim_seconds
+        """How long an operator's claim on a run lasts, in seconds."""
         self.store = Store(
             db if db is not None else default_db(), create=create, readonly=readonly, lease_seconds=self.lease_seconds
         )
@@ -205,7 +210,21 @@ class Engine:
         awaiting task stops the run at its next step (as a signal would),
         after its finished work is recorded; then the cancellation goes on.
 
-        Takes, returns and raises what `run` does.
+        Args:
+            wf: the workflow.
+            run_id: the run's id.
+            inputs: the run's inputs (a new run); None resumes with the stored ones.
+            target: where the workflow is loaded from, stored with the run.
+            force: take the run over from a stalled holder.
+
+        Returns:
+            How this execution ended.
+
+        Raises:
+            UsageError: as `run`.
+            RunHeld: as `run`.
+            HolderStalled: as `run`.
+            StoreError: as `run`.
         """
 
         def make(stop: StopRequest, loop: asyncio.AbstractEventLoop) -> Runner:
@@ -339,8 +358,11 @@ class Engine:
             action: As `decide` takes it.
             reason: Why, in the assistant's words (required, stored forever).
             assistant: The assistant's operator name ("mcp:claude-ai").
-
-        `phase`, `effect`, `result`, `question` and `value` are as `decide` takes them.
+            phase: As `decide` takes it.
+            effect: As `decide` takes it.
+            result: As `decide` takes it.
+            question: As `decide` takes it.
+            value: As `decide` takes it.
 
         Returns:
             The decision as recorded, in state "proposed".
@@ -553,10 +575,14 @@ class Engine:
         Args:
             run: The run's id, or its view already read.
             action: As `decide` takes it.
+            phase: As `decide` takes it.
+            effect: As `decide` takes it.
+            result: As `decide` takes it.
             reason: When given, checked as `decide` checks it.
-
-        `phase`, `effect`, `result`, `force`, `expect_env`, `question` and
-        `value` are as `decide` takes them.
+            force: As `decide` takes it.
+            expect_env: As `decide` takes it.
+            question: As `decide` takes it.
+            value: As `decide` takes it.
 
         Returns:
             What the decision would do: the phases that run again, the effects

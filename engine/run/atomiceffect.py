@@ -10,21 +10,36 @@ intent. The ledger calls `perform` under its lock (ledger.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _json
 from ..history import seals
 from ..observe import hooks
 from . import effectrecord as record
+from .completions import Completions
 from .effectcall import call_effect
 from .effectrecord import EffectRecord
+from .lease import Fence
 
-if TYPE_CHECKING:
-    from .ledger import EffectLedger
+if TYPE_CHECKING:  # the store's module loads SQLAlchemy
+    from ..store.store import Store
+
+
+class Ledger(Protocol):
+    """What an atomic effect needs of the run's ledger (`EffectLedger`)."""
+
+    store: Store
+    fence: Fence
+    completions: Completions
+    head: str | None
+
+    def clock(self) -> float: ...
+
+    def remember(self, rec: EffectRecord, *, new: bool) -> None: ...
 
 
 def perform(
-    ledger: EffectLedger,
+    ledger: Ledger,
     row: EffectRecord | None,
     phase: str,
     name: str,

@@ -12,23 +12,39 @@ doubt, for a person, with what the hook said shown beside it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _json
 from ..authoring.reconcile import Reconciled, ask
 from ..errors import UsageError
 from ..observe import hooks
 from ..states import Action, BlockKind
+from .completions import Completions
 from .effectrecord import EffectRecord
+from .lease import Fence
 
-if TYPE_CHECKING:
-    from .ledger import EffectLedger
+if TYPE_CHECKING:  # the store's module loads SQLAlchemy
+    from ..store.store import Store
+
+
+class Ledger(Protocol):
+    """What asking a reconcile hook needs of the run's ledger (`EffectLedger`)."""
+
+    store: Store
+    fence: Fence
+    completions: Completions
+    effects: dict[str, EffectRecord]
+
+    def clock(self) -> float: ...
+
+    def answer(self, conn: Any, key: str, action: Action, result: Any, decision: int, now: float) -> None: ...
+
 
 RECONCILER = "phasegate"
 """The operator name automatic resolutions are recorded under."""
 
 
-def reconcile(ledger: EffectLedger, row: EffectRecord, hook: Callable[[str], Any], timeout: float) -> Reconciled:
+def reconcile(ledger: Ledger, row: EffectRecord, hook: Callable[[str], Any], timeout: float) -> Reconciled:
     """Ask the outside system about an in-doubt effect, and write down what it said.
 
     Args:

@@ -26,9 +26,9 @@ SQL = re.compile(r"\bSELECT\b[\s\S]*\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\s+\w+\s+
 
 #: Where raw SQL belongs (relative to the repository), and, for now, the one
 #: use that stays outside it: an atomic effect hands the author's function a
-#: SQLModel session on the run's own transaction (run/ledger.py).
+#: SQLModel session on the run's own transaction (run/atomiceffect.py).
 STORE = "engine/store"
-ALLOWED = {("engine/run/ledger.py", "sqlmodel")}
+ALLOWED = {("engine/run/atomiceffect.py", "sqlmodel")}
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
