@@ -334,12 +334,14 @@ def _fit_effect_answer(view: RunView, act: Action, asked: Asked) -> Fit:
     """confirm_effect or retry_effect: a correction of a person's confirmation,
     a repair of a damaged record, or the answer to an effect in doubt."""
     effect, result = asked.effect, asked.result
-    if effect is not None:
-        corr = _match(view.run_id, correctable_effects(view), effect)
-        if corr is not None:
-            return _correction(view, act, corr, result)
     reasons = waiting_reasons(view)
     damaged = _damaged(reasons)
+    if effect is not None:
+        corr = _match(view.run_id, correctable_effects(view), effect)
+        # A confirmed effect whose record was damaged since is repaired, not
+        # corrected: a correction waits for the record to be whole again.
+        if corr is not None and corr not in damaged:
+            return _correction(view, act, corr, result)
     if damaged:
         return _repair(view, act, damaged, effect, result)
     answers = _answered(view, act, reasons)
@@ -488,17 +490,20 @@ def _repair(view: RunView, act: Action, damaged: list[str], effect: str | None, 
             raise DecisionError(f"effect {key} has its record; it is not among the damaged records")
     if key is None:
         raise DecisionError(f"effect {effect!r} is not among the damaged records of run {view.run_id!r}")
-    _refuse_second_answer(view, key)
+    # Only a repair waiting already makes this a second answer: one decided
+    # before the record was damaged is superseded by this (run/planner.py).
+    _refuse_second_answer(view, key, answers=BlockKind.INTEGRITY)
     detail: dict[str, Any] = {"repair": True}
     if act is Action.CONFIRM_EFFECT and result is not NO_RESULT:
         detail["result"] = _json.loads(_json.dumps(result))
     return Fit(act, BlockKind.INTEGRITY, key, detail)
 
 
-def _refuse_second_answer(view: RunView, key: str) -> None:
-    """One pending answer per effect: a second one is refused as decided."""
+def _refuse_second_answer(view: RunView, key: str, *, answers: BlockKind | None = None) -> None:
+    """One pending answer per effect (of what it `answers`, when given): a
+    second one is refused as decided."""
     for d in view.pending_decisions:
-        if d.effect == key:
+        if d.effect == key and (answers is None or d.answers == answers.value):
             raise AlreadyDecided(
                 f"run {view.run_id!r} has already been decided: {d.action} by {d.operator} (decision {d.id})"
             )

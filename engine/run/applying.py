@@ -65,6 +65,11 @@ class DecisionApplier:
                 self._journal.marker(conn, "degrade", {"skip": list(app.skip)}, probes=self._probes)
             elif isinstance(app, AnswerEffect):
                 self._ledger.answer(conn, app.key, app.action, app.result, app.decision, now, repair=app.repair)
+                for stale in app.supersedes:
+                    self._store.decisions.settle(conn, stale, "void", now)
+                if app.supersedes:
+                    shown = ", ".join(str(d) for d in app.supersedes)
+                    self.notes.append(f"decision {app.decision} answered effect {app.key} anew; {shown} void")
                 if app.reopen is not None:
                     self._rewind(conn, app.reopen, correction=app.key)
                 self._fence.check(conn, now)

@@ -115,6 +115,9 @@ class AnswerEffect:
     result, re-opened with it (a rewind from the effect's phase)."""
     repair: bool = False
     """The answer also settles damage to the effect's record (seals.py)."""
+    supersedes: tuple[int, ...] = ()
+    """For a repair: the pending answers of the same effect decided before its
+    record was damaged, settled void (the repair is the newer word on it)."""
 
 
 @dataclass(frozen=True)
@@ -222,8 +225,11 @@ def plan_start(f: StartFacts) -> StartPlan:
         harmed: list[BlockReason] = []
         for dec in pending:
             if dec.detail.get("repair") and dec.effect_key:
+                stale = tuple(d.id for d in pending if d.effect_key == dec.effect_key and d.id != dec.id)
                 return StartPlan(
-                    apply=AnswerEffect(dec.effect_key, dec.action, dec.detail.get("result"), dec.id, repair=True)
+                    apply=AnswerEffect(
+                        dec.effect_key, dec.action, dec.detail.get("result"), dec.id, repair=True, supersedes=stale
+                    )
                 )
         for dmg in f.effect_damage:
             harmed.append(BlockReason(BlockKind.INTEGRITY, dmg.detail, {"what": "effect", **dmg.as_dict()}))

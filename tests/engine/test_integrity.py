@@ -252,3 +252,47 @@ def test_verify_checks_hashes_by_default_and_parses_outputs_with_deep(h):
     assert "DAMAGED   r1: checkpoint" in deep.stdout and "output does not parse" in deep.stdout
     st = h.status("r1")
     assert st["status"] == "blocked" and st["blocked"][0]["failure"]["what"] == "parse"
+
+
+def test_an_answer_waiting_when_the_record_was_damaged_gives_way_to_the_repair(h):
+    """An operator answered an effect in doubt (retry: it never happened);
+    before the run resumed, the effect's record was edited. The answer was
+    given on a record that is gone, so it is not carried out, and it does not
+    stand in the way: the person answers the damage, the repair is applied
+    and the old answer is settled void, and the run completes, each charge once.
+    (Found by tests/reliability/test_no_dead_ends.py, where only rewind or
+    reset was left.)"""
+    assert h.run("r1", kill="before:charge:inv-1").killed
+    assert h.charge_keys() == ["r1/charge/charge:inv-0"]
+    assert h.decide("r1", "retry_effect", "--effect", "charge:inv-1").returncode == 0
+    h.sql("UPDATE phasegate_effects SET retry_ok = TRUE WHERE key = ?", ("r1/charge/charge:inv-1",))
+    p = h.resume("r1")
+    assert p.returncode == 3 and "integrity" in p.stdout and "charge:inv-1" in p.stdout, p
+    d = h.decide("r1", "retry_effect", "--effect", "charge:inv-1", reason="the gateway has no such charge")
+    assert d.returncode == 0, d.stderr
+    p = h.resume("r1")
+    assert p.returncode == 0, p
+    assert sorted(h.charge_keys()) == [f"r1/charge/charge:inv-{i}" for i in range(3)]
+    st = h.status("r1")
+    states = {d["id"]: d["state"] for d in st["decisions"]}
+    assert states == {1: "void", 2: "applied"}, st["decisions"]
+    assert any("answered effect r1/charge/charge:inv-1 anew; 1 void" in n for n in st.get("notes", [])), st
+
+
+def test_a_confirmed_effect_whose_record_was_damaged_is_repaired_not_corrected(h):
+    """A person confirmed an effect; its record was then edited. A new answer
+    for it repairs the record (applied at the next start) instead of being
+    taken as a correction, which would wait behind the damage for ever."""
+    assert h.run("r1", kill="after:charge:inv-1").killed
+    assert h.resume("r1").returncode == 3
+    result = json.dumps({"charge_id": "ch-inv-1", "amount": 101, "replayed": False})
+    assert h.decide("r1", "confirm_effect", "--effect", "charge:inv-1", "--result", result).returncode == 0
+    # The confirmation is applied; the run goes on; kill it before it ends.
+    assert h.resume("r1", kill="before:charge:inv-2").killed
+    h.sql("UPDATE phasegate_effects SET retry_ok = TRUE WHERE key = ?", ("r1/charge/charge:inv-1",))
+    p = h.resume("r1")
+    assert p.returncode == 3, p
+    d = h.decide("r1", "confirm_effect", "--effect", "charge:inv-1", "--result", result)
+    assert d.returncode == 0, d.stderr
+    (last,) = [x for x in h.status("r1")["decisions"] if x["id"] == max(y["id"] for y in h.status("r1")["decisions"])]
+    assert last["answers"] == "integrity", last
