@@ -330,15 +330,19 @@ class Worker:
         return 0
 
     def _know_workflows(self) -> None:
-        """Every workflow the store knows, told to the observers once at the
-        start: their counters' series exist at 0 before any event."""
+        """Every workflow the store knows, and their phases, told to the
+        observers once at the start: their counters' series exist at 0
+        before any event."""
         try:
             with self.engine.store.read() as conn:
                 names = self.engine.store.runs.workflows(conn)
+                phases = self.engine.store.runs.phases_by_workflow(conn)
         except PhasegateError as exc:
             log.error("cannot read the store's workflows: %s", exc)
             return
         hooks.OBSERVER.workflows(names)
+        for wf, of_wf in phases.items():
+            hooks.OBSERVER.workflow_phases(wf, of_wf)
 
     def _look(self) -> list[Any]:
         try:

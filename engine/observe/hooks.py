@@ -9,7 +9,7 @@ metrics.py and tracing.py do, and only when a process asks for them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -146,6 +146,16 @@ class Observer:
             names: Workflow names, as the store has them.
         """
 
+    def workflow_phases(self, workflow: str, names: Sequence[str]) -> None:
+        """A workflow's phases (from its runs' shapes in the store at a
+        worker's start, and from its code at each attempt): a per-phase
+        counter creates their series at 0 ahead of their first event.
+
+        Args:
+            workflow: The workflow's name.
+            names: Its phases' names.
+        """
+
     def alert(self, ok: bool) -> None:
         """A watch finished delivering one alert.
 
@@ -216,6 +226,10 @@ class Fanout(Observer):
     def workflows(self, names: list[str]) -> None:
         for o in self.observers:
             o.workflows(names)
+
+    def workflow_phases(self, workflow: str, names: Sequence[str]) -> None:
+        for o in self.observers:
+            o.workflow_phases(workflow, names)
 
     def alert(self, ok: bool) -> None:
         for o in self.observers:

@@ -9,7 +9,7 @@ are asked for; `prometheus_client` is the `metrics` extra.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
@@ -30,6 +30,9 @@ ANSWERS = ("done", "not_done", "unknown")
 #: The most workflows whose series `know` creates from a store's runs: names
 #: are read from the store, which is untrusted, so their number is bounded.
 MAX_WORKFLOWS = 100
+#: The phases of one workflow given series ahead of their first event (a
+#: workflow with more gets the rest at their first event).
+MAX_PHASES = 200
 #: A checkpoint's commit is one fsync'd transaction: sub-millisecond to a second.
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
 
@@ -161,6 +164,21 @@ class MetricsObserver(Observer):
                 self.ended.labels(wf, outcome)
             for answer in ANSWERS:
                 self.reconciled.labels(wf, answer)
+
+    def workflow_phases(self, workflow: str, names: Sequence[str]) -> None:
+        """Create the per-phase series at 0 for each of `names` of a workflow
+        known here (`know`), so `increase()` of a phase's runs and failures
+        sees its first event.
+
+        Args:
+            workflow: The workflow's name.
+            names: Its phases' names (at most `MAX_PHASES` are taken).
+        """
+        self.know([workflow])
+        if workflow not in self._known:
+            return
+        for phase in list(names)[:MAX_PHASES]:
+            self._phase_series(workflow, phase)
 
     def _phase_series(self, workflow: str, phase: str) -> _PhaseSeries:
         got = self._series.get((workflow, phase))

@@ -94,6 +94,7 @@ def observed(runner: Runner) -> Callable[[], Outcome]:
         if enter is not None:
             enter()
         with logs.bound(run_id=runner.run_id, workflow=runner.wf.name):
+            observer.workflow_phases(runner.wf.name, [p.name for p in runner.wf.phases])
             return observer.attempt(runner.run_id, runner.wf.name, runner.execute)
 
     return go

@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 from sqlalchemy import and_, case, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Row
 
+from .. import _json
 from ..errors import RunNotFound
 from . import _paging, _rawread, _rowcheck, runorder
 from ._database import Database, driver
@@ -394,6 +395,31 @@ class Runs:
         """The workflow names the runs table holds, sorted, at most `limit` (a full scan: read at a start, not per run)."""
         q = select(runs.c.workflow).distinct().order_by(runs.c.workflow).limit(limit)
         return [r[0] for r in conn.execute(q)]
+
+    def phases_by_workflow(self, conn: Connection, *, limit: int = 500) -> dict[str, list[str]]:
+        """Each workflow's phase names, as its runs' shapes record them (every
+        version's, in order of first appearance), from at most `limit`
+        distinct shapes: a full scan, read at a start. A shape that does not
+        parse as phases is passed over (stored data is untrusted).
+
+        Returns:
+            Workflow name -> its phases' names.
+        """
+        q = select(runs.c.workflow, runs.c.shape_json).distinct().order_by(runs.c.workflow).limit(limit)
+        out: dict[str, list[str]] = {}
+        for wf, shape_json in conn.execute(q):
+            try:
+                shape = _json.loads(shape_json)
+            except Exception:  # noqa: BLE001 - a damaged row: verify and status say so, not this read
+                continue
+            if not isinstance(wf, str) or not isinstance(shape, list):
+                continue
+            names = out.setdefault(wf, [])
+            for p in shape:
+                name = p.get("name") if isinstance(p, dict) else None
+                if isinstance(name, str) and name not in names:
+                    names.append(name)
+        return out
 
     def ids(self, conn: Connection, *, after: str = "", limit: int = 500) -> list[str]:
         """The next `limit` run ids after `after`, in order (a keyset page)."""

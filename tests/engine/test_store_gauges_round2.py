@@ -149,6 +149,17 @@ def test_every_labelled_counter_is_served_at_zero_from_the_start(tmp_path: Path)
     missing = want - set(m)
     assert not missing, sorted(missing)
     assert {k: m[k] for k in want} == dict.fromkeys(want, 0.0)
-    # Every labelled counter phasegate serves is one of those (or per phase, below).
+    # The per-phase counters too, for every phase of each workflow's runs.
+    per_phase = {
+        (name, (("phase", ph), ("workflow", wf)))
+        for name in ("phasegate_phases_run_total", "phasegate_phases_failed_total")
+        for wf, phases in (
+            ("test-billing", ("load", "price", "charge", "report")),
+            ("flaky", ("gather", "divide", "total")),
+        )
+        for ph in phases
+    }
+    assert {k: m.get(k) for k in per_phase} == dict.fromkeys(per_phase, 0.0)
+    # Every labelled counter phasegate serves is one of those.
     labelled = {k[0] for k in m if k[0].endswith("_total") and k[0].startswith("phasegate_") and k[1]}
-    assert labelled <= {n for n, _ in want} | {"phasegate_phases_run_total", "phasegate_phases_failed_total"}, labelled
+    assert labelled <= {n for n, _ in want | per_phase}, labelled
