@@ -31,8 +31,10 @@ ANSWERS = ("done", "not_done", "unknown")
 #: are read from the store, which is untrusted, so their number is bounded.
 MAX_WORKFLOWS = 100
 #: The phases of one workflow given series ahead of their first event (a
-#: workflow with more gets the rest at their first event).
-MAX_PHASES = 200
+#: workflow with more gets the rest at their first event). The names may come
+#: from the store, which anyone who can write it can forge: bounded, and only
+#: names a phase could have (`phase_name`).
+MAX_PHASES = 50
 #: A checkpoint's commit is one fsync'd transaction: sub-millisecond to a second.
 COMMIT_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
 
@@ -166,19 +168,22 @@ class MetricsObserver(Observer):
                 self.reconciled.labels(wf, answer)
 
     def workflow_phases(self, workflow: str, names: Sequence[str]) -> None:
-        """Create the per-phase series at 0 for each of `names` of a workflow
-        known here (`know`), so `increase()` of a phase's runs and failures
-        sees its first event.
+        """Create the per-phase counters' series at 0 for each of `names` of a
+        workflow known here (`know`), so `increase()` of a phase's runs and
+        failures sees its first event.
 
         Args:
             workflow: The workflow's name.
-            names: Its phases' names (at most `MAX_PHASES` are taken).
+            names: Its phases' names (at most `MAX_PHASES` that pass `phase_name`).
         """
         self.know([workflow])
         if workflow not in self._known:
             return
-        for phase in list(names)[:MAX_PHASES]:
-            self._phase_series(workflow, phase)
+        taken = [n for n in names if phase_name(n)][:MAX_PHASES]
+        for phase in taken:
+            # The counters only: a histogram's buckets wait for the phase's first call.
+            self.phases.labels(workflow, phase)
+            self.phases_failed.labels(workflow, phase)
 
     def _phase_series(self, workflow: str, phase: str) -> _PhaseSeries:
         got = self._series.get((workflow, phase))
@@ -263,6 +268,12 @@ class MetricsObserver(Observer):
 
     def alert(self, ok: bool) -> None:
         (self.alerts_sent if ok else self.alerts_failed).inc()
+
+
+def phase_name(name: object) -> bool:
+    """A name a phase could have (no '/', printable: no control or bidi
+    character, at most 100 characters): only those get a series ahead of time."""
+    return isinstance(name, str) and 0 < len(name) <= 100 and "/" not in name and name.isprintable()
 
 
 def render(registry: Any) -> bytes:
