@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._dbpath import default_db
 from .authoring.workflow import Workflow
@@ -40,9 +40,6 @@ from .views.models import RunSummary, RunView
 from .views.patches import PatchReport
 from .views.runspage import RunsPage
 from .views.workers import WorkerView, list_workers
-
-if TYPE_CHECKING:
-    pass
 
 
 class Engine:
