@@ -123,10 +123,6 @@ def test_every_labelled_counter_is_served_at_zero_from_the_start(tmp_path: Path)
     assert h.run("c0").returncode == 0
     assert h.cli("run", f"{HERE_WORKFLOWS / 'flaky.py'}:wf", "--run-id", "f0").returncode == 1
     worker = Served(["worker", "--metrics", "127.0.0.1:0", "--poll", "30", "--db", h.target], h.env)
-    try:
-        m = worker.scrape()
-    finally:
-        assert worker.stop() == 0, worker.lines
     by_workflow = (
         "phasegate_run_attempts_total",
         "phasegate_runs_resumed_total",
@@ -146,9 +142,6 @@ def test_every_labelled_counter_is_served_at_zero_from_the_start(tmp_path: Path)
         for a in ANSWERS
         for wf in ("test-billing", "flaky")
     }
-    missing = want - set(m)
-    assert not missing, sorted(missing)
-    assert {k: m[k] for k in want} == dict.fromkeys(want, 0.0)
     # The per-phase counters too, for every phase of each workflow's runs.
     per_phase = {
         (name, (("phase", ph), ("workflow", wf)))
@@ -159,6 +152,18 @@ def test_every_labelled_counter_is_served_at_zero_from_the_start(tmp_path: Path)
         )
         for ph in phases
     }
+    try:
+        # The endpoint serves from the process's start (store_up 0 while the
+        # store is waited for); the store's workflows are told to it once the
+        # worker has opened the store, before it looks for work.
+        m = until(
+            lambda: (s := worker.scrape()) and want | per_phase <= set(s) and s,
+            "the store's workflows at 0",
+            timeout=60,
+        )
+    finally:
+        assert worker.stop() == 0, worker.lines
+    assert {k: m[k] for k in want} == dict.fromkeys(want, 0.0)
     assert {k: m.get(k) for k in per_phase} == dict.fromkeys(per_phase, 0.0)
     # Every labelled counter phasegate serves is one of those.
     labelled = {k[0] for k in m if k[0].endswith("_total") and k[0].startswith("phasegate_") and k[1]}
